@@ -1,0 +1,152 @@
+//! The two interfaces every upper layer programs against: a block interface and a zoned
+//! interface (T10 ZBC / T13 ZAC). Both are object safe and thread safe.
+
+use crate::error::Result;
+use crate::media::{Completion, IoDone, Request};
+use crate::units::Nanos;
+use crate::zone::{Zone, ZoneAction, ZoneFilter};
+use serde::Serialize;
+
+/// Static facts about a device.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeviceInfo {
+    /// Model string (profile and kind).
+    pub model: String,
+    /// Drive kind name (`cmr`, `hm-smr`, `ha-smr`, `smr-raw`, …).
+    pub kind: String,
+    /// Logical sector size in bytes.
+    pub sector_size: u32,
+    /// Capacity in sectors.
+    pub capacity_sectors: u64,
+    /// Zone size in sectors (0 for a device without zones).
+    pub zone_sectors: u64,
+    /// Number of zones.
+    pub zones: u32,
+    /// Conventional zones at the start of the device.
+    pub conventional_zones: u32,
+    /// Open-zone limit (0 = none).
+    pub max_open_zones: u32,
+    /// Whether reads past write pointers return zeros instead of failing.
+    pub unrestricted_reads: bool,
+    /// Whether sector data is kept (false: metadata-only simulation).
+    pub stores_data: bool,
+}
+
+impl DeviceInfo {
+    /// Capacity in bytes.
+    pub fn capacity_bytes(&self) -> u64 {
+        self.capacity_sectors * self.sector_size as u64
+    }
+}
+
+/// Write options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteFlags {
+    /// Force unit access: the data is durable when the write completes.
+    pub fua: bool,
+}
+
+/// Which zones a zone action applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneTarget {
+    /// One zone by index.
+    One(u32),
+    /// Every sequential zone to which the action applies (ZBC's ALL bit).
+    All,
+}
+
+/// A block device: read, write, flush, discard at an LBA, with modelled completion times.
+pub trait BlockDevice: Send + Sync {
+    /// Device facts.
+    fn info(&self) -> DeviceInfo;
+    /// Reads whole sectors at `lba` into `buf`.
+    fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone>;
+    /// Writes whole sectors at `lba`.
+    fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone>;
+    /// Writes whole sectors at `lba` (not durable until a flush when the write cache is on).
+    fn write(&self, lba: u64, data: &[u8]) -> Result<IoDone> {
+        self.write_with(lba, data, WriteFlags::default())
+    }
+    /// Makes every completed write durable.
+    fn flush(&self) -> Result<IoDone>;
+    /// Tells the device that sectors are no longer needed.
+    fn discard(&self, lba: u64, sectors: u64) -> Result<IoDone>;
+    /// Submits several requests at once (queue depth = their number); each gets its own
+    /// completion time.
+    fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion>>;
+    /// Current virtual time of the device.
+    fn now(&self) -> Nanos;
+    /// Lets the device idle for `d` (background work such as cleaning runs meanwhile).
+    fn idle(&self, d: Nanos);
+}
+
+/// A zoned block device with T10 ZBC / T13 ZAC semantics.
+pub trait ZonedDevice: BlockDevice {
+    /// REPORT ZONES with a condition filter.
+    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone>;
+    /// One zone's current state.
+    fn zone(&self, index: u32) -> Result<Zone>;
+    /// RESET WRITE POINTER / OPEN / CLOSE / FINISH on one zone or all.
+    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone>;
+    /// Resets one zone.
+    fn reset_zone(&self, index: u32) -> Result<IoDone> {
+        self.zone_action(ZoneAction::Reset, ZoneTarget::One(index))
+    }
+    /// Opens one zone explicitly.
+    fn open_zone(&self, index: u32) -> Result<IoDone> {
+        self.zone_action(ZoneAction::Open, ZoneTarget::One(index))
+    }
+    /// Closes one zone.
+    fn close_zone(&self, index: u32) -> Result<IoDone> {
+        self.zone_action(ZoneAction::Close, ZoneTarget::One(index))
+    }
+    /// Finishes one zone.
+    fn finish_zone(&self, index: u32) -> Result<IoDone> {
+        self.zone_action(ZoneAction::Finish, ZoneTarget::One(index))
+    }
+    /// Appends at a zone's write pointer; returns the LBA written and the timing.
+    fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
+        let z = self.zone(index)?;
+        let done = self.write(z.write_pointer_lba, data)?;
+        Ok((z.write_pointer_lba, done))
+    }
+}
+
+impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
+    fn info(&self) -> DeviceInfo {
+        (**self).info()
+    }
+    fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
+        (**self).read(lba, buf)
+    }
+    fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
+        (**self).write_with(lba, data, flags)
+    }
+    fn flush(&self) -> Result<IoDone> {
+        (**self).flush()
+    }
+    fn discard(&self, lba: u64, sectors: u64) -> Result<IoDone> {
+        (**self).discard(lba, sectors)
+    }
+    fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion>> {
+        (**self).submit(reqs)
+    }
+    fn now(&self) -> Nanos {
+        (**self).now()
+    }
+    fn idle(&self, d: Nanos) {
+        (**self).idle(d)
+    }
+}
+
+impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
+    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
+        (**self).report_zones(filter)
+    }
+    fn zone(&self, index: u32) -> Result<Zone> {
+        (**self).zone(index)
+    }
+    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone> {
+        (**self).zone_action(action, target)
+    }
+}

@@ -1,0 +1,232 @@
+//! The drive's volatile write cache: dirty extents waiting to be destaged to the media.
+//! Lost on power cut; destaged on FLUSH, when full, and during idle time.
+
+use std::collections::BTreeMap;
+
+/// One dirty extent. `data` is `None` on drives that keep no data.
+#[derive(Debug, Clone)]
+pub struct Dirty {
+    /// Length in sectors.
+    pub sectors: u64,
+    /// Sector contents (`sectors × sector size` bytes) or nothing.
+    pub data: Option<Vec<u8>>,
+}
+
+/// Largest extent kept when appending contiguous writes, so destage writes stay bounded.
+const MAX_MERGED_SECTORS_BYTES: u64 = 4 << 20;
+
+/// Dirty, not yet persistent extents keyed by first LBA; never overlapping.
+#[derive(Debug, Default)]
+pub struct WriteCache {
+    dirty: BTreeMap<u64, Dirty>,
+    dirty_sectors: u64,
+    sector_size: u64,
+}
+
+impl WriteCache {
+    /// An empty cache for a given sector size.
+    pub fn new(sector_size: u32) -> Self {
+        WriteCache {
+            dirty: BTreeMap::new(),
+            dirty_sectors: 0,
+            sector_size: sector_size as u64,
+        }
+    }
+
+    /// Sectors waiting for destage.
+    pub fn dirty_sectors(&self) -> u64 {
+        self.dirty_sectors
+    }
+
+    /// Whether anything is dirty.
+    pub fn is_empty(&self) -> bool {
+        self.dirty.is_empty()
+    }
+
+    /// Drops `[lba, end)` from the cache, splitting extents that straddle it.
+    pub fn remove(&mut self, lba: u64, end: u64) {
+        let ss = self.sector_size as usize;
+        let mut keys: Vec<u64> = self.dirty.range(lba..end).map(|(&k, _)| k).collect();
+        if let Some((&k, d)) = self.dirty.range(..lba).next_back() {
+            if k + d.sectors > lba {
+                keys.insert(0, k);
+            }
+        }
+        for k in keys {
+            let Some(d) = self.dirty.remove(&k) else {
+                continue;
+            };
+            self.dirty_sectors -= d.sectors;
+            let dend = k + d.sectors;
+            if k < lba {
+                let n = lba - k;
+                let data = d.data.as_ref().map(|v| v[..n as usize * ss].to_vec());
+                self.put(k, Dirty { sectors: n, data });
+            }
+            if dend > end {
+                let n = dend - end;
+                let skip = (end - k) as usize * ss;
+                let data = d.data.as_ref().map(|v| v[skip..].to_vec());
+                self.put(end, Dirty { sectors: n, data });
+            }
+        }
+    }
+
+    fn put(&mut self, lba: u64, d: Dirty) {
+        self.dirty_sectors += d.sectors;
+        self.dirty.insert(lba, d);
+    }
+
+    /// Caches a write, superseding older dirty data in its range.
+    pub fn insert(&mut self, lba: u64, sectors: u64, data: Option<&[u8]>) {
+        let end = lba + sectors;
+        self.remove(lba, end);
+        // Append to a contiguous predecessor when that keeps extents bounded.
+        if let Some((&k, prev)) = self.dirty.range_mut(..lba).next_back() {
+            let fits = (prev.sectors + sectors) * self.sector_size <= MAX_MERGED_SECTORS_BYTES;
+            if k + prev.sectors == lba && fits && prev.data.is_some() == data.is_some() {
+                prev.sectors += sectors;
+                if let (Some(v), Some(d)) = (prev.data.as_mut(), data) {
+                    v.extend_from_slice(d);
+                }
+                self.dirty_sectors += sectors;
+                return;
+            }
+        }
+        self.put(
+            lba,
+            Dirty {
+                sectors,
+                data: data.map(|d| d.to_vec()),
+            },
+        );
+    }
+
+    /// Copies dirty data over `buf` (which holds `[lba, lba + len)` read from the media).
+    /// Returns the number of sectors the cache supplied.
+    pub fn overlay(&self, lba: u64, buf: Option<&mut [u8]>, len: u64) -> u64 {
+        let ss = self.sector_size;
+        let end = lba + len;
+        let mut covered = 0;
+        let mut buf = buf;
+        let start_key = match self.dirty.range(..=lba).next_back() {
+            Some((&k, d)) if k + d.sectors > lba => k,
+            _ => lba,
+        };
+        for (&k, d) in self.dirty.range(start_key..end) {
+            let a = k.max(lba);
+            let b = (k + d.sectors).min(end);
+            if a >= b {
+                continue;
+            }
+            covered += b - a;
+            if let (Some(out), Some(src)) = (buf.as_deref_mut(), d.data.as_ref()) {
+                let so = ((a - k) * ss) as usize;
+                let doff = ((a - lba) * ss) as usize;
+                let n = ((b - a) * ss) as usize;
+                out[doff..doff + n].copy_from_slice(&src[so..so + n]);
+            }
+        }
+        covered
+    }
+
+    /// Parts of `[lba, end)` not covered by dirty extents.
+    pub fn uncovered(&self, lba: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut pos = lba;
+        let start_key = match self.dirty.range(..=lba).next_back() {
+            Some((&k, d)) if k + d.sectors > lba => k,
+            _ => lba,
+        };
+        for (&k, d) in self.dirty.range(start_key..end) {
+            if k > pos {
+                out.push((pos, k.min(end)));
+            }
+            pos = pos.max(k + d.sectors);
+            if pos >= end {
+                break;
+            }
+        }
+        if pos < end {
+            out.push((pos, end));
+        }
+        out
+    }
+
+    /// Takes the next run of contiguous dirty extents at or after `from` (wrapping around), as
+    /// an elevator would, coalesced into one write of at most `max_sectors`.
+    pub fn take_run(&mut self, from: u64, max_sectors: u64) -> Option<(u64, u64, Option<Vec<u8>>)> {
+        let first = self
+            .dirty
+            .range(from..)
+            .next()
+            .or_else(|| self.dirty.iter().next())
+            .map(|(&k, _)| k)?;
+        let mut lba = first;
+        let mut total = 0u64;
+        let mut data: Option<Vec<u8>> = None;
+        let mut no_data = false;
+        while let Some(d) = self.dirty.get(&lba) {
+            if total > 0 && total + d.sectors > max_sectors {
+                break;
+            }
+            let Some(d) = self.dirty.remove(&lba) else {
+                break;
+            };
+            self.dirty_sectors -= d.sectors;
+            total += d.sectors;
+            match (d.data, data.as_mut()) {
+                (Some(v), Some(acc)) => acc.extend_from_slice(&v),
+                (Some(v), None) if !no_data => data = Some(v),
+                _ => no_data = true,
+            }
+            lba += d.sectors;
+        }
+        Some((first, total, if no_data { None } else { data }))
+    }
+
+    /// Every dirty range (what a power cut loses).
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.dirty.iter().map(|(&k, d)| (k, k + d.sectors))
+    }
+
+    /// Drops everything (power loss).
+    pub fn clear(&mut self) {
+        self.dirty.clear();
+        self.dirty_sectors = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newer_writes_supersede_and_split_older_ones() {
+        let mut c = WriteCache::new(512);
+        c.insert(10, 10, Some(&[1u8; 5120]));
+        c.insert(12, 2, Some(&[2u8; 1024]));
+        assert_eq!(c.dirty_sectors(), 10);
+        let mut buf = vec![0u8; 512 * 10];
+        assert_eq!(c.overlay(10, Some(&mut buf), 10), 10);
+        assert_eq!(buf[0], 1);
+        assert_eq!(buf[2 * 512], 2);
+        assert_eq!(buf[4 * 512], 1);
+        assert_eq!(c.uncovered(5, 25), vec![(5, 10), (20, 25)]);
+        let (lba, n, data) = c.take_run(0, 1 << 20).expect("run");
+        assert_eq!((lba, n), (10, 10));
+        let data = data.expect("data");
+        assert_eq!(&data[2 * 512..2 * 512 + 4], &[2, 2, 2, 2]);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn contiguous_writes_merge_into_one_extent() {
+        let mut c = WriteCache::new(4096);
+        for i in 0..8 {
+            c.insert(i, 1, None);
+        }
+        assert_eq!(c.ranges().count(), 1);
+        assert_eq!(c.take_run(100, 1 << 20).map(|r| (r.0, r.1)), Some((0, 8)));
+    }
+}

@@ -1,0 +1,620 @@
+//! Drive configuration: named profiles, TOML files that start from a profile and override any
+//! key, and the resolution of a configuration into geometry, timing, zones and shingling.
+//! Every default lives in [`profile`]; `docs/device-model.md` gives each value's source.
+
+use crate::error::{DeviceError, Result};
+use crate::geometry::GeometryParams;
+use crate::mechanics::TimingParams;
+use crate::seek::SeekPoints;
+use crate::shingle::BandLayout;
+use crate::units::size_serde;
+use crate::zone::ZoneType;
+use serde::{Deserialize, Serialize};
+
+/// What kind of drive the configuration describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DriveKind {
+    /// Conventional magnetic recording: a block device (all zones conventional).
+    Cmr,
+    /// Host-managed SMR: conventional zones then sequential-write-required zones.
+    HmSmr,
+    /// Host-aware SMR: conventional zones then sequential-write-preferred zones.
+    HaSmr,
+    /// Raw shingled media behind the block interface with no translation: writes that break
+    /// the shingling rule destroy data (what a translation layer is built on).
+    SmrRaw,
+}
+
+impl DriveKind {
+    /// Name used in configs and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            DriveKind::Cmr => "cmr",
+            DriveKind::HmSmr => "hm-smr",
+            DriveKind::HaSmr => "ha-smr",
+            DriveKind::SmrRaw => "smr-raw",
+        }
+    }
+}
+
+/// How a capacity smaller than the profile's full drive is obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Span {
+    /// Fewer cylinders on the same radii: the small drive keeps the full drive's seek profile and
+    /// outer-to-inner rate fall-off (a whole drive in miniature).
+    #[default]
+    Scaled,
+    /// The first `capacity` bytes of the full-size drive (a partition at the outer diameter).
+    Partition,
+}
+
+/// Media and layout parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaParams {
+    /// Spindle speed.
+    pub rpm: u32,
+    /// Surfaces (heads).
+    pub heads: u32,
+    /// Cylinders of the full-size drive.
+    pub cylinders: u64,
+    /// Bytes on an outer-diameter track.
+    pub od_track_bytes: u64,
+    /// Outer-to-inner track capacity ratio.
+    pub od_id_ratio: f64,
+    /// Recording zones (zoned bit recording).
+    pub recording_zones: u32,
+    /// Cylinders per surface run (set this or `strokes_per_surface`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stroke_tracks: Option<u64>,
+    /// Surface runs per surface; the run length scales with the drive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strokes_per_surface: Option<u64>,
+    /// Alternate run direction (conventional serpentine layout).
+    pub serpentine: bool,
+}
+
+/// Zone layout parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneParams {
+    /// Zone size in bytes.
+    #[serde(with = "size_serde")]
+    pub zone_size: u64,
+    /// Fraction of zones that are conventional (rounded up, at least one on SMR drives).
+    pub conventional_fraction: f64,
+    /// Exact number of conventional zones (overrides the fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conventional_zones: Option<u32>,
+    /// Maximum implicitly plus explicitly open zones (0 = unlimited).
+    pub max_open: u32,
+    /// Allow reads past write pointers (they return zeros); ZBC's URSWRZ.
+    pub unrestricted_reads: bool,
+}
+
+/// Shingling parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShingleParams {
+    /// Head width in tracks: writing track t destroys tracks t+1 … t+k−1 of its band (1 = none).
+    pub overlap_tracks: u64,
+    /// Tracks per band on raw shingled media (host-managed drives use their zones as bands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub band_tracks: Option<u64>,
+    /// Unshingled bytes at the start of raw shingled media (e.g. a persistent cache).
+    #[serde(default, with = "size_serde")]
+    pub unshingled_prefix: u64,
+}
+
+/// Volatile write cache parameters.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheParams {
+    /// Whether the volatile write cache is enabled (writes complete before they are durable).
+    pub write_cache: bool,
+    /// Cache size in bytes.
+    #[serde(with = "size_serde")]
+    pub size: u64,
+}
+
+/// A complete drive configuration. `tegula disk create --config F` reads a TOML file naming a
+/// `profile` and overriding any key; the resolved configuration is stored in the disk image.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskConfig {
+    /// Profile the configuration started from.
+    pub profile: String,
+    /// Drive kind.
+    pub kind: DriveKind,
+    /// Exposed capacity in bytes (rounded down to whole zones).
+    #[serde(with = "size_serde")]
+    pub capacity: u64,
+    /// Logical sector size: 512 or 4096.
+    pub sector_size: u32,
+    /// How a smaller capacity is derived from the full drive.
+    #[serde(default)]
+    pub span: Span,
+    /// Keep sector data (false: metadata-only simulation; reads return zeros).
+    pub store_data: bool,
+    /// Seed of the fault injector.
+    #[serde(default)]
+    pub seed: u64,
+    /// Media and layout.
+    pub media: MediaParams,
+    /// Timing.
+    pub timing: TimingParams,
+    /// Zones.
+    pub zones: ZoneParams,
+    /// Shingling.
+    pub shingle: ShingleParams,
+    /// Volatile write cache.
+    pub cache: CacheParams,
+}
+
+/// Names of the built-in profiles.
+pub const PROFILES: [&str; 4] = ["cmr-7200", "hm-smr", "ha-smr", "smr-5900"];
+
+fn cmr_timing() -> TimingParams {
+    TimingParams {
+        seek_read: SeekPoints {
+            t2t_ms: 0.23,
+            avg_ms: 7.4,
+            full_ms: 15.0,
+        },
+        seek_write: SeekPoints {
+            t2t_ms: 0.32,
+            avg_ms: 8.2,
+            full_ms: 16.0,
+        },
+        head_switch_ms: 0.8,
+        command_overhead_ms: 0.2,
+        interface_mb_s: 600.0,
+        read_ahead_bytes: 1 << 20,
+        track_switch_ms: None,
+    }
+}
+
+/// The built-in profile `name` at its full capacity.
+pub fn profile(name: &str) -> Result<DiskConfig> {
+    let mib = 1u64 << 20;
+    let cfg = match name {
+        "cmr-7200" => DiskConfig {
+            profile: name.into(),
+            kind: DriveKind::Cmr,
+            capacity: 0,
+            sector_size: 4096,
+            span: Span::Scaled,
+            store_data: true,
+            seed: 0,
+            media: MediaParams {
+                rpm: 7200,
+                heads: 10,
+                cylinders: 320_800,
+                od_track_bytes: 1_668_096,
+                od_id_ratio: 175.0 / 83.0,
+                recording_zones: 30,
+                stroke_tracks: Some(18),
+                strokes_per_surface: None,
+                serpentine: true,
+            },
+            timing: TimingParams {
+                track_switch_ms: Some(0.9),
+                ..cmr_timing()
+            },
+            zones: ZoneParams {
+                zone_size: 256 * mib,
+                conventional_fraction: 1.0,
+                conventional_zones: None,
+                max_open: 0,
+                unrestricted_reads: true,
+            },
+            shingle: ShingleParams {
+                overlap_tracks: 1,
+                band_tracks: None,
+                unshingled_prefix: 0,
+            },
+            cache: CacheParams {
+                write_cache: true,
+                size: 32 * mib,
+            },
+        },
+        "hm-smr" | "ha-smr" => DiskConfig {
+            profile: name.into(),
+            kind: if name == "hm-smr" {
+                DriveKind::HmSmr
+            } else {
+                DriveKind::HaSmr
+            },
+            capacity: 0,
+            sector_size: 4096,
+            span: Span::Scaled,
+            store_data: true,
+            seed: 0,
+            media: MediaParams {
+                rpm: 7200,
+                heads: 16,
+                cylinders: 557_000,
+                od_track_bytes: 2_200_000,
+                od_id_ratio: 2.1,
+                recording_zones: 30,
+                stroke_tracks: None,
+                strokes_per_surface: Some(32),
+                serpentine: false,
+            },
+            timing: cmr_timing(),
+            zones: ZoneParams {
+                zone_size: 256 * mib,
+                conventional_fraction: 0.0094,
+                conventional_zones: None,
+                max_open: 128,
+                unrestricted_reads: false,
+            },
+            shingle: ShingleParams {
+                overlap_tracks: 3,
+                band_tracks: None,
+                unshingled_prefix: 0,
+            },
+            cache: CacheParams {
+                write_cache: true,
+                size: 32 * mib,
+            },
+        },
+        "smr-5900" => DiskConfig {
+            profile: name.into(),
+            kind: DriveKind::SmrRaw,
+            capacity: 0,
+            sector_size: 4096,
+            span: Span::Scaled,
+            store_data: true,
+            seed: 0,
+            media: MediaParams {
+                rpm: 5900,
+                heads: 8,
+                cylinders: 450_000,
+                od_track_bytes: 2 * mib,
+                od_id_ratio: 2.1,
+                recording_zones: 30,
+                stroke_tracks: None,
+                strokes_per_surface: Some(32),
+                serpentine: false,
+            },
+            timing: TimingParams {
+                seek_read: SeekPoints {
+                    t2t_ms: 1.0,
+                    avg_ms: 11.0,
+                    full_ms: 21.0,
+                },
+                seek_write: SeekPoints {
+                    t2t_ms: 1.2,
+                    avg_ms: 12.0,
+                    full_ms: 22.0,
+                },
+                head_switch_ms: 1.0,
+                command_overhead_ms: 0.3,
+                interface_mb_s: 600.0,
+                read_ahead_bytes: 1 << 20,
+                track_switch_ms: None,
+            },
+            zones: ZoneParams {
+                zone_size: 256 * mib,
+                conventional_fraction: 1.0,
+                conventional_zones: None,
+                max_open: 0,
+                unrestricted_reads: true,
+            },
+            shingle: ShingleParams {
+                overlap_tracks: 3,
+                band_tracks: Some(16),
+                unshingled_prefix: 0,
+            },
+            cache: CacheParams {
+                write_cache: false,
+                size: 32 * mib,
+            },
+        },
+        other => {
+            return Err(DeviceError::Config(format!(
+                "unknown profile {other:?} (one of: {})",
+                PROFILES.join(", ")
+            )))
+        }
+    };
+    let mut cfg = cfg;
+    cfg.capacity = cfg.full_capacity()?;
+    Ok(cfg)
+}
+
+/// Merges TOML table `over` into `base`, key by key, recursing into tables.
+fn merge(base: &mut toml::Value, over: toml::Value) {
+    match (base, over) {
+        (toml::Value::Table(b), toml::Value::Table(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(bv) if bv.is_table() && v.is_table() => merge(bv, v),
+                    _ => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+impl DiskConfig {
+    /// Parses a TOML configuration: `profile = "…"` (default `hm-smr`) plus any overrides.
+    /// A `capacity` not given means the profile's full size.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let over: toml::Value = text
+            .parse()
+            .map_err(|e| DeviceError::Config(format!("{e}")))?;
+        let name = over
+            .get("profile")
+            .and_then(|v| v.as_str())
+            .unwrap_or("hm-smr")
+            .to_string();
+        let base = profile(&name)?;
+        let mut v = toml::Value::try_from(&base).map_err(|e| DeviceError::Config(e.to_string()))?;
+        merge(&mut v, over);
+        let cfg: DiskConfig = v
+            .try_into()
+            .map_err(|e: toml::de::Error| DeviceError::Config(e.to_string()))?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// The configuration as TOML text (what disk images store).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Applies a `key=value` override such as `media.rpm=5400` or `zones.zone_size=64MiB`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut v =
+            toml::Value::try_from(&*self).map_err(|e| DeviceError::Config(e.to_string()))?;
+        let parsed: toml::Value = format!("x = {value}")
+            .parse::<toml::Value>()
+            .ok()
+            .and_then(|t| t.get("x").cloned())
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        let mut cur = &mut v;
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, p) in parts.iter().enumerate() {
+            let t = cur
+                .as_table_mut()
+                .ok_or_else(|| DeviceError::Config(format!("{key}: {p} is not a table")))?;
+            if i + 1 == parts.len() {
+                t.insert((*p).to_string(), parsed.clone());
+                break;
+            }
+            cur = t
+                .get_mut(*p)
+                .ok_or_else(|| DeviceError::Config(format!("unknown key {key}")))?;
+        }
+        let cfg: DiskConfig = v
+            .try_into()
+            .map_err(|e: toml::de::Error| DeviceError::Config(format!("{key}={value}: {e}")))?;
+        *self = cfg;
+        Ok(())
+    }
+
+    /// Checks ranges that the type system does not.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(DeviceError::Config(m));
+        if self.sector_size != 512 && self.sector_size != 4096 {
+            return bad(format!(
+                "sector_size must be 512 or 4096, got {}",
+                self.sector_size
+            ));
+        }
+        let ss = self.sector_size as u64;
+        if self.zones.zone_size == 0 || !self.zones.zone_size.is_multiple_of(ss) {
+            return bad(format!(
+                "zone_size {} must be a positive multiple of the sector size",
+                self.zones.zone_size
+            ));
+        }
+        if self.capacity < self.zones.zone_size {
+            return bad(format!(
+                "capacity {} is smaller than one zone ({} bytes)",
+                self.capacity, self.zones.zone_size
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.zones.conventional_fraction) {
+            return bad("conventional_fraction must be within 0..1".into());
+        }
+        if self.media.rpm < 1000 || self.media.rpm > 20000 {
+            return bad(format!("rpm {} out of range 1000..20000", self.media.rpm));
+        }
+        if self.media.heads == 0 || self.media.heads > 64 {
+            return bad(format!("heads {} out of range 1..64", self.media.heads));
+        }
+        if self.media.cylinders < 2 {
+            return bad("cylinders must be at least 2".into());
+        }
+        if self.media.od_track_bytes < ss {
+            return bad("od_track_bytes must hold at least one sector".into());
+        }
+        if self.shingle.overlap_tracks == 0 {
+            return bad("overlap_tracks must be at least 1".into());
+        }
+        if self.media.stroke_tracks == Some(0) || self.media.strokes_per_surface == Some(0) {
+            return bad("stroke_tracks and strokes_per_surface must be positive".into());
+        }
+        Ok(())
+    }
+
+    fn geometry_params(&self, cylinders: u64) -> GeometryParams {
+        let stroke = match (self.media.strokes_per_surface, self.media.stroke_tracks) {
+            (Some(s), _) => cylinders.div_ceil(s.max(1)),
+            (None, Some(t)) => t,
+            (None, None) => cylinders,
+        };
+        GeometryParams {
+            sector_size: self.sector_size,
+            rpm: self.media.rpm,
+            heads: self.media.heads,
+            cylinders,
+            od_track_bytes: self.media.od_track_bytes,
+            od_id_ratio: self.media.od_id_ratio,
+            recording_zones: self.media.recording_zones,
+            stroke: stroke.clamp(1, cylinders),
+            serpentine: self.media.serpentine,
+        }
+    }
+
+    /// Capacity of the full-size drive in bytes, rounded down to whole zones.
+    pub fn full_capacity(&self) -> Result<u64> {
+        let ss = self.sector_size as u64;
+        let g = crate::mechanics::Mechanics::new(
+            self.geometry_params(self.media.cylinders),
+            &self.timing,
+        )
+        .map_err(DeviceError::Config)?;
+        let bytes = g.geometry().total_sectors() * ss;
+        Ok(bytes / self.zones.zone_size * self.zones.zone_size)
+    }
+
+    /// Builds the mechanics for this configuration's capacity.
+    pub fn mechanics(&self) -> Result<crate::mechanics::Mechanics> {
+        self.validate()?;
+        let ss = self.sector_size as u64;
+        let need = self.capacity / ss;
+        let full = crate::mechanics::Mechanics::new(
+            self.geometry_params(self.media.cylinders),
+            &self.timing,
+        )
+        .map_err(DeviceError::Config)?;
+        let full_sectors = full.geometry().total_sectors();
+        if need > full_sectors {
+            return Err(DeviceError::Config(format!(
+                "capacity {} exceeds the profile's full drive ({} bytes); raise media.cylinders or heads",
+                self.capacity,
+                full_sectors * ss
+            )));
+        }
+        if self.span == Span::Partition || need == full_sectors {
+            return Ok(full);
+        }
+        // Scaled: the fewest cylinders (on the same radii) that hold the capacity.
+        let (mut lo, mut hi) = (2u64, self.media.cylinders);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let m = crate::mechanics::Mechanics::new(self.geometry_params(mid), &self.timing)
+                .map_err(DeviceError::Config)?;
+            if m.geometry().total_sectors() >= need {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        crate::mechanics::Mechanics::new(self.geometry_params(lo), &self.timing)
+            .map_err(DeviceError::Config)
+    }
+
+    /// Zone size in sectors.
+    pub fn zone_sectors(&self) -> u64 {
+        self.zones.zone_size / self.sector_size as u64
+    }
+
+    /// Number of zones.
+    pub fn zone_count(&self) -> u32 {
+        (self.capacity / self.zones.zone_size) as u32
+    }
+
+    /// Number of conventional zones.
+    pub fn conventional_zones(&self) -> u32 {
+        let n = self.zone_count();
+        match self.kind {
+            DriveKind::Cmr | DriveKind::SmrRaw => n,
+            DriveKind::HmSmr | DriveKind::HaSmr => {
+                let c = self.zones.conventional_zones.unwrap_or_else(|| {
+                    ((n as f64 * self.zones.conventional_fraction).ceil() as u32).max(1)
+                });
+                c.min(n)
+            }
+        }
+    }
+
+    /// Type of the sequential zones.
+    pub fn seq_zone_type(&self) -> ZoneType {
+        match self.kind {
+            DriveKind::HaSmr => ZoneType::SeqWritePreferred,
+            _ => ZoneType::SeqWriteRequired,
+        }
+    }
+
+    /// Band layout of the media.
+    pub fn band_layout(&self) -> BandLayout {
+        if self.shingle.overlap_tracks <= 1 {
+            return BandLayout::None;
+        }
+        let ss = self.sector_size as u64;
+        match self.kind {
+            DriveKind::Cmr => BandLayout::None,
+            DriveKind::HmSmr | DriveKind::HaSmr => BandLayout::Lba {
+                unshingled_sectors: self.conventional_zones() as u64 * self.zone_sectors(),
+                band_sectors: self.zone_sectors(),
+            },
+            DriveKind::SmrRaw => BandLayout::Tracks {
+                unshingled_sectors: self.shingle.unshingled_prefix / ss,
+                band_tracks: self.shingle.band_tracks.unwrap_or(16),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_resolves_and_has_plausible_capacity() {
+        for p in PROFILES {
+            let c = profile(p).expect("profile");
+            c.validate().expect("valid");
+            let tb = c.capacity as f64 / 1e12;
+            assert!(tb > 3.0 && tb < 16.0, "{p}: {tb} TB");
+        }
+    }
+
+    #[test]
+    fn toml_overrides_start_from_the_named_profile() {
+        let c = DiskConfig::from_toml(
+            "profile = \"cmr-7200\"\ncapacity = \"8GiB\"\n[media]\nrpm = 5400\n",
+        )
+        .expect("config");
+        assert_eq!(c.kind, DriveKind::Cmr);
+        assert_eq!(c.capacity, 8 << 30);
+        assert_eq!(c.media.rpm, 5400);
+        assert_eq!(c.media.heads, 10);
+        assert!(DiskConfig::from_toml("profile = \"nope\"").is_err());
+        assert!(DiskConfig::from_toml("capacity = \"4GiB\"\nbogus = 1").is_err());
+        let back = DiskConfig::from_toml(&c.to_toml()).expect("round trip");
+        assert_eq!(back, c);
+    }
+
+    #[test]
+    fn dotted_overrides_apply_and_are_checked() {
+        let mut c = profile("hm-smr").expect("profile");
+        c.set("capacity", "\"4GiB\"").expect("set");
+        c.set("zones.zone_size", "64MiB").expect("set");
+        assert_eq!(c.zones.zone_size, 64 << 20);
+        assert!(c.set("media.nope", "1").is_err());
+        assert!(c.set("media.rpm", "fast").is_err());
+    }
+
+    #[test]
+    fn scaled_capacity_uses_fewer_cylinders() {
+        let mut c = profile("hm-smr").expect("profile");
+        c.capacity = 4 << 30;
+        let m = c.mechanics().expect("mechanics");
+        assert!(m.geometry().total_sectors() * 4096 >= 4 << 30);
+        assert!(m.geometry().params().cylinders < 1000);
+        c.span = Span::Partition;
+        let m = c.mechanics().expect("mechanics");
+        assert_eq!(m.geometry().params().cylinders, 557_000);
+    }
+}

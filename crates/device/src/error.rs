@@ -1,0 +1,187 @@
+//! Typed errors of the device layer.
+
+use std::io;
+
+/// Everything a device operation can fail with. Each variant names what and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceError {
+    /// A sequential-write-required zone was written away from its write pointer.
+    #[error("unaligned write to zone {zone}: write pointer is at LBA {write_pointer}, write at LBA {lba}")]
+    UnalignedWrite {
+        /// Zone index.
+        zone: u32,
+        /// Current write pointer of the zone.
+        write_pointer: u64,
+        /// LBA the write asked for.
+        lba: u64,
+    },
+    /// A write would cross the end of a sequential zone.
+    #[error("write at LBA {lba} of {sectors} sectors crosses the end of zone {zone} (ends at LBA {zone_end}; write pointer {write_pointer})")]
+    ZoneBoundary {
+        /// Zone index.
+        zone: u32,
+        /// First LBA of the write.
+        lba: u64,
+        /// Length of the write in sectors.
+        sectors: u64,
+        /// First LBA after the zone.
+        zone_end: u64,
+        /// Current write pointer of the zone.
+        write_pointer: u64,
+    },
+    /// A write targeted a full zone.
+    #[error("zone {zone} is full (write pointer {write_pointer}); write at LBA {lba} refused")]
+    ZoneFull {
+        /// Zone index.
+        zone: u32,
+        /// Write pointer (the zone end).
+        write_pointer: u64,
+        /// LBA the write asked for.
+        lba: u64,
+    },
+    /// A read of a sequential zone went past its write pointer on a device without unrestricted reads.
+    #[error("read at LBA {lba} of {sectors} sectors goes past the write pointer of zone {zone} (LBA {write_pointer})")]
+    ReadPastWritePointer {
+        /// Zone index.
+        zone: u32,
+        /// Write pointer of the zone.
+        write_pointer: u64,
+        /// First LBA of the read.
+        lba: u64,
+        /// Length of the read in sectors.
+        sectors: u64,
+    },
+    /// The zone is read-only: writes and zone management fail.
+    #[error("zone {zone} is read-only")]
+    ZoneReadOnly {
+        /// Zone index.
+        zone: u32,
+    },
+    /// The zone is offline: every access fails.
+    #[error("zone {zone} is offline")]
+    ZoneOffline {
+        /// Zone index.
+        zone: u32,
+    },
+    /// Opening one more zone would exceed the device's max-open-zones limit and no implicitly
+    /// open zone can be closed to make room.
+    #[error("insufficient zone resources: {open} zones are explicitly open (max open zones {max_open}); cannot open zone {zone}")]
+    TooManyOpenZones {
+        /// Zone that could not be opened.
+        zone: u32,
+        /// Zones open now.
+        open: u32,
+        /// The limit.
+        max_open: u32,
+    },
+    /// A zone operation does not apply to this zone (e.g. reset of a conventional zone).
+    #[error("cannot {op} zone {zone}: zone is {condition}")]
+    InvalidZoneOp {
+        /// Zone index.
+        zone: u32,
+        /// The operation.
+        op: &'static str,
+        /// The zone's condition or type that forbids it.
+        condition: String,
+    },
+    /// A zone index past the last zone.
+    #[error("no zone {zone}: the device has {zones} zones")]
+    NoSuchZone {
+        /// Requested zone.
+        zone: u64,
+        /// Number of zones.
+        zones: u32,
+    },
+    /// An access past the device's capacity.
+    #[error("LBA range {lba}..{end} is outside the device (capacity {capacity} sectors)", end = lba.saturating_add(*sectors))]
+    OutOfRange {
+        /// First LBA.
+        lba: u64,
+        /// Length in sectors.
+        sectors: u64,
+        /// Capacity in sectors.
+        capacity: u64,
+    },
+    /// A buffer whose length is zero or not a whole number of sectors.
+    #[error("buffer of {len} bytes is not a positive multiple of the {sector_size}-byte sector")]
+    BadLength {
+        /// Buffer length in bytes.
+        len: usize,
+        /// Sector size in bytes.
+        sector_size: u32,
+    },
+    /// A sector could not be read: destroyed by a shingled write, or an injected media error.
+    #[error("unrecoverable read error at LBA {lba}: {cause}")]
+    MediaError {
+        /// First unreadable LBA of the request.
+        lba: u64,
+        /// Why the sector is unreadable.
+        cause: MediaErrorCause,
+    },
+    /// The device lost power; it refuses every command until it is powered on again.
+    #[error("device has lost power")]
+    PowerLoss,
+    /// The device refuses writes after an earlier failure to persist its state.
+    #[error("device is read-only after an earlier failure: {0}")]
+    Poisoned(String),
+    /// A read-only handle was asked to write.
+    #[error("device was opened read-only")]
+    ReadOnlyHandle,
+    /// The operation is not supported by this device (e.g. zone management on a block-only drive).
+    #[error("{0} is not supported by this device")]
+    Unsupported(&'static str),
+    /// A configuration value is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    /// A disk image is truncated, foreign, of an unknown version, or corrupt.
+    #[error("disk image {path}: {problem}")]
+    Image {
+        /// Path of the image.
+        path: String,
+        /// What is wrong, with the offset where it applies.
+        problem: String,
+    },
+    /// An I/O error of the host file or device backing the emulated disk.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Why a sector reads back as a media error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaErrorCause {
+    /// Overwritten by a shingled write to an earlier track of its band.
+    ShingleDamage,
+    /// Injected by the fault plan.
+    Injected,
+}
+
+impl std::fmt::Display for MediaErrorCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            MediaErrorCause::ShingleDamage => {
+                "sector destroyed by a shingled write to a preceding track"
+            }
+            MediaErrorCause::Injected => "injected media error",
+        })
+    }
+}
+
+impl DeviceError {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: io::Error) -> Self {
+        DeviceError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+/// Result alias of the device layer.
+pub type Result<T, E = DeviceError> = std::result::Result<T, E>;

@@ -1,0 +1,357 @@
+//! A plain file or block device banded like a host-managed SMR drive, with write pointers kept
+//! by the host in a checksummed sidecar file (`PATH.zones`, the state record of the disk-image
+//! format). This is how SMRDB ran on a conventional disk (seed 000 §5.1). Time is wall time:
+//! each command's service time is what the real I/O took.
+
+use crate::api::{BlockDevice, DeviceInfo, WriteFlags, ZoneTarget, ZonedDevice};
+use crate::error::{DeviceError, Result};
+use crate::image::{decode_state, encode_state, ImageState};
+use crate::media::{Completion, IoDone, Request};
+use crate::units::Nanos;
+use crate::zone::{Zone, ZoneAction, ZoneFilter, ZoneTable, ZoneType};
+use parking_lot::Mutex;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Options of a host-banded device.
+#[derive(Debug, Clone)]
+pub struct HostBandedOptions {
+    /// Sector size (default 4096).
+    pub sector_size: u32,
+    /// Zone (band) size in bytes (default 256 MiB).
+    pub zone_size: u64,
+    /// Conventional zones at the start (default 1).
+    pub conventional_zones: u32,
+    /// Capacity to use; default the file's or device's size.
+    pub capacity: Option<u64>,
+}
+
+impl Default for HostBandedOptions {
+    fn default() -> Self {
+        HostBandedOptions {
+            sector_size: 4096,
+            zone_size: 256 << 20,
+            conventional_zones: 1,
+            capacity: None,
+        }
+    }
+}
+
+struct Inner {
+    zones: ZoneTable,
+    seq: u64,
+}
+
+/// A plain file or block device with SMR zone rules enforced by the host.
+pub struct HostBanded {
+    file: File,
+    sidecar: PathBuf,
+    inner: Mutex<Inner>,
+    info: DeviceInfo,
+    epoch: Instant,
+}
+
+fn device_size(file: &File, path: &Path) -> Result<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file
+        .try_clone()
+        .map_err(|e| DeviceError::io("cloning handle", e))?;
+    f.seek(SeekFrom::End(0))
+        .map_err(|e| DeviceError::io(format!("sizing {}", path.display()), e))
+}
+
+impl HostBanded {
+    /// Opens (or, with `create`, creates) a banded device on `path`.
+    pub fn open(path: &Path, opts: HostBandedOptions) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(opts.capacity.is_some())
+            .truncate(false)
+            .open(path)
+            .map_err(|e| DeviceError::io(format!("opening {}", path.display()), e))?;
+        let mut size = device_size(&file, path)?;
+        if let Some(c) = opts.capacity {
+            if size < c {
+                file.set_len(c)
+                    .map_err(|e| DeviceError::io(format!("sizing {}", path.display()), e))?;
+                size = c;
+            }
+            size = size.min(c);
+        }
+        let ss = opts.sector_size as u64;
+        if ss != 512 && ss != 4096 {
+            return Err(DeviceError::Config(format!(
+                "sector size must be 512 or 4096, got {ss}"
+            )));
+        }
+        if opts.zone_size == 0 || !opts.zone_size.is_multiple_of(ss) {
+            return Err(DeviceError::Config(
+                "zone size must be a positive multiple of the sector size".into(),
+            ));
+        }
+        let nzones = size / opts.zone_size;
+        if nzones <= opts.conventional_zones as u64 {
+            return Err(DeviceError::Config(format!(
+                "{} holds {nzones} zones of {} bytes; need more than {} conventional ones",
+                path.display(),
+                opts.zone_size,
+                opts.conventional_zones
+            )));
+        }
+        let capacity = nzones * opts.zone_size / ss;
+        let zone_sectors = opts.zone_size / ss;
+        let mut zones = ZoneTable::new(
+            capacity,
+            zone_sectors,
+            opts.conventional_zones,
+            ZoneType::SeqWriteRequired,
+            0,
+            false,
+        );
+        let mut sidecar = path.as_os_str().to_owned();
+        sidecar.push(".zones");
+        let sidecar = PathBuf::from(sidecar);
+        let mut seq = 0;
+        match std::fs::read(&sidecar) {
+            Ok(bytes) => {
+                let st = decode_state(&bytes).map_err(|p| DeviceError::Image {
+                    path: sidecar.display().to_string(),
+                    problem: p,
+                })?;
+                if st.zones.len() != zones.len() as usize {
+                    return Err(DeviceError::Image {
+                        path: sidecar.display().to_string(),
+                        problem: format!(
+                            "{} zones recorded, the layout has {}",
+                            st.zones.len(),
+                            zones.len()
+                        ),
+                    });
+                }
+                for (i, &(c, ns, wp)) in st.zones.iter().enumerate() {
+                    zones.set_state(i as u32, c, wp, ns);
+                }
+                seq = st.seq;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(DeviceError::io(format!("reading {}", sidecar.display()), e)),
+        }
+        let info = DeviceInfo {
+            model: format!("host-banded {}", path.display()),
+            kind: "host-banded".into(),
+            sector_size: opts.sector_size,
+            capacity_sectors: capacity,
+            zone_sectors,
+            zones: zones.len(),
+            conventional_zones: opts.conventional_zones,
+            max_open_zones: 0,
+            unrestricted_reads: false,
+            stores_data: true,
+        };
+        let dev = HostBanded {
+            file,
+            sidecar,
+            inner: Mutex::new(Inner { zones, seq }),
+            info,
+            epoch: Instant::now(),
+        };
+        dev.persist(&mut dev.inner.lock())?;
+        Ok(dev)
+    }
+
+    fn now_ns(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    fn persist(&self, g: &mut Inner) -> Result<()> {
+        g.seq += 1;
+        let st = ImageState {
+            seq: g.seq,
+            zones: g
+                .zones
+                .zones()
+                .iter()
+                .map(|z| (z.condition, z.non_seq, z.write_pointer_lba))
+                .collect(),
+            ..Default::default()
+        };
+        let tmp = self.sidecar.with_extension("zones.tmp");
+        std::fs::write(&tmp, encode_state(&st))
+            .map_err(|e| DeviceError::io(format!("writing {}", tmp.display()), e))?;
+        File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| DeviceError::io(format!("syncing {}", tmp.display()), e))?;
+        std::fs::rename(&tmp, &self.sidecar)
+            .map_err(|e| DeviceError::io(format!("renaming {}", tmp.display()), e))
+    }
+
+    fn check_len(&self, len: usize) -> Result<u64> {
+        let ss = self.info.sector_size as u64;
+        if len == 0 || !(len as u64).is_multiple_of(ss) {
+            return Err(DeviceError::BadLength {
+                len,
+                sector_size: ss as u32,
+            });
+        }
+        Ok(len as u64 / ss)
+    }
+
+    fn check_range(&self, lba: u64, n: u64) -> Result<()> {
+        if lba
+            .checked_add(n)
+            .is_none_or(|e| e > self.info.capacity_sectors)
+        {
+            return Err(DeviceError::OutOfRange {
+                lba,
+                sectors: n,
+                capacity: self.info.capacity_sectors,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl BlockDevice for HostBanded {
+    fn info(&self) -> DeviceInfo {
+        self.info.clone()
+    }
+
+    fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
+        let n = self.check_len(buf.len())?;
+        self.check_range(lba, n)?;
+        self.inner.lock().zones.check_read(lba, n)?;
+        let start = self.now_ns();
+        self.file
+            .read_exact_at(buf, lba * self.info.sector_size as u64)
+            .map_err(|e| DeviceError::io(format!("reading LBA {lba}"), e))?;
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+
+    fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
+        let n = self.check_len(data.len())?;
+        self.check_range(lba, n)?;
+        let mut g = self.inner.lock();
+        let zi = g.zones.zone_of(lba);
+        let before = g.zones.zone(zi as u64)?.clone();
+        g.zones.apply_write(lba, n)?;
+        let start = self.now_ns();
+        let res = self
+            .file
+            .write_all_at(data, lba * self.info.sector_size as u64)
+            .and_then(|_| {
+                if flags.fua {
+                    self.file.sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+        if let Err(e) = res {
+            g.zones.set_state(
+                zi,
+                before.condition,
+                before.write_pointer_lba,
+                before.non_seq,
+            );
+            return Err(DeviceError::io(format!("writing LBA {lba}"), e));
+        }
+        if flags.fua {
+            self.persist(&mut g)?;
+        }
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+
+    fn flush(&self) -> Result<IoDone> {
+        let start = self.now_ns();
+        self.file
+            .sync_data()
+            .map_err(|e| DeviceError::io("syncing", e))?;
+        self.persist(&mut self.inner.lock())?;
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+
+    fn discard(&self, lba: u64, sectors: u64) -> Result<IoDone> {
+        self.check_range(lba, sectors)?;
+        let t = self.now_ns();
+        Ok(IoDone { start: t, end: t })
+    }
+
+    fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion>> {
+        reqs.into_iter()
+            .map(|r| match r {
+                Request::Read { lba, sectors } => {
+                    let mut buf = vec![0u8; (sectors * self.info.sector_size as u64) as usize];
+                    self.read(lba, &mut buf).map(|done| Completion {
+                        done,
+                        data: Some(buf),
+                    })
+                }
+                Request::Write { lba, data, fua } => self
+                    .write_with(lba, &data, WriteFlags { fua })
+                    .map(|done| Completion { done, data: None }),
+                Request::Flush => self.flush().map(|done| Completion { done, data: None }),
+            })
+            .collect()
+    }
+
+    fn now(&self) -> Nanos {
+        self.now_ns()
+    }
+
+    fn idle(&self, d: Nanos) {
+        std::thread::sleep(std::time::Duration::from_nanos(d));
+    }
+}
+
+impl ZonedDevice for HostBanded {
+    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
+        self.inner
+            .lock()
+            .zones
+            .zones()
+            .iter()
+            .filter(|z| filter.matches(z))
+            .cloned()
+            .collect()
+    }
+
+    fn zone(&self, index: u32) -> Result<Zone> {
+        self.inner.lock().zones.zone(index as u64).cloned()
+    }
+
+    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone> {
+        let start = self.now_ns();
+        let mut g = self.inner.lock();
+        match target {
+            ZoneTarget::One(i) => g.zones.apply(action, i as u64)?,
+            ZoneTarget::All => {
+                let seq: Vec<u32> = g
+                    .zones
+                    .zones()
+                    .iter()
+                    .filter(|z| z.zone_type.is_sequential())
+                    .map(|z| z.index)
+                    .collect();
+                for i in seq {
+                    g.zones.apply(action, i as u64)?;
+                }
+            }
+        }
+        self.persist(&mut g)?;
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+}

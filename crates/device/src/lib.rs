@@ -1,0 +1,46 @@
+//! tegula's device layer: emulated disks with a mechanical timing model on a virtual clock,
+//! T10 ZBC / T13 ZAC zones, shingled media physics, a volatile write cache, disk images, and
+//! deterministic fault injection. Every other tegula component stands on [`BlockDevice`] and
+//! [`ZonedDevice`].
+//!
+//! ```
+//! use tegula_device::{profile, Disk, BlockDevice, ZonedDevice, ZoneFilter};
+//! let mut cfg = profile("hm-smr").unwrap();
+//! cfg.capacity = 1 << 30;
+//! let disk = Disk::in_memory(cfg).unwrap();
+//! let zone = disk.report_zones(ZoneFilter::All)[2].clone();
+//! let done = disk.write(zone.start_lba, &vec![7u8; 4096]).unwrap();
+//! assert!(done.service() > 0);
+//! ```
+
+pub mod api;
+pub mod banded;
+pub mod cache;
+pub mod codec;
+pub mod config;
+pub mod disk;
+pub mod error;
+pub mod geometry;
+pub mod hostfile;
+pub mod image;
+pub mod mechanics;
+pub mod media;
+pub mod ranges;
+pub mod seek;
+pub mod shingle;
+pub mod stats;
+pub mod store;
+pub mod units;
+pub mod zone;
+
+pub use api::{BlockDevice, DeviceInfo, WriteFlags, ZoneTarget, ZonedDevice};
+pub use banded::Banded;
+pub use config::{profile, DiskConfig, DriveKind, Span, PROFILES};
+pub use disk::{Disk, OpenOptions};
+pub use error::{DeviceError, MediaErrorCause, Result};
+pub use hostfile::{HostBanded, HostBandedOptions};
+pub use media::{ClockMode, Completion, IoDone, Media, PowerOnReport, Request};
+pub use ranges::RangeSet;
+pub use stats::Stats;
+pub use units::{format_size, parse_size, Nanos, MS, SEC};
+pub use zone::{Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneType};
