@@ -446,8 +446,11 @@ impl BlockDevice for Disk {
         let g = &mut *g;
         // Zone rules are applied in submission order, then the media serves the batch.
         let mut checked = Vec::with_capacity(reqs.len());
+        // Per accepted write: its zone's state before the write, and the bytes it adds.
+        let mut befores: Vec<Option<(Zone, u64)>> = Vec::with_capacity(reqs.len());
         let mut errors: Vec<Option<DeviceError>> = Vec::with_capacity(reqs.len());
         for r in reqs {
+            let mut before = None;
             let res = match &r {
                 Request::Read { lba, sectors } => g
                     .media
@@ -476,10 +479,11 @@ impl BlockDevice for Disk {
                             }
                         })
                         .and_then(|n| g.media.check_range(*lba, n).map(|_| n))
-                        .and_then(|n| g.zones.apply_write(*lba, n).map(|_| n))
-                        .map(|n| {
-                            let z = g.zones.zone_of(*lba) as usize;
-                            g.zone_bytes[z] += n * ss;
+                        .and_then(|n| {
+                            let z = g.zones.zone(g.zones.zone_of(*lba) as u64)?.clone();
+                            g.zones.apply_write(*lba, n)?;
+                            before = Some((z, n * ss));
+                            Ok(())
                         })
                 }
                 Request::Flush => Ok(()),
@@ -487,12 +491,29 @@ impl BlockDevice for Disk {
             match res {
                 Ok(()) => {
                     checked.push(r);
+                    befores.push(before);
                     errors.push(None);
                 }
                 Err(e) => errors.push(Some(e)),
             }
         }
-        let mut done = g.media.submit(checked).into_iter();
+        let mut results = g.media.submit(checked);
+        // A write that failed (a power cut stops the rest of the batch) was not acknowledged:
+        // its zone goes back to the state before the first failed write to it, as for a single
+        // write, so no write pointer covers sectors that never reached the media.
+        let mut restored: Vec<u32> = Vec::new();
+        for (res, before) in results.iter().zip(&befores) {
+            let Some((z, bytes)) = before else { continue };
+            if res.is_ok() {
+                g.zone_bytes[z.index as usize] += bytes;
+            } else if !restored.contains(&z.index) {
+                restored.push(z.index);
+                g.zones
+                    .set_state(z.index, z.condition, z.write_pointer_lba, z.non_seq);
+            }
+        }
+        results.resize_with(befores.len(), || Err(DeviceError::PowerLoss));
+        let mut done = results.into_iter();
         let out: Vec<Result<Completion>> = errors
             .into_iter()
             .map(|e| match e {

@@ -286,15 +286,28 @@ impl Geometry {
         let heads = self.params.heads as u64;
         let si = loc.run / heads;
         let k = loc.run % heads;
-        let a = si as u128 * self.sigma_section_total as u128
-            + k as u128 * self.sigma_surface as u128
-            + loc.run_index as u128 * self.sigma_track as u128;
-        (a % ANGLE_FULL as u128) as u64
+        let fast = si
+            .checked_mul(self.sigma_section_total)
+            .zip(k.checked_mul(self.sigma_surface))
+            .zip(loc.run_index.checked_mul(self.sigma_track))
+            .and_then(|((a, b), c)| a.checked_add(b)?.checked_add(c));
+        match fast {
+            Some(a) => a % ANGLE_FULL,
+            None => {
+                let a = si as u128 * self.sigma_section_total as u128
+                    + k as u128 * self.sigma_surface as u128
+                    + loc.run_index as u128 * self.sigma_track as u128;
+                (a % ANGLE_FULL as u128) as u64
+            }
+        }
     }
 
     /// Angle at which sector `sector` of the track at `loc` starts to pass under the head.
     pub fn sector_angle(&self, loc: &Location, sector: u64) -> u64 {
-        let rel = (sector as u128 * ANGLE_FULL as u128 / loc.spt as u128) as u64;
+        let rel = match sector.checked_mul(ANGLE_FULL) {
+            Some(x) => x / loc.spt,
+            None => (sector as u128 * ANGLE_FULL as u128 / loc.spt as u128) as u64,
+        };
         (self.track_angle(loc) + rel) % ANGLE_FULL
     }
 

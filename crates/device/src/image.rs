@@ -129,9 +129,19 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
             "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
         );
     }
+    // Checked arithmetic: a forged layout must not overflow when the image is opened.
+    let slots_end = slot_size
+        .checked_mul(2)
+        .and_then(|s| s.checked_add(state_offset));
+    let data_bytes = if config.store_data {
+        config.capacity
+    } else {
+        0
+    };
     if state_offset < HEADER_REGION
         || slot_size == 0
-        || data_offset < state_offset.saturating_add(slot_size.saturating_mul(2))
+        || slots_end.is_none_or(|e| data_offset < e)
+        || data_offset.checked_add(data_bytes).is_none()
     {
         return Err(format!("corrupt header: bad layout (state at {state_offset}, slot {slot_size}, data at {data_offset})"));
     }

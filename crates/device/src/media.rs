@@ -359,9 +359,20 @@ impl Media {
         buf: &mut [u8],
         queued: bool,
     ) -> Result<Nanos> {
-        let uncovered = match &self.cache {
-            Some((c, _)) => c.uncovered(lba, lba + n),
-            None => vec![(lba, lba + n)],
+        // Most reads touch no cached sector: then the whole range comes from the media and no
+        // list of uncovered pieces needs to be built.
+        let whole = [(lba, lba + n)];
+        let cached = self
+            .cache
+            .as_ref()
+            .map_or(0, |(c, _)| c.overlay(lba, None, n));
+        let pieces;
+        let uncovered: &[(u64, u64)] = match &self.cache {
+            Some((c, _)) if cached > 0 => {
+                pieces = c.uncovered(lba, lba + n);
+                &pieces
+            }
+            _ => &whole,
         };
         if uncovered.is_empty() {
             if let Some((c, _)) = &self.cache {
@@ -375,7 +386,7 @@ impl Media {
             };
             return Ok(start + self.mech.bus_time(n));
         }
-        if let Some((at, cause)) = self.media_error_in(&uncovered) {
+        if let Some((at, cause)) = self.media_error_in(uncovered) {
             // The drive still spent the time trying.
             let end = if queued {
                 self.mech.read_at(arrival, lba, n)
@@ -396,7 +407,9 @@ impl Media {
             .read(lba * self.sector, buf)
             .map_err(|e| DeviceError::io(format!("reading LBA {lba} from the backing store"), e))?;
         if let Some((c, _)) = &self.cache {
-            c.overlay(lba, Some(buf), n);
+            if cached > 0 {
+                c.overlay(lba, Some(buf), n);
+            }
         }
         Ok(end)
     }

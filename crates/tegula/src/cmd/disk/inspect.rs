@@ -1,0 +1,273 @@
+//! Read-only views of an image: `disk info`, `disk report`, `disk stats`, `disk profiles`.
+
+use super::{open, Access, ImageArg};
+use crate::output::{self, Align, Table};
+use anyhow::{anyhow, Result};
+use clap::Args;
+use serde::Serialize;
+use tegula_device::{
+    format_size, profile, BlockDevice, DeviceInfo, DiskConfig, Zone, ZoneFilter, ZonedDevice,
+    PROFILES,
+};
+
+/// Arguments of `disk info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    img: ImageArg,
+    /// Print JSON (device info, configuration, geometry, zone counts).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct GeometryJson {
+    cylinders: u64,
+    od_sectors_per_track: u64,
+    id_sectors_per_track: u64,
+}
+
+#[derive(Serialize)]
+struct InfoJson<'a> {
+    path: String,
+    info: DeviceInfo,
+    capacity_bytes: u64,
+    geometry: GeometryJson,
+    zone_conditions: std::collections::BTreeMap<&'static str, usize>,
+    now_ns: u64,
+    config: &'a DiskConfig,
+}
+
+/// Runs `disk info`.
+pub fn info(a: InfoArgs) -> Result<()> {
+    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let zones = disk.report_zones(ZoneFilter::All);
+    if a.json {
+        let (cylinders, od, id) = output::tracks(&disk);
+        let mut counts = std::collections::BTreeMap::new();
+        for z in &zones {
+            *counts.entry(z.condition.name()).or_insert(0) += 1;
+        }
+        let info = disk.info();
+        return output::print_json(&InfoJson {
+            path: a.img.image.display().to_string(),
+            capacity_bytes: info.capacity_bytes(),
+            info,
+            geometry: GeometryJson {
+                cylinders,
+                od_sectors_per_track: od,
+                id_sectors_per_track: id,
+            },
+            zone_conditions: counts,
+            now_ns: disk.now(),
+            config: disk.config(),
+        });
+    }
+    let mut kv = output::disk_summary(&disk, Some(&a.img.image));
+    kv.push(("model".into(), disk.info().model));
+    kv.push(("zone conditions".into(), output::condition_counts(&zones)));
+    let stats = disk.stats();
+    kv.push((
+        "written".into(),
+        format!(
+            "{} by the host in {} writes",
+            format_size(stats.bytes_written),
+            stats.writes
+        ),
+    ));
+    kv.push(("virtual clock".into(), output::duration(disk.now())));
+    output::print_kv(&kv);
+    Ok(())
+}
+
+/// Arguments of `disk report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    img: ImageArg,
+    /// Print a JSON array of zones.
+    #[arg(long)]
+    json: bool,
+    /// Only zones in this condition: empty, open, closed, full, implicit-open, explicit-open,
+    /// read-only, offline, not-write-pointer.
+    #[arg(long, value_name = "COND")]
+    condition: Option<String>,
+}
+
+/// Parses a `--condition` filter.
+pub fn parse_filter(s: Option<&str>) -> Result<ZoneFilter> {
+    match s {
+        None => Ok(ZoneFilter::All),
+        Some(c) => c
+            .parse::<ZoneFilter>()
+            .map_err(|e| anyhow!("--condition: {e}")),
+    }
+}
+
+/// Runs `disk report`.
+pub fn report(a: ReportArgs) -> Result<()> {
+    let filter = parse_filter(a.condition.as_deref())?;
+    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let zones = disk.report_zones(filter);
+    if a.json {
+        return output::print_json(&zones);
+    }
+    let info = disk.info();
+    println!(
+        "{}: {} zones of {} sectors ({}), {}-byte sectors; {} reported",
+        a.img.image.display(),
+        info.zones,
+        info.zone_sectors,
+        format_size(info.zone_sectors * info.sector_size as u64),
+        info.sector_size,
+        zones.len()
+    );
+    print!("{}", output::zone_table(&zones, None));
+    Ok(())
+}
+
+/// Arguments of `disk stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    img: ImageArg,
+    /// Print JSON: the statistics and the zone list.
+    #[arg(long)]
+    json: bool,
+    /// List every zone, not only the written or non-empty ones.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Serialize)]
+struct ZoneStat {
+    #[serde(flatten)]
+    zone: Zone,
+    bytes_written: u64,
+}
+
+#[derive(Serialize)]
+struct StatsJson {
+    path: String,
+    now_ns: u64,
+    stats: tegula_device::Stats,
+    zones: Vec<ZoneStat>,
+}
+
+/// Runs `disk stats`.
+pub fn stats(a: StatsArgs) -> Result<()> {
+    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let s = disk.stats();
+    let zones: Vec<Zone> = disk
+        .report_zones(ZoneFilter::All)
+        .into_iter()
+        .filter(|z| {
+            a.all
+                || s.zone_bytes_written
+                    .get(z.index as usize)
+                    .is_some_and(|&b| b > 0)
+                || !matches!(
+                    z.condition,
+                    tegula_device::ZoneCondition::Empty
+                        | tegula_device::ZoneCondition::NotWritePointer
+                )
+        })
+        .collect();
+    if a.json {
+        let zs = zones
+            .into_iter()
+            .map(|z| ZoneStat {
+                bytes_written: s
+                    .zone_bytes_written
+                    .get(z.index as usize)
+                    .copied()
+                    .unwrap_or(0),
+                zone: z,
+            })
+            .collect();
+        return output::print_json(&StatsJson {
+            path: a.img.image.display().to_string(),
+            now_ns: disk.now(),
+            stats: s,
+            zones: zs,
+        });
+    }
+    if zones.is_empty() {
+        println!("no zone has been written (use --all to list every zone)");
+    } else {
+        print!(
+            "{}",
+            output::zone_table(&zones, Some(&s.zone_bytes_written))
+        );
+    }
+    println!();
+    output::print_kv(&output::stats_summary(&s, disk.now()));
+    Ok(())
+}
+
+/// Arguments of `disk profiles`.
+#[derive(Debug, Args)]
+pub struct ProfilesArgs {
+    /// Print each profile's full configuration as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `disk profiles`.
+pub fn profiles(a: ProfilesArgs) -> Result<()> {
+    let cfgs = PROFILES
+        .iter()
+        .map(|p| profile(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.json {
+        return output::print_json(&cfgs);
+    }
+    let mut t = Table::new(&[
+        ("profile", Align::Left),
+        ("kind", Align::Left),
+        ("capacity", Align::Right),
+        ("sector", Align::Right),
+        ("zone", Align::Right),
+        ("conv", Align::Right),
+        ("max open", Align::Right),
+        ("rpm", Align::Right),
+        ("heads", Align::Right),
+        ("cylinders", Align::Right),
+        ("OD track", Align::Right),
+        ("overlap", Align::Right),
+        ("cache", Align::Left),
+    ]);
+    for c in &cfgs {
+        let conv = match c.kind {
+            tegula_device::DriveKind::Cmr | tegula_device::DriveKind::SmrRaw => "all".to_string(),
+            _ => format!("{:.2}%", c.zones.conventional_fraction * 100.0),
+        };
+        t.row(vec![
+            c.profile.clone(),
+            c.kind.name().to_string(),
+            format!("{:.2} TB", c.capacity as f64 / 1e12),
+            c.sector_size.to_string(),
+            format_size(c.zones.zone_size),
+            conv,
+            if c.zones.max_open == 0 {
+                "-".into()
+            } else {
+                c.zones.max_open.to_string()
+            },
+            c.media.rpm.to_string(),
+            c.media.heads.to_string(),
+            c.media.cylinders.to_string(),
+            format_size(c.media.od_track_bytes),
+            c.shingle.overlap_tracks.to_string(),
+            if c.cache.write_cache {
+                format!("on {}", format_size(c.cache.size))
+            } else {
+                "off".into()
+            },
+        ]);
+    }
+    print!("{}", t.render());
+    println!("\nStart from one with `tegula disk create --profile NAME --capacity SIZE IMAGE`;");
+    println!("override any key with --set KEY=VALUE or a TOML file (--config).");
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! `tegula disk …`: create, inspect and drive emulated disks stored as disk images.
+
+mod create;
+mod dump;
+mod inspect;
+mod io;
+mod zones;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use tegula_device::{parse_size, DeviceError, Disk, OpenOptions};
+
+pub use create::CreateArgs;
+
+/// `tegula disk` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DiskCommand {
+    /// Create a disk image from a profile or a TOML configuration.
+    Create(CreateArgs),
+    /// Show a disk image's device facts, geometry and zone summary.
+    Info(inspect::InfoArgs),
+    /// Report zones (like `blkzone report`).
+    Report(inspect::ReportArgs),
+    /// Write a file or stdin at an LBA or at a zone's write pointer.
+    Write(io::WriteArgs),
+    /// Read sectors to a file or stdout.
+    Read(io::ReadArgs),
+    /// Reset zone write pointers (RESET WRITE POINTER).
+    Reset(zones::ZoneArgs),
+    /// Open zones explicitly (OPEN ZONE).
+    Open(zones::ZoneArgs),
+    /// Close open zones (CLOSE ZONE).
+    Close(zones::ZoneArgs),
+    /// Finish zones: move the write pointer to the zone end (FINISH ZONE).
+    Finish(zones::ZoneArgs),
+    /// Device statistics: per-zone bytes written and totals.
+    Stats(inspect::StatsArgs),
+    /// Dump the image's header and state slots.
+    Dump(dump::DumpArgs),
+    /// List the built-in drive profiles.
+    Profiles(inspect::ProfilesArgs),
+}
+
+impl DiskCommand {
+    /// Runs the subcommand.
+    pub fn run(self) -> Result<()> {
+        use tegula_device::ZoneAction as A;
+        match self {
+            DiskCommand::Create(a) => create::run(a),
+            DiskCommand::Info(a) => inspect::info(a),
+            DiskCommand::Report(a) => inspect::report(a),
+            DiskCommand::Write(a) => io::write(a),
+            DiskCommand::Read(a) => io::read(a),
+            DiskCommand::Reset(a) => zones::run(A::Reset, a),
+            DiskCommand::Open(a) => zones::run(A::Open, a),
+            DiskCommand::Close(a) => zones::run(A::Close, a),
+            DiskCommand::Finish(a) => zones::run(A::Finish, a),
+            DiskCommand::Stats(a) => inspect::stats(a),
+            DiskCommand::Dump(a) => dump::run(a),
+            DiskCommand::Profiles(a) => inspect::profiles(a),
+        }
+    }
+}
+
+/// The image argument every subcommand but `create` and `profiles` takes.
+#[derive(Debug, Clone, Args)]
+pub struct ImageArg {
+    /// Disk image file.
+    #[arg(value_name = "IMAGE")]
+    pub image: PathBuf,
+}
+
+/// How a command needs the image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Never modified.
+    ReadOnly,
+    /// Modified; fails if the file is not writable.
+    ReadWrite,
+    /// Modified when possible (reads record statistics and the clock), else read-only.
+    PreferWrite,
+}
+
+/// Opens a disk image with a clear error.
+pub fn open(path: &Path, access: Access) -> Result<Disk> {
+    let ro = OpenOptions { read_only: true };
+    let rw = OpenOptions { read_only: false };
+    let res = match access {
+        Access::ReadOnly => Disk::open_image(path, ro),
+        Access::ReadWrite => Disk::open_image(path, rw),
+        Access::PreferWrite => match Disk::open_image(path, rw) {
+            Err(DeviceError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Disk::open_image(path, ro)
+            }
+            other => other,
+        },
+    };
+    res.map_err(anyhow::Error::from)
+}
+
+/// Flushes and persists a modified disk, reporting failures.
+pub fn close(disk: Disk, path: &Path) -> Result<()> {
+    disk.close()
+        .with_context(|| format!("closing {}", path.display()))
+}
+
+/// Parses a size argument such as `4GiB`, naming the flag in the error.
+pub fn size_arg(flag: &str, v: &str) -> Result<u64> {
+    parse_size(v).map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+}

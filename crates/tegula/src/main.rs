@@ -1,0 +1,63 @@
+//! `tegula`: the command line of the tegula storage stack.
+//!
+//! One subcommand family per component (`tegula disk …` for the emulated drives; the engines,
+//! file systems, prober and benchmarks add theirs in [`cmd::Command`]) plus `tegula demo`.
+//! Errors are reported as one line on stderr (`error: …`) with a non-zero exit code.
+
+mod cmd;
+mod output;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// tegula: a storage stack for shingled (SMR) disks, on emulated or real drives.
+#[derive(Debug, Parser)]
+#[command(name = "tegula", version, propagate_version = true)]
+struct Cli {
+    /// More log output on stderr (-v info, -vv debug, -vvv trace); RUST_LOG overrides.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: cmd::Command,
+}
+
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // A second initialisation (never expected) is harmless: ignore its error.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+/// Restores the default SIGPIPE action so that `tegula … | head` ends quietly, as `cat` does,
+/// instead of failing on the closed pipe.
+fn default_sigpipe() {
+    // SAFETY: setting a signal disposition to SIG_DFL at start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+fn main() -> ExitCode {
+    default_sigpipe();
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match cli.command.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", output::error_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
