@@ -14,8 +14,26 @@ pub enum Command {
     /// Create, inspect and drive emulated disks (disk images).
     #[command(subcommand)]
     Disk(disk::DiskCommand),
+    /// The SMRDB key-value engine on a zoned disk image.
+    Db(smrdb::cli::DbArgs),
+    /// Benchmarks: db_bench-style, YCSB, and the seed papers' figures, engine against engine.
+    #[command(subcommand)]
+    Bench(tegula_bench::cli::BenchCommand),
+    /// Serve a drive to other programs.
+    #[command(subcommand)]
+    Serve(ServeCommand),
+    /// The zoned file system (ZEAFS): mkfs, mount with FUSE, stats, check.
+    #[command(subcommand)]
+    Fs(tegula_fs::cli::FsCommand),
     /// A tour of an emulated host-managed SMR disk in a few seconds.
     Demo(demo::DemoArgs),
+}
+
+/// `tegula serve …`: export a drive over a network protocol.
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// Serve an emulated drive over NBD (Unix socket or loopback TCP).
+    Nbd(nbd::cli::ServeNbd),
 }
 
 impl Command {
@@ -23,6 +41,10 @@ impl Command {
     pub fn run(self) -> Result<()> {
         match self {
             Command::Disk(c) => c.run(),
+            Command::Db(a) => smrdb::cli::run(a.cmd),
+            Command::Bench(c) => tegula_bench::cli::run(c),
+            Command::Serve(ServeCommand::Nbd(a)) => nbd::cli::run(&a),
+            Command::Fs(c) => tegula_fs::cli::run(c),
             Command::Demo(a) => demo::run(a),
         }
     }

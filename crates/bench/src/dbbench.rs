@@ -1,0 +1,386 @@
+//! db_bench's named benchmarks, with its flag names and semantics where they exist.
+//!
+//! | benchmark | what it does | fresh database |
+//! | --- | --- | --- |
+//! | `fillseq` | `num` puts in ascending key order | yes |
+//! | `fillrandom` | `num` puts of uniformly random keys in `[0, num)` | yes |
+//! | `overwrite` | `num` puts of random keys into the existing database | no |
+//! | `fillsync` | `num / 1000` random puts, each synced | yes |
+//! | `readseq` | iterates `reads` pairs in key order | no |
+//! | `readrandom` | `reads` gets of random keys in `[0, num)` (reports how many were found) | no |
+//! | `readmissing` | `reads` gets of keys that do not exist (a `.` appended) | no |
+//! | `seekrandom` | `reads` seeks to random keys, each followed by `seek_nexts` nexts | no |
+//! | `deleterandom` | `num` deletes of random keys | no |
+//!
+//! With several threads the operations are split between them (db_bench gives each thread
+//! `num` operations); `fillseq` gives each thread a contiguous key range.
+
+use crate::engine::{BatchOp, EngineFactory, KvEngine};
+use crate::keys::{format_key, ValueGen};
+use crate::report::BenchResult;
+use crate::runner::{run_phase, Phase, ThreadCtx};
+use anyhow::{bail, Result};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use std::time::Instant;
+
+/// Every benchmark name accepted by `--benchmarks`.
+pub const BENCHMARKS: [&str; 9] = [
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "fillsync",
+    "readseq",
+    "readrandom",
+    "readmissing",
+    "seekrandom",
+    "deleterandom",
+];
+
+/// Settings of a db_bench run (db_bench's flags).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DbBenchConfig {
+    /// Benchmarks to run, in order.
+    pub benchmarks: Vec<String>,
+    /// Number of keys (`--num`).
+    pub num: u64,
+    /// Reads for the read benchmarks (`--reads`; default `num`).
+    pub reads: Option<u64>,
+    /// Key size in bytes (`--key_size`, default 16).
+    pub key_size: usize,
+    /// Value size in bytes (`--value_size`, default 100).
+    pub value_size: usize,
+    /// Worker threads (`--threads`).
+    pub threads: usize,
+    /// Random seed (`--seed`).
+    pub seed: u64,
+    /// Sync every write (`--sync`).
+    pub sync: bool,
+    /// Sync every N-th write (`--sync_every`; 0 = never).
+    pub sync_every: u64,
+    /// Nexts after each seek in `seekrandom` (`--seek_nexts`).
+    pub seek_nexts: usize,
+    /// Puts per write batch (`--batch_size`, db_bench's `entries_per_batch`).
+    pub batch_size: usize,
+    /// Keep the existing database instead of starting fresh (`--use_existing_db`).
+    pub use_existing_db: bool,
+    /// Flush the memtable at the end of each write benchmark, inside the timed part.
+    pub flush_after_write: bool,
+    /// Show a progress bar on a terminal.
+    pub progress: bool,
+}
+
+impl Default for DbBenchConfig {
+    fn default() -> Self {
+        DbBenchConfig {
+            benchmarks: vec!["fillseq".into(), "fillrandom".into(), "readrandom".into()],
+            num: 1_000_000,
+            reads: None,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            seed: 301,
+            sync: false,
+            sync_every: 0,
+            seek_nexts: 0,
+            batch_size: 1,
+            use_existing_db: false,
+            flush_after_write: false,
+            progress: true,
+        }
+    }
+}
+
+fn fresh(name: &str) -> bool {
+    matches!(name, "fillseq" | "fillrandom" | "fillsync")
+}
+
+fn is_write(name: &str) -> bool {
+    matches!(
+        name,
+        "fillseq" | "fillrandom" | "overwrite" | "fillsync" | "deleterandom"
+    )
+}
+
+/// Checks the benchmark names before anything runs.
+pub fn validate(cfg: &DbBenchConfig) -> Result<()> {
+    for b in &cfg.benchmarks {
+        if !BENCHMARKS.contains(&b.as_str()) {
+            bail!(
+                "unknown benchmark {b:?} (one of: {})",
+                BENCHMARKS.join(", ")
+            );
+        }
+    }
+    if cfg.num == 0 {
+        bail!("--num must be positive");
+    }
+    if cfg.key_size == 0 {
+        bail!("--key_size must be positive");
+    }
+    Ok(())
+}
+
+/// The share of `total` operations that thread `t` of `threads` does, as a range.
+fn share(total: u64, t: usize, threads: usize) -> std::ops::Range<u64> {
+    let n = threads.max(1) as u64;
+    let t = t as u64;
+    (total * t / n)..(total * (t + 1) / n)
+}
+
+/// Runs the configured benchmarks on engines from `factory`, calling `each` with every result
+/// as soon as it is known.
+pub fn run(
+    factory: &EngineFactory,
+    cfg: &DbBenchConfig,
+    each: &mut dyn FnMut(&BenchResult),
+) -> Result<Vec<BenchResult>> {
+    validate(cfg)?;
+    let mut engine = factory.open(!cfg.use_existing_db)?;
+    let mut pristine = true;
+    let mut out = Vec::new();
+    for (i, name) in cfg.benchmarks.iter().enumerate() {
+        // Each benchmark draws from its own random streams (db_bench seeds every benchmark's
+        // threads anew), so that readrandom does not just revisit fillrandom's keys.
+        let bench_cfg = DbBenchConfig {
+            seed: cfg.seed.wrapping_add(i as u64 * 7919),
+            ..cfg.clone()
+        };
+        if fresh(name) && !cfg.use_existing_db && !pristine {
+            engine.close()?;
+            engine = factory.open(true)?;
+        }
+        pristine = false;
+        let mut r = run_one(engine.as_ref(), name, &bench_cfg)?;
+        r.engine_stats = engine.stats_json();
+        each(&r);
+        out.push(r);
+    }
+    engine.close()?;
+    Ok(out)
+}
+
+/// Runs one named benchmark on an open engine.
+pub fn run_one(engine: &dyn KvEngine, name: &str, cfg: &DbBenchConfig) -> Result<BenchResult> {
+    let reads = cfg.reads.unwrap_or(cfg.num);
+    let ops = match name {
+        "fillsync" => (cfg.num / 1000).max(1),
+        "readseq" | "readrandom" | "readmissing" | "seekrandom" => reads,
+        _ => cfg.num,
+    };
+    let phase = Phase {
+        engine,
+        name: name.to_string(),
+        threads: cfg.threads.max(1),
+        expected_ops: ops,
+        kinds: vec![],
+        progress: cfg.progress,
+        counts_found: matches!(name, "readrandom" | "readmissing" | "seekrandom"),
+        key_size: cfg.key_size,
+        value_size: cfg.value_size,
+    };
+    let threads = phase.threads;
+    let mut r = run_phase(&phase, |t, ctx| {
+        let seed = cfg
+            .seed
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(t as u64 + 1);
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let range = share(ops, t, threads);
+        match name {
+            "fillseq" | "fillrandom" | "overwrite" | "fillsync" => {
+                let sync_all = cfg.sync || name == "fillsync";
+                do_write(
+                    engine,
+                    ctx,
+                    cfg,
+                    range,
+                    name == "fillseq",
+                    sync_all,
+                    &mut rng,
+                    seed,
+                )
+            }
+            "deleterandom" => {
+                let mut key = Vec::new();
+                for _ in range {
+                    format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
+                    let s = Instant::now();
+                    if cfg.sync {
+                        engine.write_batch(&[BatchOp::Delete(key.clone())], true)?;
+                    } else {
+                        engine.delete(&key)?;
+                    }
+                    ctx.record(0, s, key.len() as u64);
+                }
+                Ok(())
+            }
+            "readrandom" | "readmissing" => {
+                let mut key = Vec::new();
+                for _ in range {
+                    format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
+                    if name == "readmissing" {
+                        key.push(b'.');
+                    }
+                    let s = Instant::now();
+                    let v = engine.get(&key)?;
+                    let bytes = key.len() + v.as_ref().map_or(0, |v| v.len());
+                    ctx.record(0, s, bytes as u64);
+                    if v.is_some() {
+                        ctx.found();
+                    }
+                }
+                Ok(())
+            }
+            "seekrandom" => {
+                let mut key = Vec::new();
+                for _ in range {
+                    format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
+                    let s = Instant::now();
+                    let mut bytes = 0u64;
+                    let mut hit = false;
+                    let first = key.clone();
+                    engine.scan(&key, 1 + cfg.seek_nexts, &mut |k, v| {
+                        if bytes == 0 && k == first.as_slice() {
+                            hit = true;
+                        }
+                        bytes += (k.len() + v.len()) as u64;
+                        true
+                    })?;
+                    ctx.record(0, s, bytes);
+                    if hit {
+                        ctx.found();
+                    }
+                }
+                Ok(())
+            }
+            "readseq" => do_readseq(engine, ctx, cfg, range),
+            other => bail!("unknown benchmark {other:?}"),
+        }
+    })?;
+    if cfg.flush_after_write && is_write(name) {
+        let s = Instant::now();
+        engine.flush()?;
+        let extra = s.elapsed().as_secs_f64();
+        r.wall_seconds += extra;
+        r.ops_per_sec = r.ops as f64 / r.wall_seconds.max(1e-9);
+        r.mb_per_sec = r.bytes as f64 / 1_048_576.0 / r.wall_seconds.max(1e-9);
+        r.micros_per_op = r.wall_seconds * 1e6 / r.ops.max(1) as f64;
+    }
+    Ok(r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn do_write(
+    engine: &dyn KvEngine,
+    ctx: &mut ThreadCtx<'_>,
+    cfg: &DbBenchConfig,
+    range: std::ops::Range<u64>,
+    sequential: bool,
+    sync_all: bool,
+    rng: &mut SmallRng,
+    seed: u64,
+) -> Result<()> {
+    let mut values = ValueGen::new(seed, cfg.value_size);
+    let mut key = Vec::new();
+    let batch = cfg.batch_size.max(1) as u64;
+    let mut written = 0u64;
+    let mut i = range.start;
+    while i < range.end {
+        let n = batch.min(range.end - i);
+        written += n;
+        let sync = sync_all || (cfg.sync_every > 0 && written % cfg.sync_every < n);
+        let mut next_key = |j: u64, key: &mut Vec<u8>| {
+            let k = if sequential {
+                j
+            } else {
+                rng.gen_range(0..cfg.num)
+            };
+            format_key(k, cfg.key_size, key);
+        };
+        if n == 1 && !sync {
+            next_key(i, &mut key);
+            let v = values.next(cfg.value_size);
+            let s = Instant::now();
+            engine.put(&key, v)?;
+            ctx.record(0, s, (key.len() + v.len()) as u64);
+        } else {
+            let mut ops = Vec::with_capacity(n as usize);
+            for j in i..i + n {
+                next_key(j, &mut key);
+                ops.push(BatchOp::Put(
+                    key.clone(),
+                    values.next(cfg.value_size).to_vec(),
+                ));
+            }
+            let bytes: u64 = ops
+                .iter()
+                .map(|o| match o {
+                    BatchOp::Put(k, v) => (k.len() + v.len()) as u64,
+                    BatchOp::Delete(k) => k.len() as u64,
+                })
+                .sum();
+            let s = Instant::now();
+            engine.write_batch(&ops, sync)?;
+            // One latency sample per batch, but every put counts as an operation.
+            let ns = s.elapsed().as_nanos() as u64;
+            for _ in 0..n {
+                ctx.record_ns(0, ns / n, bytes / n);
+            }
+        }
+        i += n;
+    }
+    Ok(())
+}
+
+fn do_readseq(
+    engine: &dyn KvEngine,
+    ctx: &mut ThreadCtx<'_>,
+    cfg: &DbBenchConfig,
+    range: std::ops::Range<u64>,
+) -> Result<()> {
+    // Each thread iterates its share starting at the matching fraction of the key space.
+    let mut start = Vec::new();
+    if range.start > 0 {
+        let frac = range.start as f64 / cfg.reads.unwrap_or(cfg.num).max(1) as f64;
+        format_key((frac * cfg.num as f64) as u64, cfg.key_size, &mut start);
+    }
+    let want = (range.end - range.start) as usize;
+    let mut last = Instant::now();
+    engine.scan(&start, want, &mut |k, v| {
+        let now = Instant::now();
+        ctx.record_ns(
+            0,
+            now.duration_since(last).as_nanos() as u64,
+            (k.len() + v.len()) as u64,
+        );
+        last = now;
+        true
+    })?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_cover_the_total_without_overlap() {
+        let mut next = 0;
+        for t in 0..3 {
+            let r = share(10, t, 3);
+            assert_eq!(r.start, next);
+            next = r.end;
+        }
+        assert_eq!(next, 10);
+    }
+
+    #[test]
+    fn unknown_benchmarks_are_refused_up_front() {
+        let cfg = DbBenchConfig {
+            benchmarks: vec!["fillseq".into(), "fillbogus".into()],
+            ..Default::default()
+        };
+        assert!(validate(&cfg).is_err());
+    }
+}

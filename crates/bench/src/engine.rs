@@ -1,0 +1,339 @@
+//! The engine interface the benchmarks drive, and how an engine is named and opened.
+//!
+//! Every engine — SMRDB (SOC and LOC), RocksDB, LevelDB, and the in-memory reference — is
+//! reached through [`KvEngine`], so that a benchmark runs the same code path over all of them.
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use tegula_device::{Disk, DiskConfig};
+
+/// One operation of an atomic write batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOp {
+    /// Insert or overwrite `key` with `value`.
+    Put(Vec<u8>, Vec<u8>),
+    /// Delete `key` (a tombstone in an LSM engine).
+    Delete(Vec<u8>),
+}
+
+/// Host-visible counters of the (emulated) device under an engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceCounters {
+    /// Modelled device time in nanoseconds (the device's virtual clock).
+    pub now_ns: u64,
+    /// Bytes the host read from the device.
+    pub bytes_read: u64,
+    /// Bytes the host wrote to the device.
+    pub bytes_written: u64,
+}
+
+/// A key-value engine as the benchmarks see it. Implementations must be usable from several
+/// benchmark threads at once.
+pub trait KvEngine: Send + Sync {
+    /// Engine name as printed and written to JSON (`tegula`, `rocksdb`, …).
+    fn name(&self) -> &str;
+    /// Inserts or overwrites one key, without asking for durability.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Reads one key.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Deletes one key, without asking for durability.
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Applies `ops` atomically; with `sync` the batch is durable when this returns.
+    fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()>;
+    /// Visits up to `limit` pairs in key order starting at the first key `>= start`; `visit`
+    /// returns false to stop early. Returns the number of pairs visited.
+    fn scan(
+        &self,
+        start: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize>;
+    /// Writes everything buffered in memory to persistent structures (a memtable flush).
+    fn flush(&self) -> Result<()>;
+    /// The engine's own statistics as JSON, if it reports any.
+    fn stats_json(&self) -> Option<serde_json::Value> {
+        None
+    }
+    /// The device's modelled time in nanoseconds, for engines on an emulated device.
+    fn device_time_ns(&self) -> Option<u64> {
+        self.device_counters().map(|c| c.now_ns)
+    }
+    /// Device counters, for engines on an emulated device.
+    fn device_counters(&self) -> Option<DeviceCounters> {
+        None
+    }
+    /// Write amplification since the database was opened, if the engine can tell.
+    fn write_amp(&self) -> Option<f64> {
+        None
+    }
+    /// Bytes written by compaction since the database was opened, if the engine can tell.
+    fn compaction_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Closes the engine, making everything durable.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Which engine to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    /// SMRDB with sequential-organised compaction (SMRDB-SOC, the default).
+    Tegula,
+    /// SMRDB with LevelDB-style organisation (SMRDB-LOC).
+    TegulaLoc,
+    /// RocksDB through its C API.
+    Rocksdb,
+    /// LevelDB through its C API.
+    Leveldb,
+    /// The in-memory `BTreeMap` reference engine (measures the harness itself).
+    Memory,
+}
+
+impl EngineKind {
+    /// Every engine name accepted by `--engine`.
+    pub const NAMES: [&'static str; 5] = ["tegula", "tegula-loc", "rocksdb", "leveldb", "memory"];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Tegula => "tegula",
+            EngineKind::TegulaLoc => "tegula-loc",
+            EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Leveldb => "leveldb",
+            EngineKind::Memory => "memory",
+        }
+    }
+
+    /// Parses one engine name.
+    pub fn parse(s: &str) -> Result<Self> {
+        Ok(match s.trim().to_ascii_lowercase().as_str() {
+            "tegula" | "smrdb" | "tegula-soc" => EngineKind::Tegula,
+            "tegula-loc" | "smrdb-loc" => EngineKind::TegulaLoc,
+            "rocksdb" => EngineKind::Rocksdb,
+            "leveldb" => EngineKind::Leveldb,
+            "memory" | "btreemap" => EngineKind::Memory,
+            other => bail!(
+                "unknown engine {other:?} (one of: {})",
+                Self::NAMES.join(", ")
+            ),
+        })
+    }
+
+    /// Parses a comma-separated list of engine names.
+    pub fn parse_list(s: &str) -> Result<Vec<Self>> {
+        let v = s
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(Self::parse)
+            .collect::<Result<Vec<_>>>()?;
+        if v.is_empty() {
+            bail!("no engine given");
+        }
+        Ok(v)
+    }
+
+    /// Whether the engine keeps its data on an emulated zoned device.
+    pub fn on_device(self) -> bool {
+        matches!(self, EngineKind::Tegula | EngineKind::TegulaLoc)
+    }
+}
+
+/// Where an engine keeps its data.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A fresh in-memory emulated drive of this configuration (SMRDB).
+    Emulated(DiskConfig),
+    /// A disk image file (SMRDB); created with the given configuration if it does not exist.
+    Image(PathBuf, Option<DiskConfig>),
+    /// A directory on the host file system (RocksDB, LevelDB); `None` means a temporary one.
+    Dir(Option<PathBuf>),
+    /// Nothing: the in-memory reference engine.
+    Memory,
+}
+
+/// Engine settings shared by all engines, chosen to give every engine the same memory budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineOptions {
+    /// Memtable / write buffer size in bytes (default: the band size, 256 MiB).
+    pub write_buffer_size: u64,
+    /// Block cache size in bytes (default 8 MiB).
+    pub cache_size: u64,
+    /// Bloom filter bits per key (default 10).
+    pub bloom_bits: u32,
+    /// Collect engine statistics that cost time (RocksDB's `statistics`); needed for RocksDB's
+    /// write amplification and compaction bytes.
+    pub statistics: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            write_buffer_size: 256 << 20,
+            cache_size: 8 << 20,
+            bloom_bits: 10,
+            statistics: false,
+        }
+    }
+}
+
+/// Opens engines of one kind on one target, fresh or reusing what is there; the benchmarks
+/// reopen through it when a benchmark wants an empty database (db_bench's `fresh_db`).
+#[derive(Debug)]
+pub struct EngineFactory {
+    kind: EngineKind,
+    target: Target,
+    opts: EngineOptions,
+    /// Temporary directory owned by this factory (removed on drop).
+    tmp: Option<tempfile::TempDir>,
+}
+
+impl EngineFactory {
+    /// A factory; checks that the target suits the engine and that the engine was built in.
+    pub fn new(kind: EngineKind, target: Target, opts: EngineOptions) -> Result<Self> {
+        match (kind, &target) {
+            (EngineKind::Memory, _) => {}
+            (
+                EngineKind::Tegula | EngineKind::TegulaLoc,
+                Target::Emulated(_) | Target::Image(..),
+            ) => {}
+            (EngineKind::Rocksdb | EngineKind::Leveldb, Target::Dir(_)) => {}
+            (k, t) => bail!("engine {} cannot run on {t:?}", k.name()),
+        }
+        if kind.on_device() && !cfg!(feature = "smrdb") {
+            bail!(
+                "engine {} needs tegula-bench built with the `smrdb` feature",
+                kind.name()
+            );
+        }
+        if matches!(kind, EngineKind::Rocksdb | EngineKind::Leveldb) && !cfg!(feature = "compare") {
+            bail!(
+                "engine {} needs tegula-bench built with the `compare` feature (librocksdb-dev, libleveldb-dev)",
+                kind.name()
+            );
+        }
+        let tmp = match &target {
+            Target::Dir(None) => Some(
+                tempfile::Builder::new()
+                    .prefix(&format!("tegula-bench-{}-", kind.name()))
+                    .tempdir()
+                    .context("creating a temporary database directory")?,
+            ),
+            _ => None,
+        };
+        Ok(EngineFactory {
+            kind,
+            target,
+            opts,
+            tmp,
+        })
+    }
+
+    /// The engine kind.
+    pub fn kind(&self) -> EngineKind {
+        self.kind
+    }
+
+    /// The engine options.
+    pub fn options(&self) -> &EngineOptions {
+        &self.opts
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// The database directory for RocksDB / LevelDB.
+    fn dir(&self) -> Option<&Path> {
+        match &self.target {
+            Target::Dir(Some(p)) => Some(p),
+            Target::Dir(None) => self.tmp.as_ref().map(|t| t.path()),
+            _ => None,
+        }
+    }
+
+    /// Opens the engine. With `fresh`, whatever the target held is destroyed first (an
+    /// in-memory drive is new anyway; a disk image is recreated with its own configuration; a
+    /// RocksDB / LevelDB directory is destroyed with the engine's own `DestroyDB`).
+    pub fn open(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
+        match self.kind {
+            EngineKind::Memory => Ok(Box::new(crate::engines::memory::MemoryEngine::new())),
+            EngineKind::Tegula | EngineKind::TegulaLoc => self.open_smrdb(fresh),
+            EngineKind::Rocksdb | EngineKind::Leveldb => self.open_dir_engine(fresh),
+        }
+    }
+
+    /// Opens (or creates) the emulated disk of the target.
+    pub fn open_disk(&self, fresh: bool) -> Result<Disk> {
+        match &self.target {
+            Target::Emulated(cfg) => {
+                Disk::in_memory(cfg.clone()).context("creating the in-memory emulated drive")
+            }
+            Target::Image(path, cfg) => {
+                if path.exists() {
+                    if !fresh {
+                        return Disk::open_image(path, Default::default())
+                            .with_context(|| format!("opening disk image {}", path.display()));
+                    }
+                    let old = Disk::open_image(path, Default::default())
+                        .with_context(|| format!("opening disk image {}", path.display()))?;
+                    let cfg = old.config().clone();
+                    drop(old);
+                    std::fs::remove_file(path)
+                        .with_context(|| format!("removing {} to start fresh", path.display()))?;
+                    Disk::create_image(path, cfg)
+                        .with_context(|| format!("recreating disk image {}", path.display()))
+                } else {
+                    let Some(cfg) = cfg else {
+                        bail!(
+                            "disk image {} does not exist (create it with `tegula disk create` or give --profile)",
+                            path.display()
+                        );
+                    };
+                    Disk::create_image(path, cfg.clone())
+                        .with_context(|| format!("creating disk image {}", path.display()))
+                }
+            }
+            other => bail!("target {other:?} is not a device"),
+        }
+    }
+
+    #[cfg(feature = "smrdb")]
+    fn open_smrdb(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
+        let disk = self.open_disk(fresh)?;
+        let engine = crate::engines::smrdb::SmrdbEngine::open(
+            disk,
+            self.kind == EngineKind::TegulaLoc,
+            &self.opts,
+        )?;
+        Ok(Box::new(engine))
+    }
+
+    #[cfg(not(feature = "smrdb"))]
+    fn open_smrdb(&self, _fresh: bool) -> Result<Box<dyn KvEngine>> {
+        bail!("built without the `smrdb` feature")
+    }
+
+    #[cfg(feature = "compare")]
+    fn open_dir_engine(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
+        let dir = self
+            .dir()
+            .context("RocksDB and LevelDB need a directory (--db DIR)")?;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(match self.kind {
+            EngineKind::Rocksdb => Box::new(crate::engines::rocksdb::RocksEngine::open(
+                dir, &self.opts, fresh,
+            )?),
+            _ => Box::new(crate::engines::leveldb::LevelEngine::open(
+                dir, &self.opts, fresh,
+            )?),
+        })
+    }
+
+    #[cfg(not(feature = "compare"))]
+    fn open_dir_engine(&self, _fresh: bool) -> Result<Box<dyn KvEngine>> {
+        let _ = self.dir();
+        bail!("built without the `compare` feature")
+    }
+}

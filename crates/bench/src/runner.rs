@@ -1,0 +1,344 @@
+//! Measures one benchmark phase: runs the per-thread bodies, records every operation's latency
+//! in an HDR histogram, samples throughput (wall and device time) and compaction bytes over
+//! time, shows a progress bar on a terminal, and turns it all into a [`BenchResult`].
+
+use crate::engine::KvEngine;
+use crate::report::{BenchResult, OpLatency, Sample};
+use anyhow::{anyhow, Result};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How often the monitor samples throughput for plots and the progress bar.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Runs with at least this many operations get a progress bar (on a terminal).
+pub const PROGRESS_MIN_OPS: u64 = 50_000;
+
+fn new_hist() -> Result<Histogram<u64>> {
+    // 1 ns .. 1 hour at 3 significant digits.
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+        .map_err(|e| anyhow!("creating a latency histogram: {e}"))
+}
+
+/// Per-thread measurement state handed to a benchmark body.
+pub struct ThreadCtx<'a> {
+    all: Histogram<u64>,
+    kinds: Vec<Histogram<u64>>,
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    unreported: u64,
+    shared_ops: &'a AtomicU64,
+}
+
+impl ThreadCtx<'_> {
+    /// Records one completed operation of kind `kind` (an index into the phase's kind names)
+    /// that started at `start` and moved `bytes` of keys and values.
+    #[inline]
+    pub fn record(&mut self, kind: usize, start: Instant, bytes: u64) {
+        let ns = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        self.record_ns(kind, ns, bytes);
+    }
+
+    /// Records one operation that took `ns` nanoseconds.
+    #[inline]
+    pub fn record_ns(&mut self, kind: usize, ns: u64, bytes: u64) {
+        let ns = ns.max(1);
+        self.all.saturating_record(ns);
+        if let Some(h) = self.kinds.get_mut(kind) {
+            h.saturating_record(ns);
+        }
+        self.ops += 1;
+        self.bytes += bytes;
+        self.unreported += 1;
+        if self.unreported >= 64 {
+            self.shared_ops
+                .fetch_add(self.unreported, Ordering::Relaxed);
+            self.unreported = 0;
+        }
+    }
+
+    /// Records a latency for kind `kind` only, without counting an operation (YCSB records
+    /// the parts of a read-modify-write as well as the whole).
+    pub fn record_part(&mut self, kind: usize, start: Instant) {
+        let ns = (start.elapsed().as_nanos().min(u64::MAX as u128) as u64).max(1);
+        if let Some(h) = self.kinds.get_mut(kind) {
+            h.saturating_record(ns);
+        }
+    }
+
+    /// Counts a lookup that found its key.
+    pub fn found(&mut self) {
+        self.found += 1;
+    }
+}
+
+/// What a phase is and how to run it.
+pub struct Phase<'a> {
+    /// The engine under test.
+    pub engine: &'a dyn KvEngine,
+    /// Benchmark name (`fillseq`, `ycsb-a-run`, …).
+    pub name: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Operations expected in total (for the progress bar).
+    pub expected_ops: u64,
+    /// Names of the operation kinds the body records (YCSB: READ, UPDATE, …); may be empty.
+    pub kinds: Vec<&'static str>,
+    /// Whether to show a progress bar when stderr is a terminal.
+    pub progress: bool,
+    /// Whether the phase counts found keys (readrandom) and reports them.
+    pub counts_found: bool,
+    /// Key and value sizes, reported with the result.
+    pub key_size: usize,
+    /// Value size in bytes.
+    pub value_size: usize,
+}
+
+fn sample(engine: &dyn KvEngine, t0: Instant, ops: u64, dev0: Option<u64>) -> Sample {
+    Sample {
+        wall_s: t0.elapsed().as_secs_f64(),
+        ops,
+        device_s: match (engine.device_time_ns(), dev0) {
+            (Some(now), Some(start)) => Some(now.saturating_sub(start) as f64 / 1e9),
+            _ => None,
+        },
+        compaction_bytes: engine.compaction_bytes(),
+    }
+}
+
+/// Runs `body(thread_index, ctx)` on `phase.threads` threads and measures it.
+pub fn run_phase<F>(phase: &Phase<'_>, body: F) -> Result<BenchResult>
+where
+    F: Fn(usize, &mut ThreadCtx<'_>) -> Result<()> + Sync,
+{
+    let engine = phase.engine;
+    let threads = phase.threads.max(1);
+    let shared_ops = AtomicU64::new(0);
+    let dev_before = engine.device_counters();
+    let dev0 = dev_before.map(|c| c.now_ns);
+    let show_bar =
+        phase.progress && phase.expected_ops >= PROGRESS_MIN_OPS && std::io::stderr().is_terminal();
+    let bar = show_bar.then(|| {
+        let b = indicatif::ProgressBar::new(phase.expected_ops);
+        let style = indicatif::ProgressStyle::with_template(
+            "{msg:>14} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+        b.set_style(style);
+        b.set_message(format!("{} {}", engine.name(), phase.name));
+        b
+    });
+
+    let t0 = Instant::now();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let body = &body;
+    let shared = &shared_ops;
+    let kinds_len = phase.kinds.len();
+    let bar_ref = bar.as_ref();
+    let (results, timeline) = std::thread::scope(|s| {
+        let monitor = s.spawn(move || {
+            let mut tl = vec![Sample {
+                wall_s: 0.0,
+                ops: 0,
+                device_s: dev0.map(|_| 0.0),
+                compaction_bytes: engine.compaction_bytes(),
+            }];
+            while let Err(mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(SAMPLE_INTERVAL) {
+                let ops = shared.load(Ordering::Relaxed);
+                tl.push(sample(engine, t0, ops, dev0));
+                if let Some(b) = bar_ref {
+                    b.set_position(ops);
+                }
+            }
+            tl
+        });
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || -> Result<ThreadCtx<'_>> {
+                    let mut ctx = ThreadCtx {
+                        all: new_hist()?,
+                        kinds: (0..kinds_len)
+                            .map(|_| new_hist())
+                            .collect::<Result<Vec<_>>>()?,
+                        ops: 0,
+                        bytes: 0,
+                        found: 0,
+                        unreported: 0,
+                        shared_ops: shared,
+                    };
+                    body(t, &mut ctx)?;
+                    shared.fetch_add(ctx.unreported, Ordering::Relaxed);
+                    ctx.unreported = 0;
+                    Ok(ctx)
+                })
+            })
+            .collect();
+        let results: Vec<Result<ThreadCtx<'_>>> = workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked")))
+            })
+            .collect();
+        let _ = stop_tx.send(());
+        let timeline = monitor.join().unwrap_or_default();
+        (results, timeline)
+    });
+    let wall = t0.elapsed().as_secs_f64();
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+
+    let mut all = new_hist()?;
+    let mut kinds: Vec<Histogram<u64>> = (0..kinds_len)
+        .map(|_| new_hist())
+        .collect::<Result<Vec<_>>>()?;
+    let (mut ops, mut bytes, mut found) = (0u64, 0u64, 0u64);
+    for r in results {
+        let ctx = r?;
+        all.add(&ctx.all)
+            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+        for (k, h) in kinds.iter_mut().zip(ctx.kinds.iter()) {
+            k.add(h).map_err(|e| anyhow!("merging histograms: {e}"))?;
+        }
+        ops += ctx.ops;
+        bytes += ctx.bytes;
+        found += ctx.found;
+    }
+    let mut timeline = timeline;
+    timeline.push(sample(engine, t0, ops, dev0));
+
+    let dev_after = engine.device_counters();
+    let us = |h: &Histogram<u64>, q: f64| {
+        if h.is_empty() {
+            0.0
+        } else {
+            h.value_at_quantile(q) as f64 / 1000.0
+        }
+    };
+    let mut latency_by_op = BTreeMap::new();
+    for (name, h) in phase.kinds.iter().zip(kinds.iter()) {
+        if !h.is_empty() {
+            latency_by_op.insert(
+                (*name).to_string(),
+                OpLatency {
+                    count: h.len(),
+                    mean_us: h.mean() / 1000.0,
+                    p50_us: us(h, 0.5),
+                    p99_us: us(h, 0.99),
+                    p999_us: us(h, 0.999),
+                    max_us: h.max() as f64 / 1000.0,
+                },
+            );
+        }
+    }
+    let device = match (dev_before, dev_after) {
+        (Some(a), Some(b)) => Some((
+            b.now_ns.saturating_sub(a.now_ns) as f64 / 1e9,
+            b.bytes_read.saturating_sub(a.bytes_read),
+            b.bytes_written.saturating_sub(a.bytes_written),
+        )),
+        _ => None,
+    };
+    let wall_pos = wall.max(1e-9);
+    Ok(BenchResult {
+        engine: engine.name().to_string(),
+        benchmark: phase.name.clone(),
+        ops,
+        ops_per_sec: ops as f64 / wall_pos,
+        mb_per_sec: bytes as f64 / 1_048_576.0 / wall_pos,
+        p50_us: us(&all, 0.5),
+        p99_us: us(&all, 0.99),
+        p999_us: us(&all, 0.999),
+        device_seconds: device.map(|d| d.0),
+        device_ops_per_sec: device.and_then(|d| (d.0 > 0.0).then(|| ops as f64 / d.0)),
+        device_bytes_read: device.map(|d| d.1),
+        device_bytes_written: device.map(|d| d.2),
+        write_amp: engine.write_amp(),
+        wall_seconds: wall,
+        micros_per_op: wall * 1e6 / ops.max(1) as f64,
+        threads,
+        key_size: phase.key_size,
+        value_size: phase.value_size,
+        bytes,
+        found: phase.counts_found.then_some(found),
+        mean_us: if all.is_empty() {
+            0.0
+        } else {
+            all.mean() / 1000.0
+        },
+        max_us: all.max() as f64 / 1000.0,
+        latency_by_op,
+        compaction_bytes: engine.compaction_bytes(),
+        engine_stats: None,
+        timeline,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::memory::MemoryEngine;
+
+    #[test]
+    fn a_phase_counts_every_operation_of_every_thread() {
+        let e = MemoryEngine::new();
+        let phase = Phase {
+            engine: &e,
+            name: "t".into(),
+            threads: 3,
+            expected_ops: 300,
+            kinds: vec!["PUT"],
+            progress: false,
+            counts_found: true,
+            key_size: 16,
+            value_size: 8,
+        };
+        let r = run_phase(&phase, |t, ctx| {
+            for i in 0..100u64 {
+                let s = Instant::now();
+                e.put(&[t as u8, i as u8], b"12345678")?;
+                ctx.record(0, s, 10);
+                ctx.found();
+            }
+            Ok(())
+        })
+        .expect("run");
+        assert_eq!(r.ops, 300);
+        assert_eq!(r.bytes, 3000);
+        assert_eq!(r.found, Some(300));
+        assert_eq!(e.len(), 300);
+        assert_eq!(r.latency_by_op["PUT"].count, 300);
+        assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
+        assert_eq!(r.timeline.last().map(|s| s.ops), Some(300));
+        assert!(r.device_seconds.is_none());
+    }
+
+    #[test]
+    fn an_error_in_a_thread_fails_the_phase() {
+        let e = MemoryEngine::new();
+        let phase = Phase {
+            engine: &e,
+            name: "t".into(),
+            threads: 2,
+            expected_ops: 2,
+            kinds: vec![],
+            progress: false,
+            counts_found: false,
+            key_size: 16,
+            value_size: 8,
+        };
+        let r = run_phase(&phase, |t, _| {
+            if t == 1 {
+                anyhow::bail!("boom")
+            }
+            Ok(())
+        });
+        assert!(r.is_err());
+    }
+}

@@ -1,0 +1,308 @@
+//! Tiny benchmark runs end to end through the public API: every db_bench benchmark and every
+//! YCSB workload against the in-memory reference engine, and (feature `compare`) against
+//! RocksDB and LevelDB in a temporary directory, checking counts, found keys, the data left
+//! behind, and the JSON schema.
+
+use std::collections::BTreeMap;
+use tegula_bench::dbbench::{self, DbBenchConfig};
+use tegula_bench::engines::memory::MemoryEngine;
+use tegula_bench::report::{write_json, REQUIRED_KEYS};
+use tegula_bench::ycsb::{self, YcsbConfig};
+use tegula_bench::{BenchResult, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
+
+const NUM: u64 = 2000;
+
+fn cfg(benchmarks: &str) -> DbBenchConfig {
+    DbBenchConfig {
+        benchmarks: benchmarks.split(',').map(String::from).collect(),
+        num: NUM,
+        progress: false,
+        ..Default::default()
+    }
+}
+
+fn by_name(results: &[BenchResult]) -> BTreeMap<String, BenchResult> {
+    results
+        .iter()
+        .map(|r| (r.benchmark.clone(), r.clone()))
+        .collect()
+}
+
+fn check_db_bench(factory: &EngineFactory, threads: usize) {
+    let mut c = cfg("fillseq,readrandom,readseq,readmissing,seekrandom,overwrite,fillsync,deleterandom,fillrandom,readrandom");
+    c.threads = threads;
+    c.seek_nexts = 5;
+    let mut seen = 0;
+    let out = dbbench::run(factory, &c, &mut |_| seen += 1).expect("db_bench run");
+    assert_eq!(seen, 10);
+    assert_eq!(out.len(), 10);
+    let engine = factory.kind().name();
+    for r in &out {
+        assert_eq!(r.engine, engine);
+        assert!(r.ops_per_sec > 0.0, "{}", r.benchmark);
+        assert!(
+            r.p50_us <= r.p99_us && r.p99_us <= r.p999_us,
+            "{}",
+            r.benchmark
+        );
+    }
+    let m = by_name(&out[..9]);
+    assert_eq!(m["fillseq"].ops, NUM);
+    assert_eq!(m["fillseq"].bytes, NUM * (16 + 100));
+    // After fillseq every key exists.
+    assert_eq!(out[1].benchmark, "readrandom");
+    assert_eq!(out[1].found, Some(NUM));
+    assert_eq!(m["readseq"].ops, NUM);
+    assert_eq!(m["readmissing"].found, Some(0));
+    assert_eq!(m["seekrandom"].found, Some(NUM));
+    assert!(m["seekrandom"].bytes > NUM * 116 * 5);
+    assert_eq!(m["overwrite"].ops, NUM);
+    assert_eq!(m["fillsync"].ops, 2);
+    assert_eq!(m["deleterandom"].ops, NUM);
+    // fillrandom starts fresh and draws keys with replacement: about 1 - 1/e of the key space
+    // exists afterwards.
+    let found = out[9].found.expect("found") as f64 / NUM as f64;
+    assert!((0.55..0.72).contains(&found), "found {found}");
+}
+
+fn check_ycsb(factory: &EngineFactory) {
+    for w in ['a', 'b', 'c', 'd', 'e', 'f'] {
+        let mut c = YcsbConfig::new(w).expect("workload");
+        c.recordcount = 500;
+        c.operationcount = 1000;
+        c.progress = false;
+        let out = ycsb::run(factory, &c, &mut |_| {}).expect("ycsb run");
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].benchmark, format!("ycsb-{w}-load"));
+        assert_eq!(out[0].ops, 500);
+        assert_eq!(out[1].benchmark, format!("ycsb-{w}-run"));
+        assert_eq!(out[1].ops, 1000);
+        let ops = &out[1].latency_by_op;
+        let count = |k: &str| ops.get(k).map_or(0, |l| l.count);
+        match w {
+            'a' => assert!(count("READ") > 400 && count("UPDATE") > 400),
+            'b' => assert!(count("READ") > 900 && count("UPDATE") > 20),
+            'c' => assert_eq!(count("READ"), 1000),
+            'd' => assert!(count("READ") > 900 && count("INSERT") > 20),
+            'e' => assert!(count("SCAN") > 900 && count("INSERT") > 20),
+            'f' => assert!(count("READ-MODIFY-WRITE") > 400 && count("READ") > 400),
+            _ => unreachable!(),
+        }
+        // Readers only ask for records that exist: every read, scan and RMW finds one.
+        // (In F the READ latencies include the reads of read-modify-writes: every op finds.)
+        let finds = if w == 'f' {
+            1000
+        } else {
+            count("READ") + count("SCAN")
+        };
+        assert_eq!(out[1].found, Some(finds), "workload {w}");
+    }
+}
+
+fn check_json(results: &[BenchResult]) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("out.json");
+    write_json(&p, results).expect("json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).expect("read")).expect("parse");
+    let arr = v.as_array().expect("array");
+    assert_eq!(arr.len(), results.len());
+    for o in arr {
+        for k in REQUIRED_KEYS {
+            assert!(o.get(k).is_some(), "missing {k}");
+        }
+    }
+}
+
+#[test]
+fn every_db_bench_benchmark_runs_on_the_reference_engine() {
+    let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
+        .expect("factory");
+    check_db_bench(&f, 1);
+    check_db_bench(&f, 3);
+}
+
+#[test]
+fn every_ycsb_workload_runs_on_the_reference_engine() {
+    let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
+        .expect("factory");
+    check_ycsb(&f);
+}
+
+#[test]
+fn fillseq_leaves_exactly_the_keys_and_value_sizes_asked_for() {
+    let e = MemoryEngine::new();
+    let mut c = cfg("fillseq");
+    c.value_size = 333;
+    c.key_size = 20;
+    let r = dbbench::run_one(&e, "fillseq", &c).expect("run");
+    assert_eq!(r.ops, NUM);
+    assert_eq!(e.len(), NUM as usize);
+    let mut n = 0u64;
+    e.scan(b"", usize::MAX, &mut |k, v| {
+        assert_eq!(k, tegula_bench::keys::key(n, 20).as_slice());
+        assert_eq!(v.len(), 333);
+        n += 1;
+        true
+    })
+    .expect("scan");
+    assert_eq!(n, NUM);
+}
+
+#[test]
+fn results_serialise_with_every_required_key() {
+    let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
+        .expect("factory");
+    let out = dbbench::run(&f, &cfg("fillseq,readrandom"), &mut |_| {}).expect("run");
+    check_json(&out);
+    assert!(out.iter().all(|r| r.device_seconds.is_none()));
+}
+
+#[cfg(feature = "compare")]
+mod compare {
+    use super::*;
+
+    fn dir_factory(kind: EngineKind, dir: &std::path::Path) -> EngineFactory {
+        EngineFactory::new(
+            kind,
+            Target::Dir(Some(dir.to_path_buf())),
+            EngineOptions {
+                // Small buffers so that flushes and compactions happen in a tiny run.
+                write_buffer_size: 64 << 10,
+                statistics: true,
+                ..EngineOptions::default()
+            },
+        )
+        .expect("factory")
+    }
+
+    #[test]
+    fn every_db_bench_benchmark_runs_on_rocksdb_and_leveldb() {
+        for kind in [EngineKind::Rocksdb, EngineKind::Leveldb] {
+            let dir = tempfile::tempdir().expect("tmp");
+            let f = dir_factory(kind, dir.path());
+            check_db_bench(&f, 1);
+            check_db_bench(&f, 2);
+        }
+    }
+
+    #[test]
+    fn every_ycsb_workload_runs_on_rocksdb_and_leveldb() {
+        for kind in [EngineKind::Rocksdb, EngineKind::Leveldb] {
+            let dir = tempfile::tempdir().expect("tmp");
+            check_ycsb(&dir_factory(kind, dir.path()));
+        }
+    }
+
+    #[test]
+    fn rocksdb_and_leveldb_hold_the_same_data_as_the_reference_after_the_same_run() {
+        let c = cfg("fillrandom");
+        let reference = MemoryEngine::new();
+        dbbench::run_one(&reference, "fillrandom", &c).expect("reference");
+        let mut want = Vec::new();
+        reference
+            .scan(b"", usize::MAX, &mut |k, v| {
+                want.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .expect("scan");
+        for kind in [EngineKind::Rocksdb, EngineKind::Leveldb] {
+            let dir = tempfile::tempdir().expect("tmp");
+            let f = dir_factory(kind, dir.path());
+            let e = f.open(true).expect("open");
+            let r = dbbench::run_one(e.as_ref(), "fillrandom", &c).expect("run");
+            assert!(r.write_amp.is_some(), "{} reports write-amp", kind.name());
+            e.flush().expect("flush");
+            let mut got = Vec::new();
+            e.scan(b"", usize::MAX, &mut |k, v| {
+                got.push((k.to_vec(), v.to_vec()));
+                true
+            })
+            .expect("scan");
+            assert_eq!(got, want, "{}", kind.name());
+            assert!(e.stats_json().is_some());
+            e.close().expect("close");
+        }
+    }
+
+    #[test]
+    fn fresh_runs_destroy_the_previous_database() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = dir_factory(EngineKind::Rocksdb, dir.path());
+        dbbench::run(&f, &cfg("fillseq"), &mut |_| {}).expect("first");
+        let mut c = cfg("fillsync,readrandom");
+        c.num = 5000;
+        let out = dbbench::run(&f, &c, &mut |_| {}).expect("second");
+        // fillsync wrote 5 random keys into a fresh database: almost nothing is found.
+        assert!(out[1].found.expect("found") <= 5);
+    }
+}
+
+#[cfg(feature = "smrdb")]
+mod smrdb {
+    use super::*;
+
+    fn small_drive() -> tegula_device::DiskConfig {
+        let mut cfg = tegula_device::profile("hm-smr").expect("profile");
+        // Tiny bands so that flushes and compactions run within a 2000-key benchmark.
+        cfg.zones.zone_size = 256 << 10;
+        cfg.capacity = 256 << 20;
+        cfg
+    }
+
+    #[test]
+    fn every_db_bench_benchmark_runs_on_smrdb_soc_and_loc_with_device_figures() {
+        for kind in [EngineKind::Tegula, EngineKind::TegulaLoc] {
+            let f = EngineFactory::new(
+                kind,
+                Target::Emulated(small_drive()),
+                EngineOptions::default(),
+            )
+            .expect("factory");
+            check_db_bench(&f, 1);
+            let out = dbbench::run(&f, &cfg("fillrandom"), &mut |_| {}).expect("run");
+            let r = &out[0];
+            assert!(r.device_seconds.expect("device time") > 0.0);
+            assert!(r.device_bytes_written.expect("bytes") >= NUM * 116);
+            assert!(r.write_amp.is_some());
+            check_json(&out);
+        }
+    }
+
+    #[test]
+    fn every_ycsb_workload_runs_on_smrdb() {
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Emulated(small_drive()),
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        check_ycsb(&f);
+    }
+
+    #[test]
+    fn a_disk_image_is_created_then_reused_or_recreated() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let img = dir.path().join("d.img");
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Image(img.clone(), Some(small_drive())),
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        dbbench::run(&f, &cfg("fillseq"), &mut |_| {}).expect("fill");
+        assert!(img.exists());
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Image(img.clone(), None),
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        let mut c = cfg("readrandom");
+        c.use_existing_db = true;
+        let out = dbbench::run(&f, &c, &mut |_| {}).expect("read existing");
+        assert_eq!(out[0].found, Some(NUM));
+        let out = dbbench::run(&f, &cfg("fillsync,readrandom"), &mut |_| {}).expect("fresh");
+        assert!(out[1].found.expect("found") <= 2);
+    }
+}

@@ -1,0 +1,237 @@
+//! Consistency check and per-zone statistics (the analogue of ShingledFS's edistats).
+
+use crate::error::Result;
+use crate::fs::Fs;
+use crate::state::{Kind, ROOT};
+use std::collections::{BTreeMap, HashMap};
+
+/// Live and dead bytes of one sequential zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneStat {
+    /// Zone index.
+    pub zone: u32,
+    /// Bytes written (data, ZEA metadata, padding, torn leftovers).
+    pub used: u64,
+    /// Bytes of file data that the metadata maps into the zone.
+    pub live: u64,
+    /// `used - live`: what cleaning the zone reclaims.
+    pub dead: u64,
+    /// Bytes still writable.
+    pub free: u64,
+    /// `empty`, `user` (taking new data), `gc` (taking relocated data), `open` or `full`.
+    pub role: &'static str,
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Inconsistencies, each naming what and where (empty when the file system is clean).
+    pub problems: Vec<String>,
+    /// Regular files.
+    pub files: u64,
+    /// Directories.
+    pub dirs: u64,
+    /// Mapped pieces.
+    pub pieces: u64,
+    /// Bytes of file data read back and checksummed (deep check only).
+    pub verified: u64,
+}
+
+/// State of the metadata log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaStat {
+    /// Checkpoint generation.
+    pub generation: u64,
+    /// Log sectors written since that checkpoint.
+    pub log_used: u64,
+    /// Log capacity in sectors.
+    pub log_sectors: u64,
+    /// Inodes.
+    pub inodes: u64,
+    /// Zones cleaned since mount.
+    pub cleanings: u64,
+}
+
+impl Fs {
+    /// Checkpoint generation and log use.
+    pub fn meta_stats(&self) -> MetaStat {
+        MetaStat {
+            generation: self.journal.generation(),
+            log_used: self.journal.log_used(),
+            log_sectors: self.journal.superblock().log_sectors,
+            inodes: self.state.inodes.len() as u64,
+            cleanings: self.cleanings,
+        }
+    }
+
+    /// Live and dead bytes of every sequential zone.
+    pub fn zone_stats(&self) -> Vec<ZoneStat> {
+        self.pool
+            .seq_zones()
+            .map(|z| {
+                let used = self.pool.used_bytes(z);
+                let live = self.state.zone_live.get(z as usize).copied().unwrap_or(0);
+                let free = self.pool.zone_bytes() - used;
+                let role = if Some(z) == self.active_user {
+                    "user"
+                } else if Some(z) == self.active_gc {
+                    "gc"
+                } else if used == 0 {
+                    "empty"
+                } else if self.pool.max_put(z) == 0 {
+                    "full"
+                } else {
+                    "open"
+                };
+                ZoneStat {
+                    zone: z,
+                    used,
+                    live,
+                    dead: used.saturating_sub(live),
+                    free,
+                    role,
+                }
+            })
+            .collect()
+    }
+
+    /// Checks the namespace, link counts, extent maps and zone accounting; with `deep`, also
+    /// reads every mapped byte back through its checksums.
+    pub fn check(&mut self, deep: bool) -> Result<CheckReport> {
+        let mut r = CheckReport::default();
+        let mut names: HashMap<u64, u32> = HashMap::new();
+        let mut subdirs: HashMap<u64, u32> = HashMap::new();
+        let mut live = vec![0u64; self.state.zone_live.len()];
+        // (zone, lba) -> list of (ext_off, len) to detect two files sharing stored bytes.
+        let mut uses: BTreeMap<(u32, u64), Vec<ExtentUse>> = BTreeMap::new();
+        let sector = self.pool.sector();
+        if self.state.get(ROOT).map(|n| n.kind) != Some(Kind::Dir) {
+            r.problems
+                .push("root inode missing or not a directory".into());
+        }
+        for (&ino, n) in &self.state.inodes {
+            match n.kind {
+                Kind::File => r.files += 1,
+                Kind::Dir => r.dirs += 1,
+                Kind::Symlink => {}
+            }
+            for (name, &c) in &n.entries {
+                let show = String::from_utf8_lossy(name);
+                match self.state.get(c) {
+                    None => r.problems.push(format!(
+                        "entry {show:?} in dir {ino} names missing inode {c}"
+                    )),
+                    Some(cn) => {
+                        *names.entry(c).or_default() += 1;
+                        if cn.kind == Kind::Dir {
+                            *subdirs.entry(ino).or_default() += 1;
+                            if cn.parent != ino {
+                                r.problems.push(format!(
+                                    "dir {c} is in dir {ino} but records parent {}",
+                                    cn.parent
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+            let mut prev_end = 0u64;
+            for (&off, p) in &n.map {
+                r.pieces += 1;
+                if off < prev_end {
+                    r.problems
+                        .push(format!("inode {ino}: pieces overlap at {off}"));
+                }
+                prev_end = off + p.len;
+                if prev_end > n.size {
+                    r.problems.push(format!(
+                        "inode {ino}: piece at {off} ends past size {}",
+                        n.size
+                    ));
+                }
+                if p.len == 0 || p.ext_off + p.len > p.ext_len {
+                    r.problems
+                        .push(format!("inode {ino}: piece at {off} outside its extent"));
+                }
+                match self.pool.zea(p.zone) {
+                    None => r.problems.push(format!(
+                        "inode {ino}: piece at {off} in non-sequential zone {}",
+                        p.zone
+                    )),
+                    Some(z) => {
+                        let end = p.ext_lba + p.ext_len.div_ceil(sector) + 1;
+                        if p.ext_lba < z.start_lba() || end > z.write_pointer() {
+                            r.problems.push(format!(
+                                "inode {ino}: extent at LBA {} of zone {} is not below the write pointer {}",
+                                p.ext_lba, p.zone, z.write_pointer()
+                            ));
+                        }
+                    }
+                }
+                if let Some(v) = live.get_mut(p.zone as usize) {
+                    *v += p.len;
+                }
+                uses.entry((p.zone, p.ext_lba))
+                    .or_default()
+                    .push((p.ext_off, p.len, ino));
+            }
+        }
+        for (&ino, n) in &self.state.inodes {
+            let want = match n.kind {
+                Kind::Dir if ino == ROOT => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+                Kind::Dir => 2 + subdirs.get(&ino).copied().unwrap_or(0),
+                _ => names.get(&ino).copied().unwrap_or(0),
+            };
+            if n.nlink != want
+                && !(n.nlink == 0 && self.files.get(&ino).is_some_and(|f| f.opens > 0))
+            {
+                r.problems.push(format!(
+                    "inode {ino}: nlink {} but {want} expected",
+                    n.nlink
+                ));
+            }
+            if ino != ROOT && names.get(&ino).copied().unwrap_or(0) == 0 && n.nlink != 0 {
+                r.problems
+                    .push(format!("inode {ino} is not in any directory"));
+            }
+        }
+        if live != self.state.zone_live {
+            r.problems
+                .push("per-zone live bytes do not match the extent maps".into());
+        }
+        for ((zone, lba), mut v) in uses {
+            v.sort_unstable();
+            for w in v.windows(2) {
+                if w[0].0 + w[0].1 > w[1].0 {
+                    r.problems.push(format!(
+                        "zone {zone} extent at LBA {lba} is mapped twice (inodes {} and {})",
+                        w[0].2, w[1].2
+                    ));
+                }
+            }
+        }
+        // Every mapped extent must be exactly an extent ZEA placed.
+        let pieces: Vec<(u64, u64, crate::state::Piece)> = self
+            .state
+            .inodes
+            .iter()
+            .flat_map(|(&i, n)| n.map.iter().map(move |(&o, &p)| (i, o, p)))
+            .collect();
+        for (ino, off, p) in pieces {
+            if let Err(e) = self.pool.meta(&p) {
+                r.problems.push(format!("inode {ino}: piece at {off}: {e}"));
+                continue;
+            }
+            if deep {
+                match self.pool.read(&p, 0, p.len) {
+                    Ok(_) => r.verified += p.len,
+                    Err(e) => r.problems.push(format!("inode {ino}: data at {off}: {e}")),
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// One file's use of stored bytes: (offset in the extent, length, inode).
+type ExtentUse = (u64, u64, u64);

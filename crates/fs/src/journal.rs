@@ -1,0 +1,402 @@
+//! Crash-safe metadata in the conventional zones: a superblock (two copies), two checkpoint
+//! slots written alternately, and a log of op batches. Recovery takes the newest valid
+//! checkpoint and replays the log records of its generation in order up to the first record
+//! that is missing, torn or of another generation. Layout: `docs/fs-format.md`.
+
+use crate::error::{FsError, Result};
+use std::sync::Arc;
+use tegula_device::ZonedDevice;
+
+const SB_MAGIC: [u8; 8] = *b"TGLFSSB1";
+const CKP_MAGIC: [u8; 8] = *b"TGLFSCKP";
+const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
+/// Format version of the superblock, checkpoints and log.
+pub const FORMAT_VERSION: u32 = 1;
+const HDR: usize = 48;
+
+/// Where things are; written once by mkfs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Superblock {
+    /// Sector size in bytes.
+    pub sector: u32,
+    /// Number of zones of the device.
+    pub zones: u32,
+    /// Sectors per zone.
+    pub zone_sectors: u64,
+    /// First sequential zone (all zones before it are conventional).
+    pub first_seq_zone: u32,
+    /// LBA of checkpoint slot 0.
+    pub slot0: u64,
+    /// LBA of checkpoint slot 1.
+    pub slot1: u64,
+    /// Sectors per checkpoint slot.
+    pub slot_sectors: u64,
+    /// First LBA of the log.
+    pub log_lba: u64,
+    /// Sectors of the log.
+    pub log_sectors: u64,
+    /// ZEA back pointers per extent.
+    pub back_pointers: u32,
+    /// Random identity of this file system (rejects records of an earlier mkfs).
+    pub fs_id: u64,
+}
+
+impl Superblock {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; self.sector as usize];
+        let mut p = 0usize;
+        let mut put = |v: &[u8]| {
+            b[p..p + v.len()].copy_from_slice(v);
+            p += v.len();
+        };
+        put(&SB_MAGIC);
+        put(&FORMAT_VERSION.to_le_bytes());
+        put(&self.sector.to_le_bytes());
+        put(&self.zones.to_le_bytes());
+        put(&self.first_seq_zone.to_le_bytes());
+        put(&self.zone_sectors.to_le_bytes());
+        put(&self.slot0.to_le_bytes());
+        put(&self.slot1.to_le_bytes());
+        put(&self.slot_sectors.to_le_bytes());
+        put(&self.log_lba.to_le_bytes());
+        put(&self.log_sectors.to_le_bytes());
+        put(&self.back_pointers.to_le_bytes());
+        put(&self.fs_id.to_le_bytes());
+        let n = 8 + 4 * 5 + 8 * 7;
+        let crc = crc32c::crc32c(&b[..n]);
+        b[n..n + 4].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> std::result::Result<Superblock, String> {
+        let n = 8 + 4 * 5 + 8 * 7;
+        if b.len() < n + 4 {
+            return Err("short superblock".into());
+        }
+        if b[..8] != SB_MAGIC {
+            return Err("no superblock magic".into());
+        }
+        if crc32c::crc32c(&b[..n]) != le32(b, n) {
+            return Err("superblock checksum mismatch".into());
+        }
+        let version = le32(b, 8);
+        if version != FORMAT_VERSION {
+            return Err(format!("unknown format version {version}"));
+        }
+        Ok(Superblock {
+            sector: le32(b, 12),
+            zones: le32(b, 16),
+            first_seq_zone: le32(b, 20),
+            zone_sectors: le64(b, 24),
+            slot0: le64(b, 32),
+            slot1: le64(b, 40),
+            slot_sectors: le64(b, 48),
+            log_lba: le64(b, 56),
+            log_sectors: le64(b, 64),
+            back_pointers: le32(b, 72),
+            fs_id: le64(b, 76),
+        })
+    }
+}
+
+fn le32(b: &[u8], at: usize) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(a)
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(a)
+}
+
+/// Header shared by checkpoints and log records:
+/// magic 8 | gen 8 | seq 8 | payload_len 8 | fs_id 8 | payload_crc 4 | header_crc 4.
+fn header(magic: &[u8; 8], gen: u64, seq: u64, payload: &[u8], fs_id: u64) -> [u8; HDR] {
+    let mut h = [0u8; HDR];
+    h[..8].copy_from_slice(magic);
+    h[8..16].copy_from_slice(&gen.to_le_bytes());
+    h[16..24].copy_from_slice(&seq.to_le_bytes());
+    h[24..32].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[32..40].copy_from_slice(&fs_id.to_le_bytes());
+    h[40..44].copy_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    let c = crc32c::crc32c(&h[..44]);
+    h[44..48].copy_from_slice(&c.to_le_bytes());
+    h
+}
+
+/// A parsed, self-consistent header.
+struct Hdr {
+    gen: u64,
+    seq: u64,
+    len: u64,
+    payload_crc: u32,
+}
+
+fn parse_header(b: &[u8], magic: &[u8; 8], fs_id: u64) -> Option<Hdr> {
+    if b.len() < HDR || b[..8] != *magic || crc32c::crc32c(&b[..44]) != le32(b, 44) {
+        return None;
+    }
+    if le64(b, 32) != fs_id {
+        return None;
+    }
+    Some(Hdr {
+        gen: le64(b, 8),
+        seq: le64(b, 16),
+        len: le64(b, 24),
+        payload_crc: le32(b, 40),
+    })
+}
+
+/// What recovery found.
+pub struct Recovered {
+    /// The journal, positioned after the last valid record.
+    pub journal: Journal,
+    /// The checkpoint payload.
+    pub checkpoint: Vec<u8>,
+    /// Payloads of the log records to replay, in order.
+    pub records: Vec<Vec<u8>>,
+}
+
+/// Writer of checkpoints and log records.
+pub struct Journal {
+    dev: Arc<dyn ZonedDevice>,
+    sb: Superblock,
+    gen: u64,
+    next_seq: u64,
+    tail: u64,
+}
+
+impl Journal {
+    /// The superblock.
+    pub fn superblock(&self) -> &Superblock {
+        &self.sb
+    }
+
+    /// Log sectors in use since the last checkpoint.
+    pub fn log_used(&self) -> u64 {
+        self.tail - self.sb.log_lba
+    }
+
+    /// Current checkpoint generation.
+    pub fn generation(&self) -> u64 {
+        self.gen
+    }
+
+    /// Lays out the conventional zones, writes both superblock copies and a first checkpoint.
+    pub fn format(
+        dev: Arc<dyn ZonedDevice>,
+        back_pointers: u32,
+        fs_id: u64,
+        checkpoint: &[u8],
+    ) -> Result<Journal> {
+        let info = dev.info();
+        let conv = info.conventional_zones as u64 * info.zone_sectors;
+        if info.zone_sectors == 0 || info.conventional_zones == 0 || conv < 64 {
+            return Err(FsError::NotFs(
+                "the device needs conventional zones (64 sectors at least) for metadata".into(),
+            ));
+        }
+        if info.conventional_zones >= info.zones {
+            return Err(FsError::NotFs("the device has no sequential zones".into()));
+        }
+        let slot_sectors = (conv - 2) / 4;
+        let sb = Superblock {
+            sector: info.sector_size,
+            zones: info.zones,
+            zone_sectors: info.zone_sectors,
+            first_seq_zone: info.conventional_zones,
+            slot0: 2,
+            slot1: 2 + slot_sectors,
+            slot_sectors,
+            log_lba: 2 + 2 * slot_sectors,
+            log_sectors: conv - 2 - 2 * slot_sectors,
+            back_pointers,
+            fs_id,
+        };
+        let b = sb.encode();
+        dev.write(0, &b)?;
+        dev.write(1, &b)?;
+        let mut j = Journal {
+            dev,
+            sb,
+            gen: 0,
+            next_seq: 0,
+            tail: 0,
+        };
+        // Invalidate whatever an earlier mkfs left in the other slot and the log start.
+        let zero = vec![0u8; j.sb.sector as usize];
+        j.dev.write(j.sb.slot1, &zero)?;
+        j.dev.write(j.sb.log_lba, &zero)?;
+        j.checkpoint(checkpoint)?;
+        Ok(j)
+    }
+
+    fn read(&self, lba: u64, sectors: u64) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; (sectors * self.sb.sector as u64) as usize];
+        self.dev.read(lba, &mut b)?;
+        Ok(b)
+    }
+
+    /// Reads the superblock, the newest valid checkpoint and the log after it.
+    pub fn open(dev: Arc<dyn ZonedDevice>) -> Result<Recovered> {
+        let info = dev.info();
+        let ss = info.sector_size as usize;
+        let mut b = vec![0u8; 2 * ss];
+        dev.read(0, &mut b)?;
+        let sb = Superblock::decode(&b[..ss])
+            .or_else(|e0| Superblock::decode(&b[ss..]).map_err(|e1| format!("{e0}; copy: {e1}")))
+            .map_err(FsError::NotFs)?;
+        if sb.sector != info.sector_size || sb.zones != info.zones {
+            return Err(FsError::NotFs(
+                "superblock does not match the device geometry".into(),
+            ));
+        }
+        let mut j = Journal {
+            dev,
+            sb,
+            gen: 0,
+            next_seq: 0,
+            tail: 0,
+        };
+        let mut best: Option<(u64, Vec<u8>)> = None;
+        for slot in [j.sb.slot0, j.sb.slot1] {
+            if let Some((gen, payload)) = j.read_checkpoint(slot) {
+                if best.as_ref().is_none_or(|(g, _)| gen > *g) {
+                    best = Some((gen, payload));
+                }
+            }
+        }
+        let (gen, checkpoint) = best.ok_or_else(|| {
+            eprintln!(
+                "tegula-fs: no valid checkpoint in either slot (LBA {} and {})",
+                j.sb.slot0, j.sb.slot1
+            );
+            FsError::Corrupt(format!(
+                "no valid checkpoint at LBA {} or {} (conventional zone 0)",
+                j.sb.slot0, j.sb.slot1
+            ))
+        })?;
+        j.gen = gen;
+        j.tail = j.sb.log_lba;
+        let records = j.scan_log()?;
+        Ok(Recovered {
+            journal: j,
+            checkpoint,
+            records,
+        })
+    }
+
+    fn read_checkpoint(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
+        let first = self.read(slot, 1).ok()?;
+        let h = parse_header(&first, &CKP_MAGIC, self.sb.fs_id)?;
+        let total = (HDR as u64 + h.len).div_ceil(self.sb.sector as u64);
+        if total > self.sb.slot_sectors {
+            return None;
+        }
+        let all = self.read(slot, total).ok()?;
+        let payload = all.get(HDR..HDR + h.len as usize)?.to_vec();
+        (crc32c::crc32c(&payload) == h.payload_crc).then_some((h.gen, payload))
+    }
+
+    fn scan_log(&mut self) -> Result<Vec<Vec<u8>>> {
+        let ss = self.sb.sector as u64;
+        let end = self.sb.log_lba + self.sb.log_sectors;
+        let mut out = Vec::new();
+        let window = ((4u64 << 20) / ss).max(1);
+        let mut buf_lba = self.tail;
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            if self.tail >= end {
+                break;
+            }
+            // Make sure the header sector is buffered.
+            let need_hdr = self.tail + 1;
+            if need_hdr > buf_lba + buf.len() as u64 / ss || self.tail < buf_lba {
+                buf_lba = self.tail;
+                let n = window.min(end - buf_lba);
+                buf = self.read(buf_lba, n)?;
+            }
+            let off = ((self.tail - buf_lba) * ss) as usize;
+            let Some(h) = parse_header(&buf[off..], &LOG_MAGIC, self.sb.fs_id) else {
+                break;
+            };
+            if h.gen != self.gen || h.seq != self.next_seq {
+                break;
+            }
+            let sectors = (HDR as u64 + h.len).div_ceil(ss);
+            if self.tail + sectors > end {
+                break;
+            }
+            if self.tail + sectors > buf_lba + buf.len() as u64 / ss {
+                buf_lba = self.tail;
+                buf = self.read(buf_lba, sectors.max(window.min(end - buf_lba)))?;
+            }
+            let off = ((self.tail - buf_lba) * ss) as usize;
+            let payload = &buf[off + HDR..off + HDR + h.len as usize];
+            if crc32c::crc32c(payload) != h.payload_crc {
+                break;
+            }
+            out.push(payload.to_vec());
+            self.tail += sectors;
+            self.next_seq += 1;
+        }
+        Ok(out)
+    }
+
+    /// Appends one record and makes it durable. Returns `Ok(false)` (writing nothing) when
+    /// the log has no room: the caller then writes a checkpoint instead.
+    pub fn append(&mut self, payload: &[u8]) -> Result<bool> {
+        let ss = self.sb.sector as u64;
+        let sectors = (HDR as u64 + payload.len() as u64).div_ceil(ss);
+        // Keep one sector free so that a stale header never follows the last record.
+        if self.tail + sectors >= self.sb.log_lba + self.sb.log_sectors {
+            return Ok(false);
+        }
+        let mut b = Vec::with_capacity((sectors * ss) as usize);
+        b.extend_from_slice(&header(
+            &LOG_MAGIC,
+            self.gen,
+            self.next_seq,
+            payload,
+            self.sb.fs_id,
+        ));
+        b.extend_from_slice(payload);
+        b.resize((sectors * ss) as usize, 0);
+        self.dev.write(self.tail, &b)?;
+        self.dev.flush()?;
+        self.tail += sectors;
+        self.next_seq += 1;
+        Ok(true)
+    }
+
+    /// Writes a checkpoint of generation `gen + 1` into the other slot and restarts the log.
+    pub fn checkpoint(&mut self, payload: &[u8]) -> Result<()> {
+        let ss = self.sb.sector as u64;
+        let sectors = (HDR as u64 + payload.len() as u64).div_ceil(ss);
+        if sectors > self.sb.slot_sectors {
+            return Err(FsError::NoSpace(format!(
+                "metadata checkpoint of {} bytes exceeds its slot of {} bytes",
+                payload.len(),
+                self.sb.slot_sectors * ss
+            )));
+        }
+        let gen = self.gen + 1;
+        let slot = if gen.is_multiple_of(2) {
+            self.sb.slot0
+        } else {
+            self.sb.slot1
+        };
+        let mut b = Vec::with_capacity((sectors * ss) as usize);
+        b.extend_from_slice(&header(&CKP_MAGIC, gen, 0, payload, self.sb.fs_id));
+        b.extend_from_slice(payload);
+        b.resize((sectors * ss) as usize, 0);
+        self.dev.write(slot, &b)?;
+        self.dev.flush()?;
+        self.gen = gen;
+        self.next_seq = 0;
+        self.tail = self.sb.log_lba;
+        Ok(())
+    }
+}

@@ -1,0 +1,24 @@
+//! tegula's file system on zones (seeds 001 and 003): metadata — namespace, inodes with
+//! their extent maps, sizes, times, modes — lives in the conventional zones as a checksummed
+//! log plus alternating checkpoints; file data is written through a per-file write buffer as
+//! ZEA extents in the sequential zones. [`Fs`] is a plain Rust API by inode number; the FUSE
+//! adapter ([`fuse`]) and the CLI ([`cli`]) call it. Formats: `docs/fs-format.md`.
+
+mod buffer;
+mod check;
+mod cleaner;
+pub mod cli;
+mod codec;
+mod error;
+mod fs;
+pub mod fuse;
+mod io;
+mod journal;
+mod pool;
+mod state;
+
+pub use check::{CheckReport, MetaStat, ZoneStat};
+pub use cleaner::CleanReport;
+pub use error::{FsError, Result};
+pub use fs::{now_ns, Attr, Fs, FsOptions, SetAttr, StatFs};
+pub use state::{Kind, ROOT};

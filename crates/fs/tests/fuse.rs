@@ -1,0 +1,182 @@
+//! The file system mounted with FUSE, driven by real programs (cp, cat, mv, rm, ls, sync,
+//! sha256sum), unmounted and mounted again. Skips with a visible message where FUSE is
+//! unavailable.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use tegula_device::{profile, Disk, OpenOptions, ZonedDevice};
+use tegula_fs::fuse::FuseFs;
+use tegula_fs::{Fs, FsOptions};
+
+fn skip_reason() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing".into());
+    }
+    if Command::new("fusermount3").arg("-V").output().is_err() {
+        return Some("fusermount3 is not installed".into());
+    }
+    None
+}
+
+struct Mounted {
+    session: Option<fuser::BackgroundSession>,
+    done: mpsc::Receiver<Result<(), String>>,
+}
+
+fn mount(image: &Path, mp: &Path) -> Result<Mounted, String> {
+    let disk = Disk::open_image(image, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    let fs = Fs::open(dev, FsOptions::default()).map_err(|e| e.to_string())?;
+    let (tx, rx) = mpsc::channel();
+    let opts = [fuser::MountOption::FSName("tegula-test".into())];
+    let s = fuser::Session::new(FuseFs::new(fs, tx), mp, &opts).map_err(|e| e.to_string())?;
+    let bg = s.spawn().map_err(|e| e.to_string())?;
+    Ok(Mounted {
+        session: Some(bg),
+        done: rx,
+    })
+}
+
+impl Mounted {
+    fn unmount(mut self) {
+        drop(self.session.take());
+        self.done
+            .recv_timeout(Duration::from_secs(60))
+            .expect("unmount finished")
+            .expect("unmount wrote everything");
+    }
+}
+
+fn sh(cwd: &Path, script: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-ec")
+        .arg(script)
+        .current_dir(cwd)
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "script failed: {script}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn image(dir: &Path) -> PathBuf {
+    let mut cfg = profile("hm-smr").unwrap();
+    cfg.capacity = 256 << 20;
+    cfg.zones.zone_size = 16 << 20;
+    cfg.zones.conventional_zones = Some(1);
+    let path = dir.join("fs.img");
+    let disk = Disk::create_image(&path, cfg).unwrap();
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    Fs::mkfs(dev, FsOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    path
+}
+
+#[test]
+fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let img = image(tmp.path());
+    let mp = tmp.path().join("mnt");
+    std::fs::create_dir(&mp).unwrap();
+    let src = tmp.path().join("src");
+    std::fs::create_dir_all(src.join("sub/deeper")).unwrap();
+    for (i, size) in [0usize, 1, 4095, 4096, 100_000, 3_000_000, 7_000_000]
+        .iter()
+        .enumerate()
+    {
+        let data: Vec<u8> = (0..*size).map(|j| (j * 31 + i * 7) as u8).collect();
+        let dir = if i % 3 == 0 {
+            src.join("sub")
+        } else if i % 3 == 1 {
+            src.join("sub/deeper")
+        } else {
+            src.clone()
+        };
+        std::fs::write(dir.join(format!("file{i}")), data).unwrap();
+    }
+    let m = match mount(&img, &mp) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("SKIPPED: FUSE mount failed: {e}");
+            return;
+        }
+    };
+    let want = sh(&src, "find . -type f | sort | xargs sha256sum");
+    let t = tmp.path();
+    sh(t, "cp -r src mnt/copy && sync");
+    assert_eq!(
+        sh(&mp.join("copy"), "find . -type f | sort | xargs sha256sum"),
+        want
+    );
+    sh(
+        t,
+        "mv mnt/copy/file2 mnt/copy/sub/moved && mv mnt/copy/sub/moved mnt/copy/file2",
+    );
+    sh(
+        t,
+        "echo one > mnt/a && echo two > mnt/b && mv -f mnt/b mnt/a && test \"$(cat mnt/a)\" = two",
+    );
+    sh(
+        t,
+        "echo x >> mnt/a && echo y >> mnt/a && test \"$(cat mnt/a)\" = \"$(printf 'two\\nx\\ny')\"",
+    );
+    sh(
+        t,
+        "mkdir mnt/d && touch mnt/d/f && rm mnt/d/f && rmdir mnt/d && ! ls mnt/d 2>/dev/null",
+    );
+    sh(
+        t,
+        "ln mnt/a mnt/hard && ln -s a mnt/soft && test \"$(cat mnt/soft)\" = \"$(cat mnt/hard)\"",
+    );
+    sh(t, "truncate -s 10 mnt/a && test $(stat -c %s mnt/a) = 10");
+    sh(
+        t,
+        "dd if=/dev/zero of=mnt/big bs=1M count=12 status=none && sync mnt/big && rm mnt/big",
+    );
+    let ls = sh(t, "ls mnt");
+    assert!(ls.contains("copy") && ls.contains("a"), "{ls}");
+    let df = sh(t, "df -B1 --output=size,avail mnt | tail -1");
+    let nums: Vec<u64> = df.split_whitespace().map(|n| n.parse().unwrap()).collect();
+    assert!(
+        nums[0] > 200 << 20 && nums[1] > 100 << 20 && nums[1] < nums[0],
+        "{df}"
+    );
+    m.unmount();
+    let m = mount(&img, &mp).expect("remount");
+    assert_eq!(
+        sh(&mp.join("copy"), "find . -type f | sort | xargs sha256sum"),
+        want
+    );
+    sh(
+        t,
+        "test $(stat -c %s mnt/a) = 10 && rm -r mnt/copy && test -z \"$(ls mnt/ | grep copy)\"",
+    );
+    m.unmount();
+    let disk = Disk::open_image(&img, OpenOptions { read_only: true }).unwrap();
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    let mut fs = Fs::open(
+        dev,
+        FsOptions {
+            read_only: true,
+            ..FsOptions::default()
+        },
+    )
+    .unwrap();
+    let r = fs.check(true).unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+}

@@ -1,0 +1,236 @@
+//! POSIX behaviours programs depend on, through the core API.
+
+mod common;
+
+use common::*;
+use tegula_fs::{Fs, FsError, SetAttr, ROOT};
+
+#[test]
+fn unlinked_open_file_stays_readable_until_released_then_its_space_is_dead() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.open_file(f).unwrap();
+    fs.write(f, 0, &vec![3u8; 300_000], false).unwrap();
+    fs.fsync(f).unwrap();
+    fs.unlink(ROOT, b"a").unwrap();
+    assert!(matches!(fs.lookup(ROOT, b"a"), Err(FsError::NotFound)));
+    assert_eq!(fs.read(f, 299_990, 100).unwrap(), vec![3u8; 10]);
+    let live_before: u64 = fs.zone_stats().iter().map(|z| z.live).sum();
+    assert_eq!(live_before, 300_000);
+    fs.release(f).unwrap();
+    assert!(fs.getattr(f).is_err());
+    let live_after: u64 = fs.zone_stats().iter().map(|z| z.live).sum();
+    assert_eq!(live_after, 0);
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn unlinked_open_file_is_freed_at_the_next_mount_after_a_crash() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.open_file(f).unwrap();
+    fs.write(f, 0, &[1u8; 5000], false).unwrap();
+    fs.unlink(ROOT, b"a").unwrap();
+    fs.fsync(f).unwrap();
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert!(fs.getattr(f).is_err());
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn rename_replaces_atomically_and_survives_a_crash() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let cur = fs.create(ROOT, b"CURRENT", 0o644, 0, 0).unwrap().ino;
+    fs.write(cur, 0, b"MANIFEST-000001\n", false).unwrap();
+    fs.fsync(cur).unwrap();
+    let tmp = fs.create(ROOT, b"CURRENT.tmp", 0o644, 0, 0).unwrap().ino;
+    fs.write(tmp, 0, b"MANIFEST-000002\n", false).unwrap();
+    fs.fsync(tmp).unwrap();
+    fs.rename(ROOT, b"CURRENT.tmp", ROOT, b"CURRENT", false)
+        .unwrap();
+    fs.fsync_dir(ROOT).unwrap();
+    assert!(matches!(
+        fs.rename(ROOT, b"CURRENT", ROOT, b"CURRENT", true),
+        Err(FsError::Exists)
+    ));
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    let a = fs.lookup(ROOT, b"CURRENT").unwrap();
+    assert_eq!(fs.read(a.ino, 0, 100).unwrap(), b"MANIFEST-000002\n");
+    assert!(fs.lookup(ROOT, b"CURRENT.tmp").is_err());
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn hard_links_share_data_and_count_links() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let dir = fs.mkdir(ROOT, b"d", 0o755, 0, 0).unwrap().ino;
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, b"hello", false).unwrap();
+    let a = fs.link(f, dir, b"b").unwrap();
+    assert_eq!(a.nlink, 2);
+    fs.unlink(ROOT, b"a").unwrap();
+    let b = fs.lookup(dir, b"b").unwrap();
+    assert_eq!((b.ino, b.nlink), (f, 1));
+    assert_eq!(fs.read(f, 0, 10).unwrap(), b"hello");
+    assert_eq!(fs.getattr(ROOT).unwrap().nlink, 3);
+    assert!(matches!(fs.rmdir(ROOT, b"d"), Err(FsError::NotEmpty)));
+    assert!(matches!(fs.unlink(ROOT, b"d"), Err(FsError::IsDir)));
+    fs.close().unwrap();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn append_writes_go_to_the_end_and_truncate_extends_with_zeros() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"log", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, b"abc", true).unwrap();
+    assert_eq!(fs.write(f, 0, b"def", true).unwrap(), 3);
+    fs.fsync(f).unwrap();
+    assert_eq!(fs.write(f, 0, b"g", true).unwrap(), 6);
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(10),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(fs.read(f, 0, 100).unwrap(), b"abcdefg\0\0\0");
+    fs.setattr(
+        f,
+        &SetAttr {
+            size: Some(2),
+            ..SetAttr::default()
+        },
+    )
+    .unwrap();
+    fs.fsync(f).unwrap();
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert_eq!(fs.read(f, 0, 100).unwrap(), b"ab");
+}
+
+#[test]
+fn statfs_reports_real_free_space_and_a_full_disk_gives_enospc_losing_nothing() {
+    let d = disk(8, 1); // 6 sequential zones of 1 MiB
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let s0 = fs.statfs();
+    assert_eq!(s0.blocks * s0.block_size, 5 << 20);
+    assert!(s0.free_blocks * s0.block_size > 4 << 20);
+    let mut written = Vec::new();
+    let mut enospc = false;
+    for i in 0..100 {
+        let name = format!("f{i}");
+        let f = fs.create(ROOT, name.as_bytes(), 0o644, 0, 0).unwrap().ino;
+        let data = vec![i as u8; 200_000];
+        match fs.write(f, 0, &data, false).and_then(|_| fs.fsync(f)) {
+            Ok(()) => written.push((name, data)),
+            Err(FsError::NoSpace(_)) => {
+                enospc = true;
+                fs.unlink(ROOT, name.as_bytes()).unwrap();
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(enospc);
+    assert!(fs.statfs().free_blocks * 4096 < 400_000);
+    assert!(written.len() >= 15, "{}", written.len());
+    // Deleting makes room again (through the cleaner).
+    for (name, _) in written.drain(..8) {
+        fs.unlink(ROOT, name.as_bytes()).unwrap();
+    }
+    let f = fs.create(ROOT, b"again", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, &vec![9u8; 1_000_000], false).unwrap();
+    fs.fsync(f).unwrap();
+    written.push(("again".into(), vec![9u8; 1_000_000]));
+    fs.close().unwrap();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    for (name, data) in &written {
+        let a = fs.lookup(ROOT, name.as_bytes()).unwrap();
+        assert_eq!(&fs.read(a.ino, 0, data.len()).unwrap(), data, "{name}");
+    }
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn cleaner_picks_the_deadest_zone_relocates_live_data_and_resets_it() {
+    let d = disk(12, 1);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let keep = fs.create(ROOT, b"keep", 0o644, 0, 0).unwrap().ino;
+    let junk = fs.create(ROOT, b"junk", 0o644, 0, 0).unwrap().ino;
+    for i in 0..16u64 {
+        fs.write(keep, i * 60_000, &vec![i as u8 + 1; 60_000], false)
+            .unwrap();
+        fs.fsync(keep).unwrap();
+        fs.write(junk, i * 60_000, &vec![0xee; 60_000], false)
+            .unwrap();
+        fs.fsync(junk).unwrap();
+    }
+    fs.unlink(ROOT, b"junk").unwrap();
+    fs.sync_all().unwrap();
+    let (victim, dead) = fs.clean_victim().unwrap();
+    assert!(dead >= 200_000, "{dead}");
+    let r = fs.clean().unwrap().unwrap();
+    assert_eq!(r.zone, victim);
+    let z = fs
+        .zone_stats()
+        .into_iter()
+        .find(|z| z.zone == victim)
+        .unwrap();
+    assert_eq!((z.used, z.live), (0, 0));
+    let want: Vec<u8> = (0..16u8).flat_map(|i| vec![i + 1; 60_000]).collect();
+    assert_eq!(fs.read(keep, 0, want.len()).unwrap(), want);
+    assert!(fs.check(true).unwrap().problems.is_empty());
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert_eq!(fs.read(keep, 0, want.len()).unwrap(), want);
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn a_corrupt_data_block_gives_eio_naming_zone_and_offset() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, &vec![5u8; 50_000], false).unwrap();
+    fs.fsync(f).unwrap();
+    let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
+    let start = z.zone as u64 * (2 << 20) / 4096;
+    d.inject_media_error(start + 2, 1).unwrap();
+    fs.close().unwrap();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert!(fs.read(f, 0, 4096).is_ok());
+    let e = fs.read(f, 8192, 10).unwrap_err();
+    assert_eq!(e.errno(), libc::EIO);
+    // Corrupt a sector's contents instead of making it unreadable.
+    let mut raw = vec![0u8; 4096];
+    tegula_device::BlockDevice::read(&*d, start + 4, &mut raw).ok();
+    raw[7] ^= 1;
+    d.with_media(|m| m.write(start + 4, &raw, true)).unwrap();
+    match fs.read(f, 4 * 4096, 10) {
+        Err(FsError::Corrupt(s)) => assert!(
+            s.contains(&format!("zone {}", z.zone)) && s.contains("offset 16384"),
+            "{s}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let r = fs.check(true).unwrap();
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+}

@@ -1,0 +1,57 @@
+//! NBD server throughput: fio 1 MiB sequential writes then reads over a Unix socket against an
+//! unpaced in-memory drive. Prints one JSON line per job.
+//!
+//! `cargo run --release -p tegula-nbd --example nbd_bench [-- SIZE_MIB [cmr|dm]]`
+
+use nbd::{Listener, ServerOptions};
+use std::process::Command;
+use std::sync::Arc;
+use tegula_device::{profile, BlockDevice, Disk};
+
+fn main() -> anyhow::Result<()> {
+    let size_mib: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1024);
+    let kind = std::env::args().nth(2).unwrap_or_else(|| "cmr".into());
+    let dev: Arc<dyn BlockDevice> = if kind == "dm" {
+        let text = format!(
+            "kind = \"dm-smr\"\ncapacity = \"{size_mib}MiB\"\nvolatile_cache = true\n\
+             volatile_cache_size = \"64MiB\"\nband_size = \"32MiB\"\ncache_size = \"256MiB\"\n"
+        );
+        Arc::new(stl::DmDrive::from_toml(&text)?)
+    } else {
+        let mut c = profile("cmr-7200")?;
+        c.capacity = size_mib << 20;
+        c.zones.zone_size = 64 << 20;
+        Arc::new(Disk::in_memory(c)?)
+    };
+    let dir = tempfile::tempdir()?;
+    let sock = dir.path().join("bench.sock");
+    let l = Listener::unix(&sock)?;
+    std::thread::spawn(move || l.serve(dev, ServerOptions::default()));
+    for rw in ["write", "read"] {
+        let out = Command::new("fio")
+            .arg("--name=bench")
+            .arg("--ioengine=nbd")
+            .arg(format!("--uri=nbd+unix:///?socket={}", sock.display()))
+            .arg(format!("--rw={rw}"))
+            .arg("--bs=1m")
+            .arg("--iodepth=8")
+            .arg(format!("--size={size_mib}m"))
+            .arg("--output-format=json")
+            .output()?;
+        anyhow::ensure!(
+            out.status.success(),
+            "fio failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        let bw = v["jobs"][0][rw]["bw_bytes"].as_f64().unwrap_or(0.0);
+        println!(
+            "{{\"bench\":\"nbd_seq_{rw}_1m\",\"device\":\"{kind}\",\"size_mib\":{size_mib},\"mb_per_s\":{:.0}}}",
+            bw / 1e6
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,13 @@
+//! An NBD server for tegula: serves any [`tegula_device::BlockDevice`] (CMR disks, drive-managed
+//! SMR drives, zoned drives as plain block devices) over a Unix socket or a loopback TCP port,
+//! so that unmodified tools — `nbdinfo`, `nbdcopy`, `fio --ioengine=nbd`, `nbdfuse` plus ext4 —
+//! run on emulated drives. Fixed newstyle negotiation (NBD_OPT_GO, EXPORT_NAME, INFO, LIST,
+//! ABORT), simple replies, READ, WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES and DISC; malformed
+//! requests get an error reply or end the connection, never the server. One thread per
+//! connection. See `docs/nbd.md`.
+
+pub mod cli;
+pub mod proto;
+pub mod server;
+
+pub use server::{serve_connection, Listener, NbdError, ServerOptions};

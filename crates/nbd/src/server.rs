@@ -1,0 +1,473 @@
+//! The NBD server: accept loop (one thread per connection), fixed newstyle negotiation, and
+//! the transmission phase over any [`BlockDevice`].
+
+use crate::proto::{self, cmd, errno, info, opt, rep, tflag, RequestHeader};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tegula_device::{BlockDevice, DeviceError, WriteFlags};
+
+/// Largest READ or WRITE the server accepts (larger writes end the connection).
+pub const MAX_REQUEST: u32 = 32 << 20;
+/// Largest option payload the server reads.
+const MAX_OPTION: u32 = 64 << 10;
+
+/// What can go wrong setting up a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NbdError {
+    /// Binding or accepting failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// Only loopback TCP addresses are served.
+    #[error("refusing to listen on {0}: only loopback addresses are allowed")]
+    NotLoopback(String),
+}
+
+/// Server options.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Refuse writes, trims and write-zeroes (EPERM) and advertise a read-only export.
+    pub readonly: bool,
+    /// Export name reported by NBD_OPT_LIST (any name is accepted).
+    pub name: String,
+}
+
+/// A bound listener.
+pub enum Listener {
+    /// A Unix socket (removed when the listener is dropped).
+    Unix(UnixListener, PathBuf),
+    /// A loopback TCP socket.
+    Tcp(TcpListener),
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Listener {
+    /// Binds a Unix socket at `path` (a stale socket file there is replaced).
+    pub fn unix(path: &Path) -> Result<Self, NbdError> {
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            use std::os::unix::fs::FileTypeExt;
+            if meta.file_type().is_socket() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let l = UnixListener::bind(path).map_err(|e| NbdError::Io {
+            context: format!("binding {}", path.display()),
+            source: e,
+        })?;
+        Ok(Listener::Unix(l, path.to_path_buf()))
+    }
+
+    /// Binds a loopback TCP address such as `127.0.0.1:10809`.
+    pub fn tcp(addr: &str) -> Result<Self, NbdError> {
+        let addrs: Vec<_> = addr
+            .to_socket_addrs()
+            .map_err(|e| NbdError::Io {
+                context: format!("resolving {addr}"),
+                source: e,
+            })?
+            .collect();
+        if addrs.is_empty() || addrs.iter().any(|a| !a.ip().is_loopback()) {
+            return Err(NbdError::NotLoopback(addr.to_string()));
+        }
+        let l = TcpListener::bind(&addrs[..]).map_err(|e| NbdError::Io {
+            context: format!("binding {addr}"),
+            source: e,
+        })?;
+        Ok(Listener::Tcp(l))
+    }
+
+    /// Local address, for logging.
+    pub fn describe(&self) -> String {
+        match self {
+            Listener::Unix(_, p) => format!("nbd+unix:///?socket={}", p.display()),
+            Listener::Tcp(l) => l
+                .local_addr()
+                .map(|a| format!("nbd://{a}"))
+                .unwrap_or_else(|_| "tcp".into()),
+        }
+    }
+
+    /// Serves connections forever, one thread each.
+    pub fn serve(&self, dev: Arc<dyn BlockDevice>, opts: ServerOptions) -> Result<(), NbdError> {
+        let opts = Arc::new(opts);
+        loop {
+            let (dev, opts) = (dev.clone(), opts.clone());
+            match self {
+                Listener::Unix(l, _) => {
+                    let (s, _) = l.accept().map_err(|e| NbdError::Io {
+                        context: "accepting a connection".into(),
+                        source: e,
+                    })?;
+                    std::thread::spawn(move || handle_unix(s, dev, &opts));
+                }
+                Listener::Tcp(l) => {
+                    let (s, _) = l.accept().map_err(|e| NbdError::Io {
+                        context: "accepting a connection".into(),
+                        source: e,
+                    })?;
+                    std::thread::spawn(move || handle_tcp(s, dev, &opts));
+                }
+            }
+        }
+    }
+}
+
+fn handle_unix(s: UnixStream, dev: Arc<dyn BlockDevice>, opts: &ServerOptions) {
+    let r = s
+        .try_clone()
+        .map(|w| serve_connection(s, w, dev.as_ref(), opts));
+    log_end(r.and_then(|x| x));
+}
+
+fn handle_tcp(s: TcpStream, dev: Arc<dyn BlockDevice>, opts: &ServerOptions) {
+    let _ = s.set_nodelay(true);
+    let r = s
+        .try_clone()
+        .map(|w| serve_connection(s, w, dev.as_ref(), opts));
+    log_end(r.and_then(|x| x));
+}
+
+fn log_end(r: io::Result<()>) {
+    match r {
+        Ok(()) => tracing::debug!("nbd connection closed"),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+            tracing::debug!("nbd client went away")
+        }
+        Err(e) => tracing::warn!("nbd connection ended: {e}"),
+    }
+}
+
+/// Serves one connection over a reader and a writer (the two halves of a socket): negotiation,
+/// then transmission until NBD_CMD_DISC, end of stream, or a protocol violation.
+pub fn serve_connection(
+    r: impl Read,
+    w: impl Write,
+    dev: &dyn BlockDevice,
+    opts: &ServerOptions,
+) -> io::Result<()> {
+    let mut r = BufReader::with_capacity(256 << 10, r);
+    let mut w = BufWriter::with_capacity(256 << 10, w);
+    if negotiate(&mut r, &mut w, dev, opts)? {
+        transmission(&mut r, &mut w, dev, opts)?;
+    }
+    Ok(())
+}
+
+fn tflags(dev: &dyn BlockDevice, opts: &ServerOptions) -> u16 {
+    let _ = dev;
+    let mut f = tflag::HAS_FLAGS
+        | tflag::SEND_FLUSH
+        | tflag::SEND_FUA
+        | tflag::ROTATIONAL
+        | tflag::CAN_MULTI_CONN;
+    if opts.readonly {
+        f |= tflag::READ_ONLY;
+    } else {
+        f |= tflag::SEND_TRIM | tflag::SEND_WRITE_ZEROES;
+    }
+    f
+}
+
+/// Returns whether transmission starts.
+fn negotiate(
+    r: &mut impl Read,
+    w: &mut impl Write,
+    dev: &dyn BlockDevice,
+    opts: &ServerOptions,
+) -> io::Result<bool> {
+    let info_ = dev.info();
+    let size = info_.capacity_bytes();
+    w.write_all(&proto::NBDMAGIC.to_be_bytes())?;
+    w.write_all(&proto::IHAVEOPT.to_be_bytes())?;
+    w.write_all(&(proto::FLAG_FIXED_NEWSTYLE | proto::FLAG_NO_ZEROES).to_be_bytes())?;
+    w.flush()?;
+    let cflags = proto::get_u32(r)?;
+    if cflags & proto::FLAG_C_FIXED_NEWSTYLE == 0 {
+        // Only fixed newstyle clients are served.
+        return Ok(false);
+    }
+    let no_zeroes = cflags & proto::FLAG_C_NO_ZEROES != 0;
+    loop {
+        if proto::get_u64(r)? != proto::IHAVEOPT {
+            return Ok(false);
+        }
+        let option = proto::get_u32(r)?;
+        let len = proto::get_u32(r)?;
+        if len > MAX_OPTION {
+            if len > 16 * MAX_OPTION {
+                return Ok(false);
+            }
+            io::copy(&mut r.by_ref().take(len as u64), &mut io::sink())?;
+            proto::option_reply(w, option, rep::ERR_TOO_BIG, &[])?;
+            w.flush()?;
+            continue;
+        }
+        let mut data = vec![0u8; len as usize];
+        r.read_exact(&mut data)?;
+        match option {
+            opt::EXPORT_NAME => {
+                w.write_all(&size.to_be_bytes())?;
+                w.write_all(&tflags(dev, opts).to_be_bytes())?;
+                if !no_zeroes {
+                    w.write_all(&[0u8; 124])?;
+                }
+                w.flush()?;
+                return Ok(true);
+            }
+            opt::ABORT => {
+                proto::option_reply(w, option, rep::ACK, &[])?;
+                w.flush()?;
+                return Ok(false);
+            }
+            opt::LIST => {
+                if !data.is_empty() {
+                    proto::option_reply(w, option, rep::ERR_INVALID, &[])?;
+                } else {
+                    let mut d = (opts.name.len() as u32).to_be_bytes().to_vec();
+                    d.extend_from_slice(opts.name.as_bytes());
+                    proto::option_reply(w, option, rep::SERVER, &d)?;
+                    proto::option_reply(w, option, rep::ACK, &[])?;
+                }
+            }
+            opt::INFO | opt::GO => {
+                let Some(requests) = parse_info_request(&data) else {
+                    proto::option_reply(w, option, rep::ERR_INVALID, &[])?;
+                    w.flush()?;
+                    continue;
+                };
+                let mut d = info::EXPORT.to_be_bytes().to_vec();
+                d.extend_from_slice(&size.to_be_bytes());
+                d.extend_from_slice(&tflags(dev, opts).to_be_bytes());
+                proto::option_reply(w, option, rep::INFO, &d)?;
+                if requests.contains(&info::BLOCK_SIZE) {
+                    let ss = info_.sector_size;
+                    let mut d = info::BLOCK_SIZE.to_be_bytes().to_vec();
+                    d.extend_from_slice(&1u32.to_be_bytes());
+                    d.extend_from_slice(&ss.to_be_bytes());
+                    d.extend_from_slice(&MAX_REQUEST.to_be_bytes());
+                    proto::option_reply(w, option, rep::INFO, &d)?;
+                }
+                proto::option_reply(w, option, rep::ACK, &[])?;
+                if option == opt::GO {
+                    w.flush()?;
+                    return Ok(true);
+                }
+            }
+            opt::STARTTLS => proto::option_reply(w, option, rep::ERR_POLICY, &[])?,
+            _ => proto::option_reply(w, option, rep::ERR_UNSUP, &[])?,
+        }
+        w.flush()?;
+    }
+}
+
+/// Parses the data of NBD_OPT_INFO / NBD_OPT_GO: name length, name, info request count, codes.
+fn parse_info_request(d: &[u8]) -> Option<Vec<u16>> {
+    let nlen = u32::from_be_bytes(d.get(0..4)?.try_into().ok()?) as usize;
+    let rest = d.get(4usize.checked_add(nlen)?..)?;
+    let n = u16::from_be_bytes(rest.get(0..2)?.try_into().ok()?) as usize;
+    let codes = rest.get(2..)?;
+    if codes.len() != 2 * n {
+        return None;
+    }
+    Some(
+        codes
+            .chunks(2)
+            .map(|c| u16::from_be_bytes([c[0], c[1]]))
+            .collect(),
+    )
+}
+
+fn dev_errno(e: &DeviceError) -> u32 {
+    match e {
+        DeviceError::OutOfRange { .. } => errno::ENOSPC,
+        DeviceError::BadLength { .. } => errno::EINVAL,
+        DeviceError::ReadOnlyHandle => errno::EPERM,
+        DeviceError::Unsupported(_) => errno::ENOTSUP,
+        _ => errno::EIO,
+    }
+}
+
+/// Reads bytes `[off, off + buf.len())`, handling offsets and lengths that are not whole
+/// sectors by reading the covering sectors.
+fn read_bytes(dev: &dyn BlockDevice, ss: u64, off: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
+    let len = buf.len() as u64;
+    if off.is_multiple_of(ss) && len.is_multiple_of(ss) {
+        dev.read(off / ss, buf)?;
+        return Ok(());
+    }
+    let first = off / ss;
+    let last = (off + len).div_ceil(ss);
+    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
+    dev.read(first, &mut tmp)?;
+    let s = (off - first * ss) as usize;
+    buf.copy_from_slice(&tmp[s..s + buf.len()]);
+    Ok(())
+}
+
+/// Writes bytes at `off`; partial sectors are read, patched and written back.
+fn write_bytes(
+    dev: &dyn BlockDevice,
+    ss: u64,
+    off: u64,
+    data: &[u8],
+    fua: bool,
+) -> Result<(), DeviceError> {
+    let len = data.len() as u64;
+    let flags = WriteFlags { fua };
+    if off.is_multiple_of(ss) && len.is_multiple_of(ss) {
+        dev.write_with(off / ss, data, flags)?;
+        return Ok(());
+    }
+    let first = off / ss;
+    let last = (off + len).div_ceil(ss);
+    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
+    dev.read(first, &mut tmp)?;
+    let s = (off - first * ss) as usize;
+    tmp[s..s + data.len()].copy_from_slice(data);
+    dev.write_with(first, &tmp, flags)?;
+    Ok(())
+}
+
+fn transmission(
+    r: &mut impl Read,
+    w: &mut impl Write,
+    dev: &dyn BlockDevice,
+    opts: &ServerOptions,
+) -> io::Result<()> {
+    let info_ = dev.info();
+    let size = info_.capacity_bytes();
+    let ss = info_.sector_size as u64;
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let Some(RequestHeader {
+            flags,
+            kind,
+            handle,
+            offset,
+            length,
+        }) = proto::read_request(r)?
+        else {
+            tracing::warn!("nbd: bad request magic, disconnecting");
+            return Ok(());
+        };
+        let in_range = offset.checked_add(length as u64).is_some_and(|e| e <= size);
+        let fua = flags & proto::CMD_FLAG_FUA != 0;
+        match kind {
+            cmd::READ => {
+                if length > MAX_REQUEST || !in_range {
+                    proto::simple_reply(w, errno::EINVAL, handle)?;
+                } else {
+                    buf.resize(length as usize, 0);
+                    match read_bytes(dev, ss, offset, &mut buf) {
+                        Ok(()) => {
+                            proto::simple_reply(w, 0, handle)?;
+                            w.write_all(&buf)?;
+                        }
+                        Err(e) => proto::simple_reply(w, dev_errno(&e), handle)?,
+                    }
+                }
+            }
+            cmd::WRITE => {
+                if length > MAX_REQUEST {
+                    // The payload cannot be skipped safely: end the connection.
+                    tracing::warn!("nbd: write of {length} bytes is too large, disconnecting");
+                    return Ok(());
+                }
+                buf.resize(length as usize, 0);
+                r.read_exact(&mut buf)?;
+                let e = if opts.readonly {
+                    errno::EPERM
+                } else if !in_range {
+                    errno::ENOSPC
+                } else if length == 0 {
+                    0
+                } else {
+                    write_bytes(dev, ss, offset, &buf, fua).map_or_else(|e| dev_errno(&e), |_| 0)
+                };
+                proto::simple_reply(w, e, handle)?;
+            }
+            cmd::WRITE_ZEROES => {
+                let e = if opts.readonly {
+                    errno::EPERM
+                } else if !in_range {
+                    errno::ENOSPC
+                } else {
+                    let mut res = 0;
+                    let mut pos = offset;
+                    let end = offset + length as u64;
+                    while pos < end && res == 0 {
+                        let n = (end - pos).min(4 << 20);
+                        let zeros = vec![0u8; n as usize];
+                        if let Err(e) = write_bytes(dev, ss, pos, &zeros, fua) {
+                            res = dev_errno(&e);
+                        }
+                        pos += n;
+                    }
+                    res
+                };
+                proto::simple_reply(w, e, handle)?;
+            }
+            cmd::FLUSH => {
+                let e = dev.flush().map_or_else(|e| dev_errno(&e), |_| 0);
+                proto::simple_reply(w, e, handle)?;
+            }
+            cmd::TRIM => {
+                let e = if opts.readonly {
+                    errno::EPERM
+                } else if !in_range {
+                    errno::ENOSPC
+                } else {
+                    // Only whole sectors inside the range are discarded.
+                    let a = offset.div_ceil(ss);
+                    let b = (offset + length as u64) / ss;
+                    if b > a {
+                        dev.discard(a, b - a).map_or_else(|e| dev_errno(&e), |_| 0)
+                    } else {
+                        0
+                    }
+                };
+                proto::simple_reply(w, e, handle)?;
+            }
+            cmd::DISC => {
+                w.flush()?;
+                let _ = dev.flush();
+                return Ok(());
+            }
+            _ => proto::simple_reply(w, errno::EINVAL, handle)?,
+        }
+        w.flush()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn info_requests_parse_and_reject_garbage() {
+        let mut d = 3u32.to_be_bytes().to_vec();
+        d.extend_from_slice(b"abc");
+        d.extend_from_slice(&1u16.to_be_bytes());
+        d.extend_from_slice(&3u16.to_be_bytes());
+        assert_eq!(parse_info_request(&d), Some(vec![3]));
+        assert_eq!(parse_info_request(&d[..d.len() - 1]), None);
+        assert_eq!(parse_info_request(&[0xff, 0xff, 0xff, 0xff, 0, 0]), None);
+        assert_eq!(parse_info_request(&[]), None);
+    }
+}

@@ -1,0 +1,197 @@
+//! Data blocks and the index block of a band.
+//!
+//! A data block is a run of entries in internal key order followed by a trailer:
+//! `entry* | count: u32 | crc: u32`, where an entry is
+//! `varint klen | key | varint (seq << 1 | has_value) | [varint vlen | value]` and the crc
+//! (masked crc32c) covers everything before it.
+
+use crate::codec::{crc, put_bytes, put_u32, put_varint, Reader};
+use crate::memtable::Entry;
+
+/// Appends entries and produces an encoded block.
+#[derive(Debug, Default)]
+pub struct BlockBuilder {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl BlockBuilder {
+    /// Adds an entry (callers add in internal key order).
+    pub fn add(&mut self, e: &Entry) {
+        put_bytes(&mut self.buf, &e.key);
+        put_varint(&mut self.buf, (e.seq << 1) | e.value.is_some() as u64);
+        if let Some(v) = &e.value {
+            put_bytes(&mut self.buf, v);
+        }
+        self.count += 1;
+    }
+    /// Encoded size so far without the trailer.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    /// Whether no entry was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    /// The encoded block with its trailer; the builder is empty afterwards.
+    pub fn finish(&mut self) -> Vec<u8> {
+        let mut b = std::mem::take(&mut self.buf);
+        put_u32(&mut b, self.count);
+        let c = crc(&b);
+        put_u32(&mut b, c);
+        self.count = 0;
+        b
+    }
+}
+
+/// Checks a checksummed structure `payload | crc: u32` and returns the payload.
+pub fn verify(buf: &[u8]) -> Result<&[u8], String> {
+    if buf.len() < 4 {
+        return Err(format!("block of {} bytes is too short", buf.len()));
+    }
+    let (body, tail) = buf.split_at(buf.len() - 4);
+    let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+    let actual = crc(body);
+    if stored != actual {
+        return Err(format!(
+            "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
+        ));
+    }
+    Ok(body)
+}
+
+/// Decodes a data block (checking its checksum when `verify_crc`).
+pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, String> {
+    let body = if verify_crc {
+        verify(buf)?
+    } else if buf.len() >= 4 {
+        &buf[..buf.len() - 4]
+    } else {
+        return Err("block too short".into());
+    };
+    if body.len() < 4 {
+        return Err("block trailer missing".into());
+    }
+    let (entries, cnt) = body.split_at(body.len() - 4);
+    let count = u32::from_le_bytes([cnt[0], cnt[1], cnt[2], cnt[3]]) as usize;
+    let mut r = Reader::new(entries);
+    let mut out = Vec::with_capacity(count.min(entries.len() / 3 + 1));
+    while !r.is_empty() {
+        let at = r.pos();
+        let bad = || format!("malformed entry at block offset {at}");
+        let key = r.bytes().ok_or_else(bad)?.to_vec();
+        let sk = r.varint().ok_or_else(bad)?;
+        let value = if sk & 1 == 1 {
+            Some(r.bytes().ok_or_else(bad)?.to_vec())
+        } else {
+            None
+        };
+        out.push(Entry {
+            key,
+            seq: sk >> 1,
+            value,
+        });
+    }
+    if out.len() != count {
+        return Err(format!(
+            "block holds {} entries, trailer says {count}",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// Where a data block lies and the last internal key it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexEntry {
+    /// Last user key in the block.
+    pub last_key: Vec<u8>,
+    /// Sequence number of the last entry.
+    pub last_seq: u64,
+    /// Byte offset of the block inside the band.
+    pub offset: u64,
+    /// Encoded length of the block, trailer included.
+    pub len: u32,
+}
+
+/// Encodes an index: `varint n | (bytes key | varint seq | varint offset | varint len)* | crc`.
+pub fn encode_index(idx: &[IndexEntry]) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_varint(&mut b, idx.len() as u64);
+    for e in idx {
+        put_bytes(&mut b, &e.last_key);
+        put_varint(&mut b, e.last_seq);
+        put_varint(&mut b, e.offset);
+        put_varint(&mut b, e.len as u64);
+    }
+    let c = crc(&b);
+    put_u32(&mut b, c);
+    b
+}
+
+/// Decodes an index block.
+pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, String> {
+    let body = verify(buf)?;
+    let mut r = Reader::new(body);
+    let bad = "malformed index".to_string();
+    let n = r.varint().ok_or_else(|| bad.clone())?;
+    let mut out = Vec::with_capacity((n as usize).min(body.len()));
+    for _ in 0..n {
+        let last_key = r.bytes().ok_or_else(|| bad.clone())?.to_vec();
+        let last_seq = r.varint().ok_or_else(|| bad.clone())?;
+        let offset = r.varint().ok_or_else(|| bad.clone())?;
+        let len = r.varint().ok_or_else(|| bad.clone())?;
+        out.push(IndexEntry {
+            last_key,
+            last_seq,
+            offset,
+            len: u32::try_from(len).map_err(|_| bad.clone())?,
+        });
+    }
+    if !r.is_empty() {
+        return Err("trailing bytes after index".into());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(k: &str, seq: u64, v: Option<&str>) -> Entry {
+        Entry {
+            key: k.as_bytes().to_vec(),
+            seq,
+            value: v.map(|v| v.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn block_round_trip_and_corruption_detected() {
+        let mut b = BlockBuilder::default();
+        let es = vec![e("a", 9, Some("x")), e("a", 3, None), e("b", 1, Some(""))];
+        for x in &es {
+            b.add(x);
+        }
+        let enc = b.finish();
+        assert_eq!(decode_block(&enc, true).unwrap(), es);
+        for i in 0..enc.len() {
+            let mut bad = enc.clone();
+            bad[i] ^= 0x40;
+            assert!(decode_block(&bad, true).is_err(), "flip at {i}");
+        }
+        assert!(decode_block(&enc[..enc.len() - 1], true).is_err());
+    }
+
+    #[test]
+    fn index_round_trip() {
+        let idx = vec![IndexEntry {
+            last_key: b"k".to_vec(),
+            last_seq: 7,
+            offset: 4096,
+            len: 100,
+        }];
+        assert_eq!(decode_index(&encode_index(&idx)).unwrap(), idx);
+        assert!(decode_index(&[1, 2, 3]).is_err());
+    }
+}

@@ -1,0 +1,122 @@
+//! The band footer: the last [`FOOTER_LEN`] bytes of the band's last sector. It locates the
+//! index, filter and histogram and carries the band's identity, so a band found through the
+//! manifest can be checked against it.
+
+use crate::codec::{crc, put_u32, put_u64, Reader};
+
+/// Footer magic: `SMRDBBND`.
+pub const BAND_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBBND");
+/// Band format version.
+pub const BAND_VERSION: u32 = 1;
+/// Encoded footer length.
+pub const FOOTER_LEN: usize = 8 + 4 + 8 + 3 * 12 + 8 * 4 + 4;
+
+/// Where a part of the band lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Extent {
+    /// Byte offset in the band.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+}
+
+/// A decoded footer.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Footer {
+    /// Band id (unique for the life of the database).
+    pub band_id: u64,
+    /// Index block.
+    pub index: Extent,
+    /// Bloom filter.
+    pub bloom: Extent,
+    /// Histogram.
+    pub histogram: Extent,
+    /// Entries in the band.
+    pub entries: u64,
+    /// Bytes of data blocks.
+    pub data_bytes: u64,
+    /// Smallest sequence number.
+    pub min_seq: u64,
+    /// Largest sequence number.
+    pub max_seq: u64,
+}
+
+impl Footer {
+    /// Encodes to exactly [`FOOTER_LEN`] bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(FOOTER_LEN);
+        put_u64(&mut b, BAND_MAGIC);
+        put_u32(&mut b, BAND_VERSION);
+        put_u64(&mut b, self.band_id);
+        for x in [self.index, self.bloom, self.histogram] {
+            put_u64(&mut b, x.offset);
+            put_u32(&mut b, x.len);
+        }
+        for v in [self.entries, self.data_bytes, self.min_seq, self.max_seq] {
+            put_u64(&mut b, v);
+        }
+        let c = crc(&b);
+        put_u32(&mut b, c);
+        b
+    }
+
+    /// Decodes and checks a footer.
+    pub fn decode(buf: &[u8]) -> Result<Self, String> {
+        if buf.len() != FOOTER_LEN {
+            return Err(format!("footer of {} bytes", buf.len()));
+        }
+        let body = super::block::verify(buf)?;
+        let mut r = Reader::new(body);
+        let bad = || "truncated footer".to_string();
+        if r.u64().ok_or_else(bad)? != BAND_MAGIC {
+            return Err("bad band magic".into());
+        }
+        let v = r.u32().ok_or_else(bad)?;
+        if v != BAND_VERSION {
+            return Err(format!("unknown band version {v}"));
+        }
+        let band_id = r.u64().ok_or_else(bad)?;
+        let mut ex = [Extent::default(); 3];
+        for x in &mut ex {
+            x.offset = r.u64().ok_or_else(bad)?;
+            x.len = r.u32().ok_or_else(bad)?;
+        }
+        Ok(Footer {
+            band_id,
+            index: ex[0],
+            bloom: ex[1],
+            histogram: ex[2],
+            entries: r.u64().ok_or_else(bad)?,
+            data_bytes: r.u64().ok_or_else(bad)?,
+            min_seq: r.u64().ok_or_else(bad)?,
+            max_seq: r.u64().ok_or_else(bad)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_round_trip_and_flips() {
+        let f = Footer {
+            band_id: 3,
+            index: Extent {
+                offset: 10,
+                len: 20,
+            },
+            entries: 5,
+            max_seq: 9,
+            ..Footer::default()
+        };
+        let enc = f.encode();
+        assert_eq!(enc.len(), FOOTER_LEN);
+        assert_eq!(Footer::decode(&enc).unwrap(), f);
+        for i in 0..enc.len() {
+            let mut b = enc.clone();
+            b[i] ^= 1;
+            assert!(Footer::decode(&b).is_err());
+        }
+    }
+}

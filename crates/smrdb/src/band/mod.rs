@@ -1,0 +1,13 @@
+//! Bands: one sorted table per zone, written once, sequentially:
+//! `data blocks | index | Bloom filter | histogram | padding | footer` (see
+//! `docs/smrdb-format.md`). Each part carries its own checksum.
+
+pub mod block;
+pub mod bloom;
+pub mod footer;
+pub mod histogram;
+pub mod reader;
+pub mod writer;
+
+pub use reader::{Band, BandIter};
+pub use writer::{BandWriter, WriterConfig};

@@ -1,0 +1,240 @@
+//! Opens a band recorded in the manifest (footer, index, filter and histogram stay in
+//! memory), looks keys up through the block cache, and iterates it sequentially with large
+//! reads.
+
+use super::block::{decode_block, decode_index, IndexEntry};
+use super::bloom::Bloom;
+use super::footer::{Extent, Footer, FOOTER_LEN};
+use super::histogram::Histogram;
+use crate::cache::{Block, BlockCache};
+use crate::error::{Error, Result};
+use crate::io::{Dev, IoKind};
+use crate::manifest::BandMeta;
+use crate::memtable::Entry;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// An open band.
+#[derive(Debug)]
+pub struct Band {
+    /// What the manifest says.
+    pub meta: BandMeta,
+    /// The footer.
+    pub footer: Footer,
+    /// Block index.
+    pub index: Vec<IndexEntry>,
+    /// Bloom filter.
+    pub bloom: Bloom,
+    /// Equi-depth histogram.
+    pub hist: Histogram,
+}
+
+/// Compares internal keys: user key ascending, sequence number descending.
+pub fn cmp_ikey(a_key: &[u8], a_seq: u64, b_key: &[u8], b_seq: u64) -> Ordering {
+    a_key.cmp(b_key).then(b_seq.cmp(&a_seq))
+}
+
+impl Band {
+    /// Reads and checks the footer and the in-memory parts of a band.
+    pub fn open(dev: &Dev, meta: BandMeta) -> Result<Band> {
+        let zone = meta.zone;
+        let len = meta.sectors * dev.ss;
+        if meta.sectors == 0 || meta.sectors > dev.zone_sectors {
+            return Err(Error::corruption(
+                zone,
+                0,
+                format!("band {} of {} sectors", meta.id, meta.sectors),
+            ));
+        }
+        let foff = len - FOOTER_LEN as u64;
+        let fbuf = dev.read_at(zone, foff, FOOTER_LEN, IoKind::Read)?;
+        let footer = Footer::decode(&fbuf).map_err(|w| Error::corruption(zone, foff, w))?;
+        if footer.band_id != meta.id {
+            return Err(Error::corruption(
+                zone,
+                foff,
+                format!(
+                    "footer names band {}, manifest band {}",
+                    footer.band_id, meta.id
+                ),
+            ));
+        }
+        let part = |ex: Extent, what: &str| -> Result<Vec<u8>> {
+            if ex.offset + ex.len as u64 > foff {
+                return Err(Error::corruption(
+                    zone,
+                    ex.offset,
+                    format!("{what} extent past the footer"),
+                ));
+            }
+            dev.read_at(zone, ex.offset, ex.len as usize, IoKind::Read)
+        };
+        let index = decode_index(&part(footer.index, "index")?)
+            .map_err(|w| Error::corruption(zone, footer.index.offset, format!("index: {w}")))?;
+        let bloom = Bloom::decode(&part(footer.bloom, "filter")?)
+            .map_err(|w| Error::corruption(zone, footer.bloom.offset, format!("filter: {w}")))?;
+        let hist = Histogram::decode(&part(footer.histogram, "histogram")?).map_err(|w| {
+            Error::corruption(zone, footer.histogram.offset, format!("histogram: {w}"))
+        })?;
+        for (i, e) in index.iter().enumerate() {
+            if e.offset + e.len as u64 > footer.index.offset
+                || (i > 0 && e.offset < index[i - 1].offset + index[i - 1].len as u64)
+            {
+                return Err(Error::corruption(
+                    zone,
+                    e.offset,
+                    "index entry out of place",
+                ));
+            }
+        }
+        Ok(Band {
+            meta,
+            footer,
+            index,
+            bloom,
+            hist,
+        })
+    }
+
+    /// Reads and decodes block `i` (through the cache when given).
+    pub fn block(
+        &self,
+        dev: &Dev,
+        cache: Option<&BlockCache>,
+        i: usize,
+        verify: bool,
+    ) -> Result<Block> {
+        if let Some(b) = cache.and_then(|c| c.get(self.meta.id, i as u32)) {
+            return Ok(b);
+        }
+        let e = self
+            .index
+            .get(i)
+            .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
+        let buf = dev.read_at(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
+        let b = Arc::new(self.decode(&buf, e.offset, verify)?);
+        if let Some(c) = cache {
+            c.insert(self.meta.id, i as u32, b.clone(), e.len as u64);
+        }
+        Ok(b)
+    }
+
+    fn decode(&self, buf: &[u8], offset: u64, verify: bool) -> Result<Vec<Entry>> {
+        decode_block(buf, verify)
+            .map_err(|w| Error::corruption(self.meta.zone, offset, format!("data block: {w}")))
+    }
+
+    /// First block whose last internal key is ≥ (key, seq).
+    fn seek_block(&self, key: &[u8], seq: u64) -> usize {
+        self.index
+            .partition_point(|e| cmp_ikey(&e.last_key, e.last_seq, key, seq) == Ordering::Less)
+    }
+
+    /// The newest version of `key` with sequence ≤ `snap` in this band.
+    pub fn get(
+        &self,
+        dev: &Dev,
+        cache: &BlockCache,
+        key: &[u8],
+        snap: u64,
+        verify: bool,
+    ) -> Result<Option<(u64, Option<Vec<u8>>)>> {
+        let mut i = self.seek_block(key, snap);
+        while i < self.index.len() {
+            let b = self.block(dev, Some(cache), i, verify)?;
+            let p = b.partition_point(|e| cmp_ikey(&e.key, e.seq, key, snap) == Ordering::Less);
+            if let Some(e) = b.get(p) {
+                return Ok((e.key == key).then(|| (e.seq, e.value.clone())));
+            }
+            i += 1;
+        }
+        Ok(None)
+    }
+}
+
+/// Sequential iterator over a band from a start key, reading ahead in large chunks.
+pub struct BandIter {
+    band: Arc<Band>,
+    dev: Arc<Dev>,
+    kind: IoKind,
+    read_ahead: usize,
+    verify: bool,
+    next_block: usize,
+    ra_cur: u64,
+    window_off: u64,
+    window: Vec<u8>,
+    cur: std::vec::IntoIter<Entry>,
+}
+
+impl BandIter {
+    /// An iterator positioned at the first entry with user key ≥ `start`.
+    pub fn new(
+        band: Arc<Band>,
+        dev: Arc<Dev>,
+        start: &[u8],
+        kind: IoKind,
+        read_ahead: usize,
+        verify: bool,
+    ) -> Result<Self> {
+        let first = band.seek_block(start, u64::MAX);
+        let mut it = BandIter {
+            band,
+            dev,
+            kind,
+            read_ahead,
+            verify,
+            next_block: first,
+            ra_cur: 32 << 10,
+            window_off: 0,
+            window: Vec::new(),
+            cur: Vec::new().into_iter(),
+        };
+        if it.load_next()? {
+            let v: Vec<Entry> = it
+                .cur
+                .by_ref()
+                .filter(|e| e.key.as_slice() >= start)
+                .collect();
+            it.cur = v.into_iter();
+        }
+        Ok(it)
+    }
+
+    fn load_next(&mut self) -> Result<bool> {
+        let Some(e) = self.band.index.get(self.next_block).cloned() else {
+            return Ok(false);
+        };
+        let end = e.offset + e.len as u64;
+        let in_window =
+            e.offset >= self.window_off && end <= self.window_off + self.window.len() as u64;
+        if !in_window {
+            let data_end = self.band.footer.index.offset;
+            // Start small (a short scan reads little) and double up to the read-ahead size.
+            let want = self.ra_cur.min(self.read_ahead as u64).max(e.len as u64);
+            self.ra_cur = (self.ra_cur * 2).min(self.read_ahead.max(1) as u64);
+            let len = want.min(data_end - e.offset).max(e.len as u64);
+            self.window =
+                self.dev
+                    .read_at(self.band.meta.zone, e.offset, len as usize, self.kind)?;
+            self.window_off = e.offset;
+        }
+        let a = (e.offset - self.window_off) as usize;
+        let buf = &self.window[a..a + e.len as usize];
+        let entries = self.band.decode(buf, e.offset, self.verify)?;
+        self.cur = entries.into_iter();
+        self.next_block += 1;
+        Ok(true)
+    }
+
+    /// The next entry in internal key order.
+    pub fn next_entry(&mut self) -> Result<Option<Entry>> {
+        loop {
+            if let Some(e) = self.cur.next() {
+                return Ok(Some(e));
+            }
+            if !self.load_next()? {
+                return Ok(None);
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! Writes one band sequentially into an empty zone, in large chunks.
+
+use super::block::{encode_index, BlockBuilder, IndexEntry};
+use super::bloom::{hash, Bloom};
+use super::footer::{Extent, Footer, FOOTER_LEN};
+use super::histogram::Histogram;
+use super::reader::Band;
+use crate::error::Result;
+use crate::io::{Dev, IoKind};
+use crate::manifest::BandMeta;
+use crate::memtable::Entry;
+
+/// Format parameters of a band writer.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterConfig {
+    /// Target data block size.
+    pub block_size: usize,
+    /// Bloom bits per key.
+    pub bloom_bits_per_key: u32,
+    /// Histogram bucket bytes.
+    pub histogram_bucket_bytes: u64,
+    /// Bytes per device write.
+    pub write_chunk_bytes: usize,
+}
+
+/// Builds a band in `zone`.
+pub struct BandWriter<'a> {
+    dev: &'a Dev,
+    zone: u32,
+    kind: IoKind,
+    cfg: WriterConfig,
+    pending: Vec<u8>,
+    written_sectors: u64,
+    offset: u64,
+    block: BlockBuilder,
+    block_last: Option<(Vec<u8>, u64)>,
+    index: Vec<IndexEntry>,
+    index_bytes: u64,
+    hashes: Vec<u32>,
+    last_user_key: Option<Vec<u8>>,
+    entries: u64,
+    min_seq: u64,
+    max_seq: u64,
+    smallest: Vec<u8>,
+    capacity: u64,
+}
+
+impl<'a> BandWriter<'a> {
+    /// A writer into the (empty) zone `zone`.
+    pub fn new(dev: &'a Dev, zone: u32, kind: IoKind, cfg: WriterConfig) -> Self {
+        BandWriter {
+            dev,
+            zone,
+            kind,
+            cfg,
+            pending: Vec::with_capacity(cfg.write_chunk_bytes + cfg.block_size * 2),
+            written_sectors: 0,
+            offset: 0,
+            block: BlockBuilder::default(),
+            block_last: None,
+            index: Vec::new(),
+            index_bytes: 0,
+            hashes: Vec::new(),
+            last_user_key: None,
+            entries: 0,
+            min_seq: u64::MAX,
+            max_seq: 0,
+            smallest: Vec::new(),
+            capacity: dev.zone_bytes(),
+        }
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    /// Whether `e` can still be added without the band outgrowing its zone.
+    pub fn fits(&self, e: &Entry) -> bool {
+        let n = (self.hashes.len() + 1) as u64;
+        let est = self.offset
+            + self.block.len() as u64
+            + e.encoded_len() as u64
+            + 16
+            + 2 * (self.index_bytes + e.key.len() as u64 + 32)
+            + n * self.cfg.bloom_bits_per_key as u64 / 8
+            + 64
+            + FOOTER_LEN as u64
+            + self.dev.ss;
+        est <= self.capacity
+    }
+
+    /// Adds an entry (in internal key order).
+    pub fn add(&mut self, e: &Entry) -> Result<()> {
+        if self.block.len() >= self.cfg.block_size {
+            self.finish_block()?;
+        }
+        if self.entries == 0 {
+            self.smallest = e.key.clone();
+        }
+        if self.last_user_key.as_deref() != Some(e.key.as_slice()) {
+            self.hashes.push(hash(&e.key));
+            self.last_user_key = Some(e.key.clone());
+        }
+        self.block.add(e);
+        self.block_last = Some((e.key.clone(), e.seq));
+        self.entries += 1;
+        self.min_seq = self.min_seq.min(e.seq);
+        self.max_seq = self.max_seq.max(e.seq);
+        Ok(())
+    }
+
+    fn finish_block(&mut self) -> Result<()> {
+        if self.block.is_empty() {
+            return Ok(());
+        }
+        let enc = self.block.finish();
+        let (last_key, last_seq) = self.block_last.take().unwrap_or_default();
+        self.index_bytes += last_key.len() as u64 + 24;
+        self.index.push(IndexEntry {
+            last_key,
+            last_seq,
+            offset: self.offset,
+            len: enc.len() as u32,
+        });
+        self.append(&enc)
+    }
+
+    fn append(&mut self, b: &[u8]) -> Result<()> {
+        self.pending.extend_from_slice(b);
+        self.offset += b.len() as u64;
+        if self.pending.len() >= self.cfg.write_chunk_bytes {
+            let n = self.pending.len() / self.dev.ss as usize * self.dev.ss as usize;
+            let rest = self.pending.split_off(n);
+            let chunk = std::mem::replace(&mut self.pending, rest);
+            self.dev
+                .write_at(self.zone, self.written_sectors, &chunk, self.kind)?;
+            self.written_sectors += (n as u64) / self.dev.ss;
+        }
+        Ok(())
+    }
+
+    /// Writes index, filter, histogram and footer; returns the open band.
+    pub fn finish(mut self, id: u64, level: u8, write_time: u64) -> Result<Band> {
+        self.finish_block()?;
+        let index_enc = encode_index(&self.index);
+        let index = Extent {
+            offset: self.offset,
+            len: index_enc.len() as u32,
+        };
+        self.append(&index_enc)?;
+        let bloom = Bloom::build(&self.hashes, self.cfg.bloom_bits_per_key);
+        let bloom_enc = bloom.encode();
+        let bloom_ex = Extent {
+            offset: self.offset,
+            len: bloom_enc.len() as u32,
+        };
+        self.append(&bloom_enc)?;
+        let hist =
+            Histogram::from_index(&self.smallest, &self.index, self.cfg.histogram_bucket_bytes);
+        let hist_enc = hist.encode();
+        let hist_ex = Extent {
+            offset: self.offset,
+            len: hist_enc.len() as u32,
+        };
+        self.append(&hist_enc)?;
+        let data_bytes = index.offset;
+        let footer = Footer {
+            band_id: id,
+            index,
+            bloom: bloom_ex,
+            histogram: hist_ex,
+            entries: self.entries,
+            data_bytes,
+            min_seq: self.min_seq,
+            max_seq: self.max_seq,
+        };
+        let ss = self.dev.ss;
+        let total = (self.offset + FOOTER_LEN as u64).div_ceil(ss) * ss;
+        let pad = vec![0u8; (total - self.offset - FOOTER_LEN as u64) as usize];
+        self.append(&pad)?;
+        self.append(&footer.encode())?;
+        if !self.pending.is_empty() {
+            let chunk = std::mem::take(&mut self.pending);
+            self.dev
+                .write_at(self.zone, self.written_sectors, &chunk, self.kind)?;
+            self.written_sectors += chunk.len() as u64 / ss;
+        }
+        let largest = self
+            .index
+            .last()
+            .map(|e| e.last_key.clone())
+            .unwrap_or_default();
+        let meta = BandMeta {
+            id,
+            zone: self.zone,
+            level,
+            sectors: self.written_sectors,
+            smallest: self.smallest,
+            largest,
+            min_seq: if self.entries == 0 { 0 } else { self.min_seq },
+            max_seq: self.max_seq,
+            entries: self.entries,
+            data_bytes,
+            write_time,
+        };
+        Ok(Band {
+            meta,
+            footer,
+            index: self.index,
+            bloom,
+            hist,
+        })
+    }
+}

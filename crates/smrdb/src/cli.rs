@@ -1,0 +1,212 @@
+//! `tegula db …`: the engine on a disk image from the command line. The `tegula` binary
+//! embeds [`DbArgs`] and calls [`run`].
+
+use crate::{detect_mode, Db, Mode, Options, WriteBatch, WriteOptions};
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tegula_device::{Disk, OpenOptions, ZonedDevice};
+
+/// `tegula db`.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub cmd: DbCommand,
+}
+
+/// The `tegula db` subcommands. Each takes a disk image made by `tegula disk create`.
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Creates an empty database on the image (which must hold no data).
+    Create {
+        /// Disk image.
+        image: PathBuf,
+        /// LevelDB-style organisation (SMRDB-LOC) instead of SMRDB-SOC.
+        #[arg(long)]
+        loc: bool,
+    },
+    /// Stores a value.
+    Put {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+        /// Value.
+        value: String,
+    },
+    /// Prints a value.
+    Get {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+    },
+    /// Deletes a key.
+    Del {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+    },
+    /// Lists keys and values in a range.
+    Scan {
+        /// Disk image.
+        image: PathBuf,
+        /// First key (inclusive).
+        #[arg(long, default_value = "")]
+        from: String,
+        /// End key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Most entries printed.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// Full manual compaction into non-overlapping bands.
+    Compact {
+        /// Disk image.
+        image: PathBuf,
+    },
+    /// Prints statistics and the band layout.
+    Stats {
+        /// Disk image.
+        image: PathBuf,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verifies every checksum and invariant; exits non-zero on a problem.
+    Check {
+        /// Disk image.
+        image: PathBuf,
+    },
+}
+
+fn open_dev(image: &Path) -> anyhow::Result<Arc<dyn ZonedDevice>> {
+    let disk = Disk::open_image(image, OpenOptions::default())
+        .with_context(|| format!("opening disk image {}", image.display()))?;
+    Ok(Arc::new(disk))
+}
+
+fn cli_options(mode: Mode) -> Options {
+    Options {
+        mode,
+        background_compaction: false,
+        ..Options::default()
+    }
+}
+
+fn open_db(image: &Path) -> anyhow::Result<Db> {
+    let dev = open_dev(image)?;
+    let Some(mode) = detect_mode(dev.as_ref())? else {
+        bail!(
+            "{} holds no database (run `tegula db create` first)",
+            image.display()
+        );
+    };
+    Ok(Db::open(dev, cli_options(mode))?)
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs one `tegula db` command.
+pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
+    match cmd {
+        DbCommand::Create { image, loc } => {
+            let dev = open_dev(&image)?;
+            if detect_mode(dev.as_ref())?.is_some() {
+                bail!("{} already holds a database", image.display());
+            }
+            let mode = if loc { Mode::Loc } else { Mode::Soc };
+            let db = Db::open(dev, cli_options(mode))?;
+            db.close()?;
+            println!("created an SMRDB-{mode:?} database on {}", image.display());
+        }
+        DbCommand::Put { image, key, value } => {
+            let db = open_db(&image)?;
+            let mut b = WriteBatch::new();
+            b.put(key.as_bytes(), value.as_bytes());
+            db.write(b, WriteOptions { sync: true })?;
+            db.close()?;
+        }
+        DbCommand::Get { image, key } => {
+            let db = open_db(&image)?;
+            match db.get(key.as_bytes())? {
+                Some(v) => println!("{}", show(&v)),
+                None => bail!("key {key:?} not found"),
+            }
+            db.close()?;
+        }
+        DbCommand::Del { image, key } => {
+            let db = open_db(&image)?;
+            let mut b = WriteBatch::new();
+            b.delete(key.as_bytes());
+            db.write(b, WriteOptions { sync: true })?;
+            db.close()?;
+        }
+        DbCommand::Scan {
+            image,
+            from,
+            to,
+            limit,
+        } => {
+            let db = open_db(&image)?;
+            for kv in db
+                .scan(from.as_bytes(), to.as_deref().map(str::as_bytes))?
+                .take(limit)
+            {
+                let (k, v) = kv?;
+                println!("{}\t{}", show(&k), show(&v));
+            }
+            db.close()?;
+        }
+        DbCommand::Compact { image } => {
+            let db = open_db(&image)?;
+            db.compact_all()?;
+            let s = db.stats();
+            println!(
+                "compacted: bands per level {:?}, {} bytes read, {} written",
+                s.bands_per_level, s.compaction_bytes_read, s.compaction_bytes_written
+            );
+            db.close()?;
+        }
+        DbCommand::Stats { image, json } => {
+            let db = open_db(&image)?;
+            let s = db.stats();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&s)?);
+            } else {
+                println!("mode                {}", s.mode);
+                println!("bands per level     {:?}", s.bands_per_level);
+                println!("bytes per level     {:?}", s.bytes_per_level);
+                println!("overlapping pairs   {}", s.overlap_count);
+                println!("free bands          {}", s.free_bands);
+                println!("log bands           {}", s.log_bands);
+                println!("memtable bytes      {}", s.memtable_bytes);
+                println!("last sequence       {}", s.last_sequence);
+            }
+            db.close()?;
+        }
+        DbCommand::Check { image } => {
+            let db = open_db(&image)?;
+            let r = db.check()?;
+            println!(
+                "{} bands, {} entries, {} data bytes checked",
+                r.bands, r.entries, r.data_bytes
+            );
+            for p in &r.problems {
+                println!("PROBLEM: {p}");
+            }
+            db.close()?;
+            if !r.is_ok() {
+                bail!("{} problems found", r.problems.len());
+            }
+            println!("ok");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1515 @@
+//! The engine: open and recovery, the write path with its log and group commit, reads,
+//! flushes, compactions and the background thread.
+
+use crate::band::{Band, BandIter, BandWriter, WriterConfig};
+use crate::cache::BlockCache;
+use crate::compaction::{self, Plan};
+use crate::error::{Error, Result};
+use crate::io::{Dev, IoKind};
+use crate::iter::{MemSource, Merge, Source};
+use crate::log::{self, Op};
+use crate::manifest::{BandMeta, Manifest};
+use crate::memtable::{Entry, Memtable};
+use crate::options::{Mode, Options, WriteOptions};
+use crate::stats::{CheckReport, Counters, DbStats};
+use crate::superblock::Superblock;
+use crate::version::{sort_newest_first, SuperVersion, VBand};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tegula_device::{ZoneCondition, ZoneFilter, ZonedDevice};
+
+/// Largest key accepted.
+pub const MAX_KEY_LEN: usize = 64 << 10;
+
+/// A group of puts and deletes applied atomically.
+#[derive(Debug, Clone, Default)]
+pub struct WriteBatch {
+    ops: Vec<Op>,
+    bytes: usize,
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds a put.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes += key.len() + value.len();
+        self.ops.push((key.to_vec(), Some(value.to_vec())));
+    }
+    /// Adds a delete.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.bytes += key.len();
+        self.ops.push((key.to_vec(), None));
+    }
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.bytes = 0;
+    }
+}
+
+/// A consistent point-in-time view for [`Db::get_at`] and [`Db::scan_at`]. Compaction keeps
+/// the versions it needs while it lives.
+#[derive(Debug)]
+pub struct Snapshot {
+    seq: u64,
+    list: Arc<Mutex<BTreeMap<u64, usize>>>,
+}
+
+impl Snapshot {
+    /// Sequence number of the snapshot.
+    pub fn sequence(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut l = self.list.lock();
+        if let Some(n) = l.get_mut(&self.seq) {
+            *n -= 1;
+            if *n == 0 {
+                l.remove(&self.seq);
+            }
+        }
+    }
+}
+
+struct WriteState {
+    last_seq: u64,
+    buf: Vec<u8>,
+    /// Active log band and the next sector to write in it.
+    active: Option<(u32, u64)>,
+    /// Log bands of the mutable memtable.
+    mem_zones: Vec<u32>,
+}
+
+struct MetaState {
+    m: Manifest,
+    free: BTreeSet<u32>,
+    /// Bands dropped from the manifest whose zones are reset once no reader holds them.
+    pending: Vec<Arc<Band>>,
+    /// Log bands of the immutable memtable.
+    imm_zones: Vec<u32>,
+    slot_sectors: u64,
+}
+
+#[derive(Default)]
+struct BgState {
+    shutdown: bool,
+    work: bool,
+    nospace: Option<String>,
+}
+
+pub(crate) struct Inner {
+    dev: Arc<Dev>,
+    opts: Options,
+    memtable_limit: u64,
+    seq_zones: Vec<u32>,
+    sv: RwLock<Arc<SuperVersion>>,
+    writer: Mutex<WriteState>,
+    sync_lock: Mutex<()>,
+    durable_seq: AtomicU64,
+    visible_seq: AtomicU64,
+    meta: Mutex<MetaState>,
+    maint: Mutex<()>,
+    cache: BlockCache,
+    snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
+    bg: Mutex<BgState>,
+    bg_cv: Condvar,
+    done_cv: Condvar,
+    poisoned: Mutex<Option<String>>,
+    closed: AtomicBool,
+    pub(crate) counters: Counters,
+}
+
+/// An SMRDB database on a zoned device. `Send + Sync`: share it by reference or in an `Arc`.
+pub struct Db {
+    inner: Arc<Inner>,
+    bg: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("dev", &self.inner.dev).finish()
+    }
+}
+
+fn is_nospace(e: &Error) -> bool {
+    matches!(e, Error::NoSpace(_))
+}
+
+impl Db {
+    /// Creates a database on an empty device, or recovers the one on it (manifest, then log
+    /// replay; zones written but not recorded are reset).
+    pub fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Db> {
+        let inner = Arc::new(Inner::open(device, opts)?);
+        let bg = if inner.opts.background_compaction {
+            let i = inner.clone();
+            let h = std::thread::Builder::new()
+                .name("smrdb-compaction".into())
+                .spawn(move || i.bg_loop())
+                .map_err(|e| Error::InvalidArgument(format!("cannot start thread: {e}")))?;
+            Some(h)
+        } else {
+            None
+        };
+        let db = Db {
+            inner,
+            bg: Mutex::new(bg),
+        };
+        db.inner.kick();
+        Ok(db)
+    }
+
+    /// Stores `value` under `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(b, WriteOptions::default())
+    }
+
+    /// Removes `key` (writes a tombstone).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(b, WriteOptions::default())
+    }
+
+    /// Applies a batch atomically; with `sync` it is durable when this returns.
+    pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
+        self.inner.write(batch, opts)
+    }
+
+    /// The newest value of `key`.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.check_open()?;
+        self.inner
+            .get(key, self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// A snapshot of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        *self.inner.snapshots.lock().entry(seq).or_insert(0) += 1;
+        Snapshot {
+            seq,
+            list: self.inner.snapshots.clone(),
+        }
+    }
+
+    /// The value of `key` as of `snap`.
+    pub fn get_at(&self, snap: &Snapshot, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.inner.check_open()?;
+        self.inner.get(key, snap.seq)
+    }
+
+    /// Iterates keys in `[start, end)` (to the last key when `end` is `None`) in order, over a
+    /// consistent view taken now.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<ScanIter> {
+        self.inner.check_open()?;
+        let seq = self.inner.visible_seq.load(Ordering::Acquire);
+        self.inner.scan(start, end, seq)
+    }
+
+    /// Iterates keys in `[start, end)` as of `snap`.
+    pub fn scan_at(&self, snap: &Snapshot, start: &[u8], end: Option<&[u8]>) -> Result<ScanIter> {
+        self.inner.check_open()?;
+        self.inner.scan(start, end, snap.seq)
+    }
+
+    /// Writes the memtable to a band and resets the log bands it covered.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_memtable()
+    }
+
+    /// Flushes the memtable, then merges every band into non-overlapping bands (the paper's
+    /// manual full compaction).
+    pub fn compact_all(&self) -> Result<()> {
+        self.inner.flush_memtable()?;
+        self.inner.compact_all()
+    }
+
+    /// Statistics.
+    pub fn stats(&self) -> DbStats {
+        self.inner.stats()
+    }
+
+    /// Verifies every checksum and invariant; problems are listed in the report.
+    pub fn check(&self) -> Result<CheckReport> {
+        self.inner.check()
+    }
+
+    /// Waits until no flush or compaction is pending (background mode) or runs them (inline).
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        if self.inner.opts.background_compaction {
+            loop {
+                self.inner.check_open()?;
+                let idle = {
+                    let sv = self.inner.current();
+                    let ptrs = self.inner.meta.lock().m.compact_pointers.clone();
+                    sv.imm.is_none() && !compaction::needed(&self.inner.opts, &sv.bands, &ptrs)
+                };
+                if idle {
+                    return Ok(());
+                }
+                if let Some(e) = self.inner.bg.lock().nospace.clone() {
+                    return Err(Error::NoSpace(e));
+                }
+                self.inner.kick();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        } else {
+            self.inner.maintain().map(|_| ())
+        }
+    }
+
+    /// The underlying device.
+    pub fn device(&self) -> Arc<dyn ZonedDevice> {
+        self.inner.dev.dev.clone()
+    }
+
+    fn stop_bg(&self) {
+        {
+            let mut b = self.inner.bg.lock();
+            b.shutdown = true;
+        }
+        self.inner.bg_cv.notify_all();
+        if let Some(h) = self.bg.lock().take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Stops background work and makes everything written durable.
+    pub fn close(self) -> Result<()> {
+        self.stop_bg();
+        let r = self.inner.sync_all();
+        self.inner.closed.store(true, Ordering::Release);
+        r
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.stop_bg();
+        if !self.inner.closed.swap(true, Ordering::AcqRel) && self.inner.poisoned.lock().is_none() {
+            if let Err(e) = self.inner.sync_all() {
+                tracing::debug!("smrdb drop: {e}");
+            }
+        }
+    }
+}
+
+/// Iterator over a key range; yields `(key, value)` of the newest visible version.
+pub struct ScanIter {
+    merge: Merge,
+    snap: u64,
+    end: Option<Vec<u8>>,
+    last: Option<Vec<u8>>,
+    done: bool,
+    _sv: Arc<SuperVersion>,
+}
+
+impl std::fmt::Debug for ScanIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScanIter")
+            .field("snap", &self.snap)
+            .finish()
+    }
+}
+
+impl Iterator for ScanIter {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let e = match self.merge.next_entry() {
+                Ok(Some(e)) => e,
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            };
+            if self.end.as_ref().is_some_and(|end| e.key >= *end) {
+                self.done = true;
+                return None;
+            }
+            if e.seq > self.snap || self.last.as_ref() == Some(&e.key) {
+                continue;
+            }
+            self.last = Some(e.key.clone());
+            if let Some(v) = e.value {
+                return Some(Ok((e.key, v)));
+            }
+        }
+        None
+    }
+}
+
+impl Inner {
+    fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Inner> {
+        let dev = Arc::new(Dev::new(device));
+        let info = dev.dev.info();
+        if info.zone_sectors == 0 || info.conventional_zones == 0 {
+            return Err(Error::Unsupported(
+                "SMRDB needs a zoned device with at least one conventional zone".into(),
+            ));
+        }
+        if opts.block_size == 0 || opts.write_chunk_bytes == 0 || opts.l0_compaction_trigger == 0 {
+            return Err(Error::InvalidArgument(
+                "block_size, write_chunk_bytes and l0_compaction_trigger must be positive".into(),
+            ));
+        }
+        let zones = dev.dev.report_zones(ZoneFilter::All);
+        let seq_zones: Vec<u32> = zones
+            .iter()
+            .filter(|z| z.zone_type.is_sequential())
+            .map(|z| z.index)
+            .collect();
+        if seq_zones.len() < opts.reserve_bands as usize + 4 {
+            return Err(Error::Unsupported(format!(
+                "{} sequential zones; SMRDB needs at least {}",
+                seq_zones.len(),
+                opts.reserve_bands + 4
+            )));
+        }
+        let conv_sectors = info.conventional_zones as u64 * info.zone_sectors;
+        let slot_sectors = (conv_sectors - 1) / 2;
+        if slot_sectors == 0 {
+            return Err(Error::Unsupported("conventional area too small".into()));
+        }
+        let sector0 = dev.read_lba(0, 1)?;
+        let sb = Superblock::decode(&sector0).map_err(|w| Error::corruption(0, 0, w))?;
+        let mode_here = opts.mode;
+        let manifest = match sb {
+            None => {
+                if zones
+                    .iter()
+                    .any(|z| z.zone_type.is_sequential() && z.condition != ZoneCondition::Empty)
+                {
+                    return Err(Error::Unsupported(
+                        "the device holds data but no SMRDB superblock".into(),
+                    ));
+                }
+                let sb = Superblock {
+                    sector_size: dev.ss as u32,
+                    zone_sectors: info.zone_sectors,
+                    zones: info.zones,
+                    conventional_zones: info.conventional_zones,
+                    slot_sectors,
+                    mode: opts.mode,
+                };
+                let mut b = sb.encode();
+                dev.pad(&mut b);
+                dev.dev.write(0, &b).map_err(Error::Device)?;
+                dev.flush(IoKind::Meta)?;
+                None
+            }
+            Some(sb) => {
+                if sb.sector_size as u64 != dev.ss
+                    || sb.zone_sectors != info.zone_sectors
+                    || sb.zones != info.zones
+                    || sb.conventional_zones != info.conventional_zones
+                {
+                    return Err(Error::Unsupported(format!(
+                        "database was laid out for another geometry: {sb:?}"
+                    )));
+                }
+                if sb.mode != mode_here {
+                    return Err(Error::InvalidArgument(format!(
+                        "database was created in mode {:?}, opened as {:?}",
+                        sb.mode, mode_here
+                    )));
+                }
+                Some(load_manifest(&dev, sb.slot_sectors)?)
+            }
+        };
+        let fresh = manifest.is_none();
+        let m = manifest.unwrap_or_default();
+        let zone_bytes = dev.zone_bytes();
+        let memtable_limit = opts
+            .memtable_bytes
+            .unwrap_or(zone_bytes - zone_bytes / 8)
+            .max(4096);
+        // Open bands.
+        let mut bands = Vec::with_capacity(m.bands.len());
+        let mut used: BTreeSet<u32> = BTreeSet::new();
+        for meta in &m.bands {
+            if !used.insert(meta.zone) {
+                return Err(Error::corruption(
+                    meta.zone,
+                    0,
+                    "zone used twice in manifest",
+                ));
+            }
+            let level = meta.level;
+            let band = Band::open(&dev, meta.clone())?;
+            bands.push(VBand {
+                level,
+                band: Arc::new(band),
+            });
+        }
+        for z in &m.log_zones {
+            if !used.insert(*z) {
+                return Err(Error::corruption(*z, 0, "log zone used twice in manifest"));
+            }
+        }
+        sort_newest_first(&mut bands);
+        // Every other zone is free; reset what a crash left behind.
+        let mut free = BTreeSet::new();
+        for z in &zones {
+            if !z.zone_type.is_sequential() || used.contains(&z.index) {
+                continue;
+            }
+            match z.condition {
+                ZoneCondition::Empty => {
+                    free.insert(z.index);
+                }
+                ZoneCondition::ReadOnly | ZoneCondition::Offline => {}
+                _ => {
+                    dev.reset(z.index)?;
+                    free.insert(z.index);
+                }
+            }
+        }
+        // Replay the log.
+        let mem = Arc::new(Memtable::new());
+        let mut last_seq = m.flushed_seq;
+        for b in &bands {
+            last_seq = last_seq.max(b.band.meta.max_seq);
+        }
+        let mut active = None;
+        for (i, &z) in m.log_zones.iter().enumerate() {
+            let zi = dev.dev.zone(z).map_err(Error::Device)?;
+            let wp = zi.write_pointer_lba - zi.start_lba;
+            let r = log::replay_zone(&dev, z, wp)?;
+            for (seq0, ops) in r.batches {
+                for (j, (k, v)) in ops.iter().enumerate() {
+                    let s = seq0 + j as u64;
+                    if s > m.flushed_seq {
+                        mem.insert(k, s, v.as_deref());
+                        last_seq = last_seq.max(s);
+                    }
+                }
+            }
+            if i + 1 == m.log_zones.len() && r.end_sector == wp && wp < dev.zone_sectors {
+                // A clean tail: keep appending here.
+                active = Some((z, wp));
+            }
+        }
+        let mem_zones = m.log_zones.clone();
+        let sv = SuperVersion {
+            mem,
+            imm: None,
+            bands: Arc::new(bands),
+        };
+        let inner = Inner {
+            dev: dev.clone(),
+            memtable_limit,
+            seq_zones,
+            sv: RwLock::new(Arc::new(sv)),
+            writer: Mutex::new(WriteState {
+                last_seq,
+                buf: Vec::new(),
+                active,
+                mem_zones,
+            }),
+            sync_lock: Mutex::new(()),
+            durable_seq: AtomicU64::new(last_seq),
+            visible_seq: AtomicU64::new(last_seq),
+            meta: Mutex::new(MetaState {
+                m,
+                free,
+                pending: Vec::new(),
+                imm_zones: Vec::new(),
+                slot_sectors,
+            }),
+            maint: Mutex::new(()),
+            cache: BlockCache::new(opts.block_cache_bytes),
+            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
+            bg: Mutex::new(BgState::default()),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            poisoned: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            counters: Counters::default(),
+            opts,
+        };
+        if fresh {
+            let mut ms = inner.meta.lock();
+            ms.m.next_band_id = 1;
+            inner.commit(&mut ms)?;
+        }
+        Ok(inner)
+    }
+
+    fn current(&self) -> Arc<SuperVersion> {
+        self.sv.read().clone()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed("closed".into()));
+        }
+        Ok(())
+    }
+
+    fn check_writable(&self) -> Result<()> {
+        self.check_open()?;
+        if let Some(p) = self.poisoned.lock().clone() {
+            return Err(Error::Closed(format!(
+                "refusing writes after an I/O failure: {p}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Records a failure that leaves the in-memory state unreliable for further writes.
+    fn fail<T>(&self, e: Error) -> Result<T> {
+        if matches!(e, Error::Device(_) | Error::Corruption { .. }) {
+            let mut p = self.poisoned.lock();
+            if p.is_none() {
+                *p = Some(e.to_string());
+            }
+        }
+        Err(e)
+    }
+
+    fn kick(&self) {
+        self.bg.lock().work = true;
+        self.bg_cv.notify_all();
+    }
+
+    // ---------------------------------------------------------------- manifest and zones
+
+    fn commit(&self, ms: &mut MetaState) -> Result<()> {
+        ms.m.generation += 1;
+        let mut enc = ms.m.encode();
+        self.dev.pad(&mut enc);
+        let secs = enc.len() as u64 / self.dev.ss;
+        if secs > ms.slot_sectors {
+            ms.m.generation -= 1;
+            return Err(Error::NoSpace(format!(
+                "manifest of {} sectors exceeds its slot of {}",
+                secs, ms.slot_sectors
+            )));
+        }
+        let lba = 1 + (ms.m.generation % 2) * ms.slot_sectors;
+        let r = self
+            .dev
+            .dev
+            .write(lba, &enc)
+            .map_err(Error::Device)
+            .and_then(|d| {
+                self.dev
+                    .counters
+                    .meta_bytes
+                    .fetch_add(enc.len() as u64, Ordering::Relaxed);
+                let _ = d;
+                self.dev.flush(IoKind::Meta)
+            });
+        if let Err(e) = r {
+            return self.fail(e);
+        }
+        Ok(())
+    }
+
+    fn alloc(&self, ms: &mut MetaState, use_reserve: bool) -> Result<u32> {
+        let keep = if use_reserve {
+            0
+        } else {
+            self.opts.reserve_bands as usize
+        };
+        if ms.free.len() <= keep {
+            return Err(Error::NoSpace(format!(
+                "{} free bands, {} reserved for compaction",
+                ms.free.len(),
+                keep
+            )));
+        }
+        ms.free
+            .pop_first()
+            .ok_or_else(|| Error::NoSpace("no free band".into()))
+    }
+
+    /// Returns zones that were allocated but not recorded (after a failed flush/compaction).
+    fn abandon(&self, zones: &[u32]) {
+        if zones.is_empty() {
+            return;
+        }
+        let mut ms = self.meta.lock();
+        for &z in zones {
+            if self.dev.reset(z).is_ok() {
+                ms.free.insert(z);
+            }
+        }
+    }
+
+    fn free_pending(&self, ms: &mut MetaState) -> Result<()> {
+        let mut keep = Vec::new();
+        for b in std::mem::take(&mut ms.pending) {
+            if Arc::strong_count(&b) == 1 {
+                if let Err(e) = self.dev.reset(b.meta.zone) {
+                    ms.pending.push(b);
+                    ms.pending.extend(keep);
+                    return self.fail(e);
+                }
+                ms.free.insert(b.meta.zone);
+            } else {
+                keep.push(b);
+            }
+        }
+        ms.pending = keep;
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- write path
+
+    fn write(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let zone_bytes = self.dev.zone_bytes();
+        for (k, v) in &batch.ops {
+            if k.len() > MAX_KEY_LEN {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes (limit {MAX_KEY_LEN})",
+                    k.len()
+                )));
+            }
+            let _ = v;
+        }
+        if batch.bytes as u64 + 64 * batch.ops.len() as u64 > zone_bytes / 4 {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {} bytes exceeds a quarter band ({} bytes)",
+                batch.bytes,
+                zone_bytes / 4
+            )));
+        }
+        let mut w = self.make_room_for_write()?;
+        let seq0 = w.last_seq + 1;
+        let rec = log::encode_batch(seq0, &batch.ops);
+        if let Err(e) = self.ensure_log_room(&mut w, rec.len()) {
+            return self.fail(e);
+        }
+        w.buf.extend_from_slice(&rec);
+        let sv = self.current();
+        for (i, (k, v)) in batch.ops.iter().enumerate() {
+            sv.mem.insert(k, seq0 + i as u64, v.as_deref());
+        }
+        w.last_seq += batch.ops.len() as u64;
+        let my_seq = w.last_seq;
+        self.visible_seq.store(my_seq, Ordering::Release);
+        let c = &self.counters;
+        c.user_bytes
+            .fetch_add(batch.bytes as u64, Ordering::Relaxed);
+        for (_, v) in &batch.ops {
+            if v.is_some() {
+                c.puts.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.deletes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if w.buf.len() as u64 >= self.opts.log_buffer_bytes {
+            if let Err(e) = self.write_out(&mut w) {
+                return self.fail(e);
+            }
+        }
+        drop(w);
+        if wo.sync {
+            self.sync_to(my_seq)?;
+        }
+        if !self.opts.background_compaction {
+            let needs = {
+                let sv = self.current();
+                sv.imm.is_some()
+            };
+            if needs {
+                self.maintain()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn l0_count(sv: &SuperVersion) -> usize {
+        sv.bands.iter().filter(|b| b.level == 0).count()
+    }
+
+    fn mem_full(&self, w: &WriteState, sv: &SuperVersion) -> bool {
+        sv.mem.approximate_bytes() >= self.memtable_limit
+            || w.mem_zones.len() > self.opts.max_log_bands as usize
+    }
+
+    /// LevelDB's MakeRoomForWrite: slowdown, stop, and memtable rotation.
+    fn make_room_for_write(&self) -> Result<MutexGuard<'_, WriteState>> {
+        let mut slowed = false;
+        loop {
+            self.check_writable()?;
+            let mut w = self.writer.lock();
+            let sv = self.current();
+            let l0 = Self::l0_count(&sv);
+            if !slowed
+                && self.opts.background_compaction
+                && l0 >= self.opts.l0_slowdown
+                && self.opts.slowdown_factor > 0.0
+            {
+                drop(w);
+                let d = Duration::from_secs_f64(self.opts.slowdown_factor / 1000.0);
+                std::thread::sleep(d);
+                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .stall_ns
+                    .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+                slowed = true;
+                continue;
+            }
+            if !self.mem_full(&w, &sv) {
+                return Ok(w);
+            }
+            if sv.imm.is_some() || (l0 >= self.opts.l0_stop && self.opts.background_compaction) {
+                drop(w);
+                self.wait_for_background()?;
+                continue;
+            }
+            if let Err(e) = self.rotate(&mut w) {
+                return self.fail(e);
+            }
+            drop(w);
+            if self.opts.background_compaction {
+                self.kick();
+            } else {
+                self.maintain()?;
+            }
+        }
+    }
+
+    fn wait_for_background(&self) -> Result<()> {
+        let t0 = Instant::now();
+        if !self.opts.background_compaction {
+            self.maintain()?;
+        } else {
+            let mut b = self.bg.lock();
+            if let Some(e) = b.nospace.take() {
+                return Err(Error::NoSpace(e));
+            }
+            b.work = true;
+            self.bg_cv.notify_all();
+            self.done_cv.wait_for(&mut b, Duration::from_millis(50));
+        }
+        self.counters.stalls.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .stall_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Makes the mutable memtable immutable and starts a new one with new log bands.
+    fn rotate(&self, w: &mut WriteState) -> Result<()> {
+        self.write_out(w)?;
+        {
+            let mut ms = self.meta.lock();
+            ms.imm_zones = std::mem::take(&mut w.mem_zones);
+        }
+        w.active = None;
+        let mut sv = self.sv.write();
+        let mut n = (**sv).clone();
+        n.imm = Some(n.mem.clone());
+        n.mem = Arc::new(Memtable::new());
+        *sv = Arc::new(n);
+        Ok(())
+    }
+
+    fn ensure_log_room(&self, w: &mut WriteState, rec_len: usize) -> Result<()> {
+        let ss = self.dev.ss;
+        if let Some((_, next)) = w.active {
+            if next + log::chunk_sectors(w.buf.len() + rec_len, ss) <= self.dev.zone_sectors {
+                return Ok(());
+            }
+        }
+        self.write_out(w)?;
+        // Everything in the earlier log bands must be durable before a later band can hold
+        // anything, or a crash could keep later records and lose earlier ones.
+        self.dev.flush(IoKind::Log)?;
+        let mut ms = self.meta.lock();
+        let z = self.alloc(&mut ms, false)?;
+        ms.m.log_zones.push(z);
+        if let Err(e) = self.commit(&mut ms) {
+            ms.m.log_zones.pop();
+            ms.free.insert(z);
+            return Err(e);
+        }
+        w.active = Some((z, 0));
+        w.mem_zones.push(z);
+        Ok(())
+    }
+
+    fn write_out(&self, w: &mut WriteState) -> Result<()> {
+        if w.buf.is_empty() {
+            return Ok(());
+        }
+        let Some((z, next)) = w.active else {
+            return Err(Error::InvalidArgument(
+                "log buffer without a log band".into(),
+            ));
+        };
+        let chunk = log::frame(&w.buf, self.dev.ss);
+        self.dev.write_at(z, next, &chunk, IoKind::Log)?;
+        w.active = Some((z, next + chunk.len() as u64 / self.dev.ss));
+        w.buf.clear();
+        Ok(())
+    }
+
+    /// Group commit: the first synced writer to get here writes the buffer and flushes the
+    /// device for everyone whose records are in it.
+    fn sync_to(&self, seq: u64) -> Result<()> {
+        if self.durable_seq.load(Ordering::Acquire) >= seq {
+            return Ok(());
+        }
+        let _g = self.sync_lock.lock();
+        if self.durable_seq.load(Ordering::Acquire) >= seq {
+            self.counters.grouped_syncs.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let target = {
+            let mut w = self.writer.lock();
+            if let Err(e) = self.write_out(&mut w) {
+                return self.fail(e);
+            }
+            w.last_seq
+        };
+        if let Err(e) = self.dev.flush(IoKind::Log) {
+            return self.fail(e);
+        }
+        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        self.durable_seq.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    fn sync_all(&self) -> Result<()> {
+        if self.poisoned.lock().is_some() {
+            return Ok(());
+        }
+        let seq = self.writer.lock().last_seq;
+        self.sync_to(seq)
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    fn get(&self, key: &[u8], snap: u64) -> Result<Option<Vec<u8>>> {
+        let sv = self.current();
+        self.counters.gets.fetch_add(1, Ordering::Relaxed);
+        if let Some((_, v)) = sv.mem.get(key, snap) {
+            return Ok(v);
+        }
+        if let Some(imm) = &sv.imm {
+            if let Some((_, v)) = imm.get(key, snap) {
+                return Ok(v);
+            }
+        }
+        let mut best: Option<(u64, Option<Vec<u8>>)> = None;
+        let mut probes = 0u64;
+        for b in sv.bands.iter() {
+            let m = &b.band.meta;
+            if best.as_ref().is_some_and(|(s, _)| m.max_seq < *s) {
+                break;
+            }
+            if !m.covers(key) || m.min_seq > snap {
+                continue;
+            }
+            if !b.band.bloom.may_contain(key) {
+                self.counters.bloom_skips.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            probes += 1;
+            let r = b.band.get(
+                &self.dev,
+                &self.cache,
+                key,
+                snap,
+                self.opts.verify_checksums,
+            )?;
+            if let Some((s, v)) = r {
+                if best.as_ref().is_none_or(|(bs, _)| s > *bs) {
+                    best = Some((s, v));
+                }
+            }
+        }
+        self.counters
+            .get_probes
+            .fetch_add(probes, Ordering::Relaxed);
+        Ok(best.and_then(|(_, v)| v))
+    }
+
+    fn scan(&self, start: &[u8], end: Option<&[u8]>, snap: u64) -> Result<ScanIter> {
+        let sv = self.current();
+        let mut sources: Vec<Box<dyn Source>> =
+            vec![Box::new(MemSource::new(sv.mem.clone(), start))];
+        if let Some(imm) = &sv.imm {
+            sources.push(Box::new(MemSource::new(imm.clone(), start)));
+        }
+        for b in sv.bands.iter() {
+            let m = &b.band.meta;
+            if m.largest.as_slice() < start
+                || end.is_some_and(|e| m.smallest.as_slice() >= e)
+                || m.min_seq > snap
+            {
+                continue;
+            }
+            sources.push(Box::new(BandIter::new(
+                b.band.clone(),
+                self.dev.clone(),
+                start,
+                IoKind::Read,
+                self.opts.read_ahead_bytes,
+                self.opts.verify_checksums,
+            )?));
+        }
+        self.counters.scans.fetch_add(1, Ordering::Relaxed);
+        Ok(ScanIter {
+            merge: Merge::new(sources)?,
+            snap,
+            end: end.map(|e| e.to_vec()),
+            last: None,
+            done: false,
+            _sv: sv,
+        })
+    }
+
+    // ---------------------------------------------------------------- flush and compaction
+
+    fn writer_config(&self) -> WriterConfig {
+        WriterConfig {
+            block_size: self.opts.block_size,
+            bloom_bits_per_key: self.opts.bloom_bits_per_key,
+            histogram_bucket_bytes: self.opts.histogram_bucket_bytes,
+            write_chunk_bytes: self.opts.write_chunk_bytes,
+        }
+    }
+
+    fn smallest_snapshot(&self) -> u64 {
+        self.snapshots
+            .lock()
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(u64::MAX)
+            .min(self.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Writes a sorted stream into fresh bands, dropping versions nobody can see and, when
+    /// `drop_tombstone` says no older version can exist elsewhere, tombstones.
+    fn write_bands(
+        &self,
+        src: &mut dyn FnMut() -> Result<Option<Entry>>,
+        level: u8,
+        kind: IoKind,
+        use_reserve: bool,
+        drop_tombstone: &dyn Fn(&[u8]) -> bool,
+        zones_out: &mut Vec<u32>,
+    ) -> Result<Vec<Band>> {
+        let smallest_snap = self.smallest_snapshot();
+        let cfg = self.writer_config();
+        let mut out = Vec::new();
+        let mut cur: Option<(BandWriter<'_>, u64)> = None;
+        let mut last_key: Option<Vec<u8>> = None;
+        let mut last_seq_for_key = u64::MAX;
+        while let Some(e) = src()? {
+            if last_key.as_deref() != Some(e.key.as_slice()) {
+                last_key = Some(e.key.clone());
+                last_seq_for_key = u64::MAX;
+            }
+            let shadowed = last_seq_for_key <= smallest_snap;
+            last_seq_for_key = e.seq;
+            if shadowed {
+                continue;
+            }
+            if e.value.is_none() && e.seq <= smallest_snap && drop_tombstone(&e.key) {
+                continue;
+            }
+            let full = cur
+                .as_ref()
+                .is_some_and(|(w, _)| !w.is_empty() && !w.fits(&e));
+            if full {
+                if let Some((w, id)) = cur.take() {
+                    out.push(w.finish(id, level, self.dev.dev.now())?);
+                }
+            }
+            if cur.is_none() {
+                let (z, id) = {
+                    let mut ms = self.meta.lock();
+                    let z = self.alloc(&mut ms, use_reserve)?;
+                    let id = ms.m.next_band_id;
+                    ms.m.next_band_id += 1;
+                    (z, id)
+                };
+                zones_out.push(z);
+                cur = Some((BandWriter::new(&self.dev, z, kind, cfg), id));
+            }
+            if let Some((w, _)) = cur.as_mut() {
+                w.add(&e)?;
+            }
+        }
+        if let Some((w, id)) = cur.take() {
+            out.push(w.finish(id, level, self.dev.dev.now())?);
+        }
+        Ok(out)
+    }
+
+    /// Flushes the immutable memtable, if any, to L0 bands.
+    fn flush_imm(&self) -> Result<bool> {
+        let sv = self.current();
+        let Some(imm) = sv.imm.clone() else {
+            return Ok(false);
+        };
+        let mut it = imm.entries().into_iter();
+        let mut zones = Vec::new();
+        let r = self.write_bands(
+            &mut || Ok(it.next()),
+            0,
+            IoKind::Flush,
+            false,
+            &|_| false,
+            &mut zones,
+        );
+        let bands = match r.and_then(|b| self.dev.flush(IoKind::Flush).map(|_| b)) {
+            Ok(b) => b,
+            Err(e) => {
+                if is_nospace(&e) {
+                    self.abandon(&zones);
+                }
+                return Err(e);
+            }
+        };
+        let old_logs;
+        {
+            let mut ms = self.meta.lock();
+            let saved = ms.m.clone();
+            old_logs = std::mem::take(&mut ms.imm_zones);
+            ms.m.log_zones.retain(|z| !old_logs.contains(z));
+            ms.m.flushed_seq = ms.m.flushed_seq.max(imm.max_seq());
+            ms.m.bands.extend(bands.iter().map(|b| b.meta.clone()));
+            if let Err(e) = self.commit(&mut ms) {
+                ms.m = saved;
+                ms.imm_zones = old_logs;
+                return Err(e);
+            }
+            let mut svw = self.sv.write();
+            let mut n = (**svw).clone();
+            let mut all = (*n.bands).clone();
+            all.extend(bands.into_iter().map(|b| VBand {
+                level: 0,
+                band: Arc::new(b),
+            }));
+            sort_newest_first(&mut all);
+            n.bands = Arc::new(all);
+            n.imm = None;
+            *svw = Arc::new(n);
+            drop(svw);
+            for z in &old_logs {
+                if let Err(e) = self.dev.reset(*z) {
+                    return self.fail(e);
+                }
+                ms.free.insert(*z);
+            }
+        }
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    fn flush_memtable(&self) -> Result<()> {
+        self.check_writable()?;
+        loop {
+            {
+                let mut w = self.writer.lock();
+                let sv = self.current();
+                if sv.imm.is_none() {
+                    if sv.mem.is_empty() {
+                        return Ok(());
+                    }
+                    if let Err(e) = self.rotate(&mut w) {
+                        return self.fail(e);
+                    }
+                    break;
+                }
+            }
+            self.wait_for_background()?;
+        }
+        let _m = self.maint.lock();
+        match self.flush_imm() {
+            Ok(_) => Ok(()),
+            Err(e) if is_nospace(&e) => {
+                // Compaction may use the reserve and free bands; then try again.
+                if let Some(p) = self.pick() {
+                    self.run(&p)?;
+                }
+                self.flush_imm().map(|_| ())
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn pick(&self) -> Option<Plan> {
+        let sv = self.current();
+        let ptrs = self.meta.lock().m.compact_pointers.clone();
+        compaction::pick(&self.opts, &sv.bands, &ptrs)
+    }
+
+    /// Runs pending flushes and compactions until none is due.
+    fn maintain(&self) -> Result<bool> {
+        let _m = self.maint.lock();
+        {
+            let mut ms = self.meta.lock();
+            self.free_pending(&mut ms)?;
+        }
+        let mut progress = false;
+        match self.flush_imm() {
+            Ok(p) => progress |= p,
+            Err(e) if is_nospace(&e) => {
+                if let Some(p) = self.pick() {
+                    self.run(&p)?;
+                    progress = true;
+                }
+                progress |= self.flush_imm()?;
+            }
+            Err(e) => return self.fail(e),
+        }
+        for _ in 0..64 {
+            if self.bg.lock().shutdown {
+                break;
+            }
+            let Some(plan) = self.pick() else { break };
+            match self.run(&plan) {
+                Ok(()) => {
+                    progress = true;
+                    let mut ms = self.meta.lock();
+                    self.free_pending(&mut ms)?;
+                }
+                Err(e) if is_nospace(&e) => {
+                    if progress {
+                        break;
+                    }
+                    return Err(e);
+                }
+                Err(e) => return self.fail(e),
+            }
+            // A new immutable memtable takes precedence over further compaction.
+            if self.current().imm.is_some() {
+                progress |= self.flush_imm()?;
+            }
+        }
+        Ok(progress)
+    }
+
+    /// Executes one compaction plan.
+    fn run(&self, plan: &Plan) -> Result<()> {
+        let sv = self.current();
+        let inputs: Vec<VBand> = sv
+            .bands
+            .iter()
+            .filter(|b| plan.inputs.contains(&b.id()))
+            .cloned()
+            .collect();
+        if inputs.len() != plan.inputs.len() || inputs.is_empty() {
+            return Ok(());
+        }
+        if plan.trivial_move {
+            let mut ms = self.meta.lock();
+            let saved = ms.m.clone();
+            for b in ms.m.bands.iter_mut() {
+                if plan.inputs.contains(&b.id) {
+                    b.level = plan.output_level;
+                }
+            }
+            self.set_pointer(&mut ms, plan);
+            if let Err(e) = self.commit(&mut ms) {
+                ms.m = saved;
+                return Err(e);
+            }
+            let mut svw = self.sv.write();
+            let mut n = (**svw).clone();
+            let all: Vec<VBand> = n
+                .bands
+                .iter()
+                .map(|b| {
+                    let mut b = b.clone();
+                    if plan.inputs.contains(&b.id()) {
+                        b.level = plan.output_level;
+                    }
+                    b
+                })
+                .collect();
+            n.bands = Arc::new(all);
+            *svw = Arc::new(n);
+            self.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        {
+            let ms = self.meta.lock();
+            if ms.free.len() < inputs.len() + 1 {
+                return Err(Error::NoSpace(format!(
+                    "compaction of {} bands needs free bands; {} free",
+                    inputs.len(),
+                    ms.free.len()
+                )));
+            }
+        }
+        let others: Vec<BandMeta> = sv
+            .bands
+            .iter()
+            .filter(|b| !plan.inputs.contains(&b.id()))
+            .map(|b| b.band.meta.clone())
+            .collect();
+        self.merge_into(&inputs, &others, plan.output_level, Some(plan))
+    }
+
+    fn set_pointer(&self, ms: &mut MetaState, plan: &Plan) {
+        if let Some((level, key)) = &plan.pointer {
+            let l = *level as usize;
+            if ms.m.compact_pointers.len() <= l {
+                ms.m.compact_pointers.resize(l + 1, Vec::new());
+            }
+            ms.m.compact_pointers[l] = key.clone();
+        }
+    }
+
+    /// Merges `inputs` into new bands at `level` and swaps them in.
+    fn merge_into(
+        &self,
+        inputs: &[VBand],
+        others: &[BandMeta],
+        level: u8,
+        plan: Option<&Plan>,
+    ) -> Result<()> {
+        let t0 = Instant::now();
+        let mut sources: Vec<Box<dyn Source>> = Vec::new();
+        for b in inputs {
+            sources.push(Box::new(BandIter::new(
+                b.band.clone(),
+                self.dev.clone(),
+                &[],
+                IoKind::Compaction,
+                self.opts.read_ahead_bytes,
+                true,
+            )?));
+        }
+        let mut merge = Merge::new(sources)?;
+        let mut zones = Vec::new();
+        let drop_tomb = |k: &[u8]| !others.iter().any(|o| o.covers(k));
+        let r = self.write_bands(
+            &mut || merge.next_entry(),
+            level,
+            IoKind::Compaction,
+            true,
+            &drop_tomb,
+            &mut zones,
+        );
+        let bands = match r.and_then(|b| self.dev.flush(IoKind::Compaction).map(|_| b)) {
+            Ok(b) => b,
+            Err(e) => {
+                if is_nospace(&e) || matches!(e, Error::Corruption { .. }) {
+                    self.abandon(&zones);
+                }
+                return Err(e);
+            }
+        };
+        let ids: Vec<u64> = inputs.iter().map(|b| b.id()).collect();
+        let mut ms = self.meta.lock();
+        let saved = ms.m.clone();
+        ms.m.bands.retain(|b| !ids.contains(&b.id));
+        ms.m.bands.extend(bands.iter().map(|b| b.meta.clone()));
+        if let Some(p) = plan {
+            self.set_pointer(&mut ms, p);
+        }
+        if let Err(e) = self.commit(&mut ms) {
+            ms.m = saved;
+            return Err(e);
+        }
+        {
+            let mut svw = self.sv.write();
+            let mut n = (**svw).clone();
+            let mut all: Vec<VBand> = n
+                .bands
+                .iter()
+                .filter(|b| !ids.contains(&b.id()))
+                .cloned()
+                .collect();
+            all.extend(bands.into_iter().map(|b| VBand {
+                level,
+                band: Arc::new(b),
+            }));
+            sort_newest_first(&mut all);
+            n.bands = Arc::new(all);
+            *svw = Arc::new(n);
+        }
+        ms.pending.extend(inputs.iter().map(|b| b.band.clone()));
+        self.counters.compactions.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .compaction_wall_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        drop(ms);
+        // Inputs are referenced by `inputs` (the caller's) until we return; freed later.
+        Ok(())
+    }
+
+    fn compact_all(&self) -> Result<()> {
+        self.check_writable()?;
+        let _m = self.maint.lock();
+        let sv = self.current();
+        if sv.bands.is_empty() {
+            return Ok(());
+        }
+        let inputs: Vec<VBand> = sv.bands.iter().cloned().collect();
+        let level = match self.opts.mode {
+            Mode::Soc => 1,
+            Mode::Loc => 1,
+        };
+        let r = self.merge_into(&inputs, &[], level, None);
+        drop(inputs);
+        drop(sv);
+        {
+            let mut ms = self.meta.lock();
+            self.free_pending(&mut ms)?;
+        }
+        match r {
+            Err(e) if !is_nospace(&e) => self.fail(e),
+            other => other,
+        }
+    }
+
+    // ---------------------------------------------------------------- background
+
+    fn bg_loop(self: Arc<Self>) {
+        loop {
+            {
+                let mut b = self.bg.lock();
+                if b.shutdown {
+                    break;
+                }
+                if !b.work {
+                    self.bg_cv.wait_for(&mut b, Duration::from_millis(20));
+                }
+                b.work = false;
+                if b.shutdown {
+                    break;
+                }
+            }
+            if self.poisoned.lock().is_some() {
+                self.done_cv.notify_all();
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            let r = self.maintain();
+            {
+                let mut b = self.bg.lock();
+                match r {
+                    Ok(_) => b.nospace = None,
+                    Err(Error::NoSpace(m)) => b.nospace = Some(m),
+                    Err(e) => {
+                        tracing::warn!("smrdb background work failed: {e}");
+                    }
+                }
+            }
+            self.done_cv.notify_all();
+        }
+        self.done_cv.notify_all();
+    }
+
+    // ---------------------------------------------------------------- stats and check
+
+    fn stats(&self) -> DbStats {
+        let sv = self.current();
+        let ms = self.meta.lock();
+        let free = ms.free.len();
+        let log_zones = ms.m.log_zones.len();
+        drop(ms);
+        crate::stats::collect(self, &sv, free, log_zones)
+    }
+
+    pub(crate) fn dev(&self) -> &Dev {
+        &self.dev
+    }
+
+    pub(crate) fn dev_arc(&self) -> Arc<Dev> {
+        self.dev.clone()
+    }
+
+    pub(crate) fn opts(&self) -> &Options {
+        &self.opts
+    }
+
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+
+    fn check(&self) -> Result<CheckReport> {
+        let _m = self.maint.lock();
+        let sv = self.current();
+        let ms = self.meta.lock();
+        let manifest = ms.m.clone();
+        let free: Vec<u32> = ms.free.iter().copied().collect();
+        drop(ms);
+        crate::stats::check(self, &sv, &manifest, &free, &self.seq_zones)
+    }
+}
+
+fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<Manifest> {
+    let mut best: Option<Manifest> = None;
+    let mut errors = Vec::new();
+    for slot in 0..2u64 {
+        let lba = 1 + slot * slot_sectors;
+        let first = dev.read_lba(lba, 1)?;
+        let Some(len) = Manifest::encoded_len(&first) else {
+            errors.push(format!("slot {slot}: no manifest"));
+            continue;
+        };
+        let secs = (len as u64).div_ceil(dev.ss);
+        if secs > slot_sectors {
+            errors.push(format!("slot {slot}: length {len} exceeds the slot"));
+            continue;
+        }
+        let buf = dev.read_lba(lba, secs)?;
+        match Manifest::decode(&buf) {
+            Ok(m) => {
+                if best.as_ref().is_none_or(|b| m.generation > b.generation) {
+                    best = Some(m);
+                }
+            }
+            Err(e) => errors.push(format!("slot {slot}: {e}")),
+        }
+    }
+    best.ok_or_else(|| {
+        Error::corruption(
+            0,
+            dev.ss,
+            format!("no valid manifest copy ({})", errors.join("; ")),
+        )
+    })
+}
+
+/// The organisation recorded in the device's superblock, or `None` when the device holds no
+/// SMRDB database.
+pub fn detect_mode(device: &dyn ZonedDevice) -> Result<Option<Mode>> {
+    let ss = device.info().sector_size as usize;
+    let mut buf = vec![0u8; ss];
+    device.read(0, &mut buf).map_err(Error::Device)?;
+    let sb = Superblock::decode(&buf).map_err(|w| Error::corruption(0, 0, w))?;
+    Ok(sb.map(|s| s.mode))
+}

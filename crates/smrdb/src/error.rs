@@ -1,0 +1,54 @@
+//! Typed errors of the engine.
+
+use tegula_device::DeviceError;
+
+/// Everything a database operation can fail with. Each variant names what and where.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No free band is left for the write (the database stays readable).
+    #[error("no space: {0}")]
+    NoSpace(String),
+    /// A checksum or structural check failed.
+    #[error("corruption in zone {zone} at byte offset {offset}: {what}")]
+    Corruption {
+        /// Zone (band) holding the bad bytes.
+        zone: u32,
+        /// Byte offset inside the zone.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// The device failed.
+    #[error("device: {0}")]
+    Device(#[from] DeviceError),
+    /// An argument is out of range (key too long, value too large, bad option).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// The database was closed, or refuses writes after an earlier I/O failure.
+    #[error("database is closed: {0}")]
+    Closed(String),
+    /// The device does not suit the engine (no conventional zone, no sequential zones, …).
+    #[error("unsupported device: {0}")]
+    Unsupported(String),
+}
+
+impl Error {
+    /// A corruption error.
+    pub fn corruption(zone: u32, offset: u64, what: impl Into<String>) -> Self {
+        Error::Corruption {
+            zone,
+            offset,
+            what: what.into(),
+        }
+    }
+
+    /// Whether the error is a power loss reported by the device (crash tests use it).
+    pub fn is_power_loss(&self) -> bool {
+        matches!(self, Error::Device(DeviceError::PowerLoss))
+            || matches!(self, Error::Closed(m) if m.contains("lost power"))
+    }
+}
+
+/// Result alias of the engine.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,186 @@
+//! The engine's view of the device: sector-aligned reads of byte ranges inside a zone,
+//! appends, and accounting of bytes and modelled device time per kind of I/O.
+
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tegula_device::{IoDone, ZonedDevice};
+
+/// What an I/O was for (statistics only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoKind {
+    /// Log band writes.
+    Log,
+    /// Memtable flushes.
+    Flush,
+    /// Compaction reads and writes.
+    Compaction,
+    /// Superblock and manifest.
+    Meta,
+    /// User reads (GET, SCAN) and band opens.
+    Read,
+}
+
+/// Counters per kind of I/O.
+#[derive(Debug, Default)]
+pub struct IoCounters {
+    /// Bytes written to log bands.
+    pub log_bytes: AtomicU64,
+    /// Bytes written by memtable flushes.
+    pub flush_bytes: AtomicU64,
+    /// Bytes read by compactions.
+    pub compaction_read: AtomicU64,
+    /// Bytes written by compactions.
+    pub compaction_written: AtomicU64,
+    /// Bytes written to the conventional area.
+    pub meta_bytes: AtomicU64,
+    /// Bytes read for user requests.
+    pub user_read: AtomicU64,
+    /// Modelled device time of compaction I/O.
+    pub compaction_ns: AtomicU64,
+    /// Modelled device time of flush I/O.
+    pub flush_ns: AtomicU64,
+    /// Modelled device time of log I/O (device flushes included).
+    pub log_ns: AtomicU64,
+}
+
+/// The device, its geometry, and the counters.
+pub struct Dev {
+    /// The zoned device.
+    pub dev: Arc<dyn ZonedDevice>,
+    /// Sector size in bytes.
+    pub ss: u64,
+    /// Zone size in sectors.
+    pub zone_sectors: u64,
+    /// Counters.
+    pub counters: IoCounters,
+}
+
+impl std::fmt::Debug for Dev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dev")
+            .field("ss", &self.ss)
+            .field("zone_sectors", &self.zone_sectors)
+            .finish()
+    }
+}
+
+impl Dev {
+    /// Wraps a device.
+    pub fn new(dev: Arc<dyn ZonedDevice>) -> Self {
+        let info = dev.info();
+        Dev {
+            ss: info.sector_size as u64,
+            zone_sectors: info.zone_sectors,
+            dev,
+            counters: IoCounters::default(),
+        }
+    }
+
+    /// Zone capacity in bytes.
+    pub fn zone_bytes(&self) -> u64 {
+        self.zone_sectors * self.ss
+    }
+
+    /// First LBA of a zone.
+    pub fn zone_lba(&self, zone: u32) -> u64 {
+        zone as u64 * self.zone_sectors
+    }
+
+    fn account(&self, kind: IoKind, bytes: u64, done: IoDone, write: bool) {
+        let c = &self.counters;
+        let t = done.service();
+        match (kind, write) {
+            (IoKind::Log, _) => {
+                if write {
+                    c.log_bytes.fetch_add(bytes, Ordering::Relaxed);
+                }
+                c.log_ns.fetch_add(t, Ordering::Relaxed);
+            }
+            (IoKind::Flush, _) => {
+                if write {
+                    c.flush_bytes.fetch_add(bytes, Ordering::Relaxed);
+                }
+                c.flush_ns.fetch_add(t, Ordering::Relaxed);
+            }
+            (IoKind::Compaction, true) => {
+                c.compaction_written.fetch_add(bytes, Ordering::Relaxed);
+                c.compaction_ns.fetch_add(t, Ordering::Relaxed);
+            }
+            (IoKind::Compaction, false) => {
+                c.compaction_read.fetch_add(bytes, Ordering::Relaxed);
+                c.compaction_ns.fetch_add(t, Ordering::Relaxed);
+            }
+            (IoKind::Meta, true) => {
+                c.meta_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            (IoKind::Read, false) | (IoKind::Meta, false) => {
+                c.user_read.fetch_add(bytes, Ordering::Relaxed);
+            }
+            (IoKind::Read, true) => {}
+        }
+    }
+
+    /// Reads `len` bytes at byte offset `off` of `zone` (whole sectors are read).
+    pub fn read_at(&self, zone: u32, off: u64, len: usize, kind: IoKind) -> Result<Vec<u8>> {
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let first = off / self.ss;
+        let end = (off + len as u64).div_ceil(self.ss);
+        if end > self.zone_sectors {
+            return Err(Error::corruption(
+                zone,
+                off,
+                format!("read of {len} bytes runs past the zone end"),
+            ));
+        }
+        let mut buf = vec![0u8; ((end - first) * self.ss) as usize];
+        let done = self
+            .dev
+            .read(self.zone_lba(zone) + first, &mut buf)
+            .map_err(Error::Device)?;
+        self.account(kind, buf.len() as u64, done, false);
+        let skip = (off - first * self.ss) as usize;
+        buf.drain(..skip);
+        buf.truncate(len);
+        Ok(buf)
+    }
+
+    /// Reads `sectors` whole sectors at an absolute LBA (the conventional area).
+    pub fn read_lba(&self, lba: u64, sectors: u64) -> Result<Vec<u8>> {
+        let mut buf = vec![0u8; (sectors * self.ss) as usize];
+        let done = self.dev.read(lba, &mut buf).map_err(Error::Device)?;
+        self.account(IoKind::Meta, buf.len() as u64, done, false);
+        Ok(buf)
+    }
+
+    /// Writes whole sectors at sector `sector` of `zone`.
+    pub fn write_at(&self, zone: u32, sector: u64, data: &[u8], kind: IoKind) -> Result<()> {
+        let done = self
+            .dev
+            .write(self.zone_lba(zone) + sector, data)
+            .map_err(Error::Device)?;
+        self.account(kind, data.len() as u64, done, true);
+        Ok(())
+    }
+
+    /// Flushes the device cache.
+    pub fn flush(&self, kind: IoKind) -> Result<()> {
+        let done = self.dev.flush().map_err(Error::Device)?;
+        self.account(kind, 0, done, false);
+        Ok(())
+    }
+
+    /// Resets a zone.
+    pub fn reset(&self, zone: u32) -> Result<()> {
+        self.dev.reset_zone(zone).map_err(Error::Device)?;
+        Ok(())
+    }
+
+    /// Pads `buf` with zeros to a whole number of sectors.
+    pub fn pad(&self, buf: &mut Vec<u8>) {
+        let n = (buf.len() as u64).div_ceil(self.ss).max(1) * self.ss;
+        buf.resize(n as usize, 0);
+    }
+}

@@ -1,0 +1,46 @@
+//! SMRDB: a key-value engine for host-managed shingled (SMR) disks, after Pitchumani, Hughes
+//! and Miller, *SMRDB: Key-Value Data Store for Shingled Magnetic Recording Disks*
+//! (SYSTOR 2015).
+//!
+//! The conventional zones hold only a superblock and a manifest of bands; every key-value pair
+//! and per-band structure lives in sequential-write-required zones (bands), written strictly
+//! sequentially. A memtable the size of a band is flushed to one band (sorted data blocks,
+//! index, Bloom filter, byte-based equi-depth histogram, footer). Two organisations:
+//! [`Mode::Soc`] (the paper's SMR-friendly two-level scheme with overlapping bands) and
+//! [`Mode::Loc`] (LevelDB-style levels). See `docs/smrdb-format.md` and `docs/smrdb-design.md`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use smrdb::{Db, Options};
+//! use tegula_device::{profile, Disk};
+//! let mut cfg = profile("hm-smr").unwrap();
+//! cfg.zones.zone_size = 1 << 20;
+//! cfg.capacity = 64 << 20;
+//! let db = Db::open(Arc::new(Disk::in_memory(cfg).unwrap()), Options::default()).unwrap();
+//! db.put(b"k", b"v").unwrap();
+//! assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod band;
+pub mod cache;
+pub mod cli;
+pub mod codec;
+pub mod compaction;
+pub mod db;
+pub mod error;
+pub mod io;
+pub mod iter;
+pub mod log;
+pub mod manifest;
+pub mod memtable;
+pub mod options;
+pub mod stats;
+pub mod superblock;
+pub mod version;
+
+pub use db::{detect_mode, Db, ScanIter, Snapshot, WriteBatch};
+pub use error::{Error, Result};
+pub use options::{Mode, Options, WriteOptions};
+pub use stats::{CheckReport, DbStats};

@@ -1,0 +1,123 @@
+//! Configuration. `Default` is the one source of every default; each field says its default
+//! and the trade-off it controls.
+
+use serde::{Deserialize, Serialize};
+
+/// Band organisation and compaction policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Mode {
+    /// SMR-friendly organisation (paper §4.3): two levels, overlapping key ranges allowed in
+    /// both, selection pruned by the sequentiality metric, trivial moves. The default.
+    #[default]
+    Soc,
+    /// LevelDB-style organisation (paper §3): seven levels, non-overlapping levels ≥ 1, a
+    /// round-robin choice of the band to compact, one SSTable per band.
+    Loc,
+}
+
+/// Options of [`crate::Db::open`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
+    /// Organisation and compaction policy. Default [`Mode::Soc`].
+    pub mode: Mode,
+    /// Bytes of key-value data buffered in the memtable before it is flushed to a band.
+    /// Default `None` = the band (zone) capacity less room for the band's index, filter and
+    /// histogram, so that one memtable fills one band, as the paper does.
+    pub memtable_bytes: Option<u64>,
+    /// Log buffer: records are written to the log band when this many bytes are buffered, or
+    /// at a synced write. Default 1 MiB (the paper's value). Larger buffers mean fewer, larger
+    /// log writes and more data lost on a crash of unsynced writes.
+    pub log_buffer_bytes: u64,
+    /// Target size of a data block in a band; the unit of the block cache and of GET reads.
+    /// Default 4 KiB.
+    pub block_size: usize,
+    /// Bloom filter bits per key. Default 10 (≈ 1% false positives); 0 disables filters.
+    pub bloom_bits_per_key: u32,
+    /// Bytes of data per bucket of a band's equi-depth histogram (built from the index).
+    /// Default 4 KiB: smaller buckets estimate sequentiality better and cost more memory.
+    pub histogram_bucket_bytes: u64,
+    /// Capacity of the LRU cache of decoded data blocks. Default 8 MiB.
+    pub block_cache_bytes: u64,
+    /// L0 band count that triggers an L0→L1 compaction. Default 4 (LevelDB's value).
+    pub l0_compaction_trigger: usize,
+    /// L0 band count at which each write is delayed by `slowdown_factor` milliseconds, to let
+    /// compaction catch up. Default 8.
+    pub l0_slowdown: usize,
+    /// L0 band count at which writes wait for compaction. Default 12.
+    pub l0_stop: usize,
+    /// Delay per write in milliseconds while L0 is at or above `l0_slowdown`. Default 1.0
+    /// (LevelDB's 1 ms); 0 disables the slowdown.
+    pub slowdown_factor: f64,
+    /// Most L0 bands one L0→L1 compaction takes (the oldest and newer ones overlapping it).
+    /// Default 4.
+    pub l0_compaction_max_bands: usize,
+    /// SOC: an L1→L1 compaction runs when some L1 band overlaps more than this many other L1
+    /// bands. Default 2.
+    pub l1_overlap_trigger: usize,
+    /// LOC: bands allowed in level 1 before it is compacted into level 2; each deeper level
+    /// holds `loc_level_multiplier` times more. Default 4.
+    pub loc_level1_bands: u64,
+    /// LOC: size ratio of adjacent levels. Default 10.
+    pub loc_level_multiplier: u64,
+    /// Free bands kept back so that compaction can always proceed; memtable flushes and log
+    /// growth fail with `NoSpace` rather than use them. Default 2.
+    pub reserve_bands: u32,
+    /// Most log bands the current memtable may use before it is flushed early (synced small
+    /// writes pad to a sector each and fill log bands faster than the memtable). Default 4.
+    pub max_log_bands: u32,
+    /// Run flushes and compactions on a background thread. Default true; false runs them
+    /// inline in the writing thread (deterministic; used by tests).
+    pub background_compaction: bool,
+    /// Size of the sequential reads of compaction and scans. Default 1 MiB.
+    pub read_ahead_bytes: usize,
+    /// Size of the sequential writes of flushes and compactions. Default 1 MiB.
+    pub write_chunk_bytes: usize,
+    /// Verify data block checksums on every read. Default true.
+    pub verify_checksums: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mode: Mode::Soc,
+            memtable_bytes: None,
+            log_buffer_bytes: 1 << 20,
+            block_size: 4096,
+            bloom_bits_per_key: 10,
+            histogram_bucket_bytes: 4096,
+            block_cache_bytes: 8 << 20,
+            l0_compaction_trigger: 4,
+            l0_slowdown: 8,
+            l0_stop: 12,
+            slowdown_factor: 1.0,
+            l0_compaction_max_bands: 4,
+            l1_overlap_trigger: 2,
+            loc_level1_bands: 4,
+            loc_level_multiplier: 10,
+            reserve_bands: 2,
+            max_log_bands: 4,
+            background_compaction: true,
+            read_ahead_bytes: 1 << 20,
+            write_chunk_bytes: 1 << 20,
+            verify_checksums: true,
+        }
+    }
+}
+
+impl Options {
+    /// Options for LevelDB-style SMRDB-LOC.
+    pub fn loc() -> Self {
+        Options {
+            mode: Mode::Loc,
+            ..Options::default()
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Make the write durable (log written and device cache flushed) before returning.
+    /// Concurrent synced writers share one device flush (group commit). Default false.
+    pub sync: bool,
+}

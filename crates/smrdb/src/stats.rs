@@ -1,0 +1,350 @@
+//! Statistics and the consistency check.
+
+use crate::band::{Band, BandIter};
+use crate::compaction::overlap_pairs;
+use crate::db::Inner;
+use crate::error::Result;
+use crate::io::IoKind;
+use crate::manifest::Manifest;
+use crate::options::Mode;
+use crate::version::{level_of, SuperVersion};
+use serde::Serialize;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tegula_device::ZoneCondition;
+
+/// Engine counters (the I/O counters live with the device wrapper).
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Key and value bytes written by the user.
+    pub user_bytes: AtomicU64,
+    /// Puts.
+    pub puts: AtomicU64,
+    /// Deletes.
+    pub deletes: AtomicU64,
+    /// GETs.
+    pub gets: AtomicU64,
+    /// Bands whose blocks a GET read (after the Bloom filter).
+    pub get_probes: AtomicU64,
+    /// Bands skipped by their Bloom filter.
+    pub bloom_skips: AtomicU64,
+    /// Scans started.
+    pub scans: AtomicU64,
+    /// Memtable flushes.
+    pub flushes: AtomicU64,
+    /// Compactions that copied data.
+    pub compactions: AtomicU64,
+    /// Trivial moves.
+    pub trivial_moves: AtomicU64,
+    /// Wall time spent in compactions.
+    pub compaction_wall_ns: AtomicU64,
+    /// Writes delayed by the slowdown.
+    pub slowdowns: AtomicU64,
+    /// Writes that waited for a flush or compaction.
+    pub stalls: AtomicU64,
+    /// Wall time writers spent delayed or waiting.
+    pub stall_ns: AtomicU64,
+    /// Device flushes made for synced writes.
+    pub syncs: AtomicU64,
+    /// Synced writes that found their records already durable (group commit).
+    pub grouped_syncs: AtomicU64,
+}
+
+/// A statistics snapshot (`serde::Serialize`).
+#[derive(Debug, Clone, Serialize)]
+pub struct DbStats {
+    /// Organisation.
+    pub mode: String,
+    /// Key and value bytes written by the user.
+    pub user_bytes: u64,
+    /// Puts.
+    pub puts: u64,
+    /// Deletes.
+    pub deletes: u64,
+    /// GETs.
+    pub gets: u64,
+    /// Bytes written to log bands (with chunk headers and sector padding).
+    pub log_bytes: u64,
+    /// Bytes written by memtable flushes.
+    pub flush_bytes: u64,
+    /// Bytes read by compactions.
+    pub compaction_bytes_read: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes written to the conventional area (superblock, manifest).
+    pub manifest_bytes: u64,
+    /// (log + flush + compaction + manifest bytes written) / user bytes.
+    pub write_amplification: f64,
+    /// (flush + compaction bytes written) / user bytes, the paper's measure (log excluded).
+    pub write_amplification_no_log: f64,
+    /// Modelled device time of compaction I/O.
+    pub compaction_time_ns: u64,
+    /// Modelled device time of flush I/O.
+    pub flush_time_ns: u64,
+    /// Modelled device time of log I/O.
+    pub log_time_ns: u64,
+    /// Wall time spent compacting.
+    pub compaction_wall_ns: u64,
+    /// Memtable flushes.
+    pub flushes: u64,
+    /// Compactions that copied data.
+    pub compactions: u64,
+    /// Trivial moves.
+    pub trivial_moves: u64,
+    /// Bands per level.
+    pub bands_per_level: Vec<usize>,
+    /// Data bytes per level.
+    pub bytes_per_level: Vec<u64>,
+    /// Bands whose blocks a GET read, on average.
+    pub avg_bands_probed_per_get: f64,
+    /// Bands skipped by Bloom filters.
+    pub bloom_skips: u64,
+    /// Pairs of bands with overlapping key ranges within levels ≥ 1.
+    pub overlap_count: usize,
+    /// Free bands.
+    pub free_bands: usize,
+    /// Log bands in use.
+    pub log_bands: usize,
+    /// Bytes in the memtables.
+    pub memtable_bytes: u64,
+    /// Writes delayed by the slowdown.
+    pub slowdowns: u64,
+    /// Writes that waited for background work.
+    pub stalls: u64,
+    /// Wall time writers waited.
+    pub stall_ns: u64,
+    /// Device flushes for synced writes.
+    pub syncs: u64,
+    /// Synced writes served by another writer's flush.
+    pub grouped_syncs: u64,
+    /// Last sequence number.
+    pub last_sequence: u64,
+}
+
+pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usize) -> DbStats {
+    let c = &db.counters;
+    let io = &db.dev().counters;
+    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let user = g(&c.user_bytes);
+    let levels = match db.opts().mode {
+        Mode::Soc => 2,
+        Mode::Loc => crate::compaction::loc::LEVELS as usize,
+    };
+    let mut bands_per_level = vec![0usize; levels];
+    let mut bytes_per_level = vec![0u64; levels];
+    for b in sv.bands.iter() {
+        let l = b.level as usize;
+        if l >= bands_per_level.len() {
+            bands_per_level.resize(l + 1, 0);
+            bytes_per_level.resize(l + 1, 0);
+        }
+        bands_per_level[l] += 1;
+        bytes_per_level[l] += b.band.meta.data_bytes;
+    }
+    let overlap_count = (1..bands_per_level.len() as u8)
+        .map(|l| overlap_pairs(&level_of(&sv.bands, l)))
+        .sum();
+    let written = g(&io.log_bytes) + g(&io.flush_bytes) + g(&io.compaction_written);
+    let ratio = |x: u64| {
+        if user == 0 {
+            0.0
+        } else {
+            x as f64 / user as f64
+        }
+    };
+    let gets = g(&c.gets);
+    DbStats {
+        mode: format!("{:?}", db.opts().mode).to_lowercase(),
+        user_bytes: user,
+        puts: g(&c.puts),
+        deletes: g(&c.deletes),
+        gets,
+        log_bytes: g(&io.log_bytes),
+        flush_bytes: g(&io.flush_bytes),
+        compaction_bytes_read: g(&io.compaction_read),
+        compaction_bytes_written: g(&io.compaction_written),
+        manifest_bytes: g(&io.meta_bytes),
+        write_amplification: ratio(written + g(&io.meta_bytes)),
+        write_amplification_no_log: ratio(g(&io.flush_bytes) + g(&io.compaction_written)),
+        compaction_time_ns: g(&io.compaction_ns),
+        flush_time_ns: g(&io.flush_ns),
+        log_time_ns: g(&io.log_ns),
+        compaction_wall_ns: g(&c.compaction_wall_ns),
+        flushes: g(&c.flushes),
+        compactions: g(&c.compactions),
+        trivial_moves: g(&c.trivial_moves),
+        bands_per_level,
+        bytes_per_level,
+        avg_bands_probed_per_get: if gets == 0 {
+            0.0
+        } else {
+            g(&c.get_probes) as f64 / gets as f64
+        },
+        bloom_skips: g(&c.bloom_skips),
+        overlap_count,
+        free_bands: free,
+        log_bands,
+        memtable_bytes: sv.mem.approximate_bytes()
+            + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes()),
+        slowdowns: g(&c.slowdowns),
+        stalls: g(&c.stalls),
+        stall_ns: g(&c.stall_ns),
+        syncs: g(&c.syncs),
+        grouped_syncs: g(&c.grouped_syncs),
+        last_sequence: db.last_seq(),
+    }
+}
+
+/// What [`crate::Db::check`] found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CheckReport {
+    /// Bands verified.
+    pub bands: usize,
+    /// Entries read and checked.
+    pub entries: u64,
+    /// Data bytes read.
+    pub data_bytes: u64,
+    /// Everything found wrong (empty when the database is sound).
+    pub problems: Vec<String>,
+}
+
+impl CheckReport {
+    /// Whether no problem was found.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+pub(crate) fn check(
+    db: &Inner,
+    sv: &SuperVersion,
+    m: &Manifest,
+    free: &[u32],
+    seq_zones: &[u32],
+) -> Result<CheckReport> {
+    let dev = db.dev();
+    let mut rep = CheckReport::default();
+    let mut seen = BTreeSet::new();
+    for z in m
+        .bands
+        .iter()
+        .map(|b| b.zone)
+        .chain(m.log_zones.iter().copied())
+    {
+        if !seen.insert(z) {
+            rep.problems.push(format!("zone {z} is referenced twice"));
+        }
+        if !seq_zones.contains(&z) {
+            rep.problems
+                .push(format!("zone {z} is not a sequential zone"));
+        }
+    }
+    for &z in free {
+        if seen.contains(&z) {
+            rep.problems
+                .push(format!("zone {z} is both free and in use"));
+        }
+        match dev.dev.zone(z) {
+            Ok(zi) if zi.condition != ZoneCondition::Empty => {
+                rep.problems
+                    .push(format!("free zone {z} is {}", zi.condition));
+            }
+            Err(e) => rep.problems.push(format!("zone {z}: {e}")),
+            _ => {}
+        }
+    }
+    for b in sv.bands.iter() {
+        let meta = &b.band.meta;
+        rep.bands += 1;
+        match dev.dev.zone(meta.zone) {
+            Ok(zi) => {
+                let wp = zi.write_pointer_lba - zi.start_lba;
+                if wp < meta.sectors {
+                    rep.problems.push(format!(
+                        "band {} in zone {}: {} sectors recorded, write pointer at {wp}",
+                        meta.id, meta.zone, meta.sectors
+                    ));
+                    continue;
+                }
+            }
+            Err(e) => {
+                rep.problems.push(format!("band {}: {e}", meta.id));
+                continue;
+            }
+        }
+        // Re-read the footer, index, filter and histogram from the media.
+        if let Err(e) = Band::open(dev, meta.clone()) {
+            rep.problems.push(format!("band {}: {e}", meta.id));
+            continue;
+        }
+        let mut it = match BandIter::new(
+            b.band.clone(),
+            db.dev_arc(),
+            &[],
+            IoKind::Read,
+            db.opts().read_ahead_bytes,
+            true,
+        ) {
+            Ok(it) => it,
+            Err(e) => {
+                rep.problems.push(format!("band {}: {e}", meta.id));
+                continue;
+            }
+        };
+        let mut prev: Option<(Vec<u8>, u64)> = None;
+        let mut n = 0u64;
+        loop {
+            match it.next_entry() {
+                Ok(Some(e)) => {
+                    n += 1;
+                    rep.data_bytes += e.encoded_len() as u64;
+                    if let Some((pk, ps)) = &prev {
+                        if crate::band::reader::cmp_ikey(pk, *ps, &e.key, e.seq)
+                            != std::cmp::Ordering::Less
+                        {
+                            rep.problems
+                                .push(format!("band {}: entries out of order", meta.id));
+                            break;
+                        }
+                    }
+                    if !meta.covers(&e.key) || e.seq < meta.min_seq || e.seq > meta.max_seq {
+                        rep.problems.push(format!(
+                            "band {}: entry outside the recorded key or sequence range",
+                            meta.id
+                        ));
+                        break;
+                    }
+                    if !b.band.bloom.may_contain(&e.key) {
+                        rep.problems
+                            .push(format!("band {}: Bloom filter misses a key", meta.id));
+                        break;
+                    }
+                    prev = Some((e.key, e.seq));
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    rep.problems.push(format!("band {}: {e}", meta.id));
+                    break;
+                }
+            }
+        }
+        rep.entries += n;
+        if n != meta.entries && rep.problems.is_empty() {
+            rep.problems.push(format!(
+                "band {}: {n} entries read, {} recorded",
+                meta.id, meta.entries
+            ));
+        }
+    }
+    if db.opts().mode == Mode::Loc {
+        for l in 1..crate::compaction::loc::LEVELS {
+            let n = overlap_pairs(&level_of(&sv.bands, l));
+            if n > 0 {
+                rep.problems.push(format!(
+                    "level {l}: {n} pairs of bands overlap (LOC forbids)"
+                ));
+            }
+        }
+    }
+    Ok(rep)
+}

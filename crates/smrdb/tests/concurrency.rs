@@ -1,0 +1,93 @@
+//! Readers and writers on several threads with background flushes and compactions.
+#![allow(clippy::unwrap_used)] // tests fail loudly on any error
+
+mod common;
+
+use common::*;
+use smrdb::{Db, Mode, Options, WriteOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+fn bg_opts(mode: Mode) -> Options {
+    Options {
+        background_compaction: true,
+        slowdown_factor: 0.2,
+        ..tiny_opts(mode)
+    }
+}
+
+fn run(mode: Mode) {
+    let disk = tiny_disk(96);
+    let db = Arc::new(Db::open(disk, bg_opts(mode)).unwrap());
+    let stop = Arc::new(AtomicBool::new(false));
+    // Each writer owns a key prefix and writes increasing versions; readers check that a
+    // key's version never goes backwards and scans are sorted.
+    let mut hs = Vec::new();
+    for w in 0..3u64 {
+        let db = db.clone();
+        hs.push(thread::spawn(move || {
+            let mut rng = Rng(w + 1);
+            for i in 0..3000u64 {
+                let k = format!("w{w}-{:04}", rng.below(500));
+                let v = format!("{i:08}-{}", "x".repeat(rng.below(300) as usize));
+                if i % 97 == 0 {
+                    let mut b = smrdb::WriteBatch::new();
+                    b.put(k.as_bytes(), v.as_bytes());
+                    db.write(b, WriteOptions { sync: true }).unwrap();
+                } else {
+                    db.put(k.as_bytes(), v.as_bytes()).unwrap();
+                }
+            }
+        }));
+    }
+    let mut rs = Vec::new();
+    for r in 0..2u64 {
+        let db = db.clone();
+        let stop = stop.clone();
+        rs.push(thread::spawn(move || {
+            let mut rng = Rng(100 + r);
+            let mut seen = std::collections::HashMap::new();
+            while !stop.load(Ordering::Relaxed) {
+                let k = format!("w{}-{:04}", rng.below(3), rng.below(500));
+                if let Some(v) = db.get(k.as_bytes()).unwrap() {
+                    let ver: u64 = std::str::from_utf8(&v[..8]).unwrap().parse().unwrap();
+                    let prev = seen.insert(k.clone(), ver).unwrap_or(0);
+                    assert!(ver >= prev, "{k}: version went back from {prev} to {ver}");
+                }
+                if rng.below(20) == 0 {
+                    let mut last: Option<Vec<u8>> = None;
+                    for kv in db.scan(b"w1-", Some(b"w1-0200")).unwrap() {
+                        let (k, _) = kv.unwrap();
+                        assert!(last.as_ref().is_none_or(|l| *l < k));
+                        last = Some(k);
+                    }
+                }
+            }
+        }));
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in rs {
+        h.join().unwrap();
+    }
+    db.wait_for_compactions().unwrap();
+    let st = db.stats();
+    assert!(st.flushes > 3, "{st:?}");
+    assert!(db.check().unwrap().is_ok());
+    let n = db.scan(b"", None).unwrap().count();
+    assert!(n > 1000 && n <= 1500, "{n} keys");
+    Arc::try_unwrap(db).unwrap().close().unwrap();
+}
+
+#[test]
+fn concurrent_soc() {
+    run(Mode::Soc);
+}
+
+#[test]
+fn concurrent_loc() {
+    run(Mode::Loc);
+}

@@ -1,0 +1,355 @@
+//! The fully associative (S-blocks variant) translation layer of Skylight's Emulated-SMR-3: the
+//! disk is split into large zones, each with spare bands; writes to logical band `a` go to a free
+//! update band `c` of its zone; cleaning merges the data band `b` and `c` into a free band `d`
+//! and remaps `a` to `d` (dynamic mapping), freeing `b` and `c`. A band written completely and
+//! in order in its update band is remapped without copying (streaming writes cost nothing
+//! extra). Merges write only to free bands and switch the map atomically, so no staging is
+//! needed. Aggressive cleaning merges update bands in idle time.
+
+use crate::config::{Cleaning, DmConfig};
+use crate::durable::{Durable, Replay};
+use crate::error::{Result, StlError};
+use crate::extmap::ExtentMap;
+use crate::layer::{salvage_read, Layer, WriteReq};
+use crate::layout::Layout;
+use crate::stats::StlStats;
+use std::collections::BTreeMap;
+use tegula_device::media::Media;
+use tegula_device::Nanos;
+
+#[derive(Debug, Clone, Copy)]
+struct Upd {
+    phys: usize,
+    wp: u64,
+    seq: u64,
+}
+
+/// Durable state: the band map, free bands, open update bands and the block map.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FState {
+    phys_of: Vec<usize>,
+    free: Vec<Vec<usize>>,
+    upd: BTreeMap<usize, Upd>,
+    map: ExtentMap,
+    seq: u64,
+}
+
+/// Committed metadata.
+#[derive(Debug, Clone)]
+pub(crate) enum FRec {
+    /// Logical band `band` (of zone `zone`) got update band `phys`.
+    Open {
+        zone: usize,
+        band: usize,
+        phys: usize,
+    },
+    /// Logical `[lba, lba + n)` of band `band` is at physical `pos` in its update band.
+    Put {
+        band: usize,
+        lba: u64,
+        n: u64,
+        pos: u64,
+    },
+    /// Band `band` now lives in physical band `to`; its old data band and update band are free.
+    Merge {
+        zone: usize,
+        band: usize,
+        to: usize,
+        lo: u64,
+        hi: u64,
+    },
+}
+
+impl Replay for FState {
+    type Rec = FRec;
+    fn apply(&mut self, r: &FRec) {
+        match r {
+            FRec::Open { zone, band, phys } => {
+                self.free[*zone].retain(|b| b != phys);
+                self.seq += 1;
+                self.upd.insert(
+                    *band,
+                    Upd {
+                        phys: *phys,
+                        wp: 0,
+                        seq: self.seq,
+                    },
+                );
+            }
+            FRec::Put { band, lba, n, pos } => {
+                self.map.insert(*lba, *n, *pos);
+                if let Some(u) = self.upd.get_mut(band) {
+                    u.wp += n;
+                }
+            }
+            FRec::Merge {
+                zone,
+                band,
+                to,
+                lo,
+                hi,
+            } => {
+                let old = self.phys_of[*band];
+                let upd = self.upd.remove(band);
+                self.free[*zone].retain(|b| b != to);
+                if old != *to {
+                    self.free[*zone].push(old);
+                }
+                if let Some(u) = upd {
+                    if u.phys != *to {
+                        self.free[*zone].push(u.phys);
+                    }
+                }
+                self.phys_of[*band] = *to;
+                self.map.remove(*lo, hi - lo);
+            }
+        }
+    }
+}
+
+/// The fully associative layer.
+pub(crate) struct FullyAssociative {
+    cfg: DmConfig,
+    layout: Layout,
+    zone_of: Vec<usize>,
+    d: Durable<FState>,
+    stats: StlStats,
+    ss: u64,
+}
+
+impl FullyAssociative {
+    /// A fully associative layer over `layout` (its zones and spare bands).
+    pub fn new(cfg: &DmConfig, layout: Layout) -> Result<Self> {
+        let mut zone_of = vec![0; layout.data.len()];
+        for (z, r) in layout.zones.iter().enumerate() {
+            for b in r.clone() {
+                zone_of[b] = z;
+            }
+        }
+        if layout.spares.iter().any(|s| s.len() < 2) {
+            return Err(StlError::Config(
+                "every zone needs at least two spare bands".into(),
+            ));
+        }
+        let ss = layout.sector;
+        let spare: u64 = layout
+            .spares
+            .iter()
+            .flatten()
+            .map(|&b| layout.bands[b].len)
+            .sum();
+        let st = FState {
+            phys_of: layout.data.clone(),
+            free: layout.spares.clone(),
+            ..Default::default()
+        };
+        Ok(FullyAssociative {
+            cfg: cfg.clone(),
+            stats: StlStats {
+                stl: "fully-associative".into(),
+                cache_bytes: spare * ss,
+                map_entries_max: spare,
+                ..Default::default()
+            },
+            zone_of,
+            layout,
+            d: Durable::new(st),
+            ss,
+        })
+    }
+
+    fn native(&self, lba: u64) -> u64 {
+        let b = self.layout.band_of(lba);
+        self.layout.bands[self.d.live.phys_of[b]].start + (lba - self.layout.logical_starts[b])
+    }
+
+    /// Merges logical band `band` with its update band into a free band (or remaps the update
+    /// band when it holds the whole band in order).
+    fn merge(&mut self, m: &mut Media, band: usize) -> Result<()> {
+        let t0 = m.now();
+        let ss = self.ss;
+        let zone = self.zone_of[band];
+        let (lo, hi) = self.layout.logical_range(band);
+        let Some(u) = self.d.live.upd.get(&band).copied() else {
+            return Ok(());
+        };
+        let ustart = self.layout.bands[u.phys].start;
+        let pieces = self.d.live.map.pieces_in(lo, hi - lo);
+        let in_order = pieces.len() == 1
+            && pieces[0].lba == lo
+            && pieces[0].len == hi - lo
+            && pieces[0].pos == ustart;
+        if in_order {
+            self.d.commit(FRec::Merge {
+                zone,
+                band,
+                to: u.phys,
+                lo,
+                hi,
+            });
+        } else {
+            let Some(&to) = self.d.live.free[zone].last() else {
+                return Err(StlError::Layout(format!("zone {zone} has no free band")));
+            };
+            let mut img = vec![0u8; ((hi - lo) * ss) as usize];
+            let old = self.layout.bands[self.d.live.phys_of[band]].start;
+            self.stats.salvaged_sectors += salvage_read(m, old, &mut img)?;
+            self.stats.cleaning_bytes_read += img.len() as u64;
+            for p in &pieces {
+                let o = ((p.lba - lo) * ss) as usize;
+                let k = (p.len * ss) as usize;
+                m.read(p.pos, &mut img[o..o + k])?;
+                self.stats.cleaning_bytes_read += k as u64;
+            }
+            m.write(self.layout.bands[to].start, &img, true)?;
+            self.stats.cleaning_bytes_written += img.len() as u64;
+            self.d.commit(FRec::Merge {
+                zone,
+                band,
+                to,
+                lo,
+                hi,
+            });
+        }
+        self.stats.bands_cleaned += 1;
+        self.stats.cleaning_ns += m.now() - t0;
+        if self.d.pending() > 20_000 {
+            self.d.checkpoint();
+        }
+        Ok(())
+    }
+
+    fn oldest_in(&self, zone: Option<usize>, except: usize) -> Option<usize> {
+        self.d
+            .live
+            .upd
+            .iter()
+            .filter(|(&b, _)| b != except && zone.is_none_or(|z| self.zone_of[b] == z))
+            .min_by_key(|(_, u)| u.seq)
+            .map(|(&b, _)| b)
+    }
+
+    fn put(&mut self, m: &mut Media, lba: u64, data: &[u8]) -> Result<()> {
+        let ss = self.ss;
+        let n = data.len() as u64 / ss;
+        let band = self.layout.band_of(lba);
+        let zone = self.zone_of[band];
+        let full = self.layout.bands[self.layout.data[band]].len;
+        if let Some(u) = self.d.live.upd.get(&band).copied() {
+            if u.wp + n > full {
+                self.merge(m, band)?;
+                self.stats.cleaning_runs += 1;
+            }
+        }
+        if !self.d.live.upd.contains_key(&band) {
+            // Keep one free band for merging: below that, merge the zone's oldest update band.
+            while self.d.live.free[zone].len() < 2 {
+                let Some(victim) = self.oldest_in(Some(zone), band) else {
+                    return Err(StlError::Layout(format!("zone {zone} ran out of bands")));
+                };
+                self.merge(m, victim)?;
+                self.stats.cleaning_runs += 1;
+            }
+            let phys = self.d.live.free[zone][0];
+            self.d.commit(FRec::Open { zone, band, phys });
+        }
+        let Some(u) = self.d.live.upd.get(&band).copied() else {
+            return Err(StlError::Layout("update band vanished".into()));
+        };
+        let pos = self.layout.bands[u.phys].start + u.wp;
+        m.write(pos, data, true)?;
+        self.d.commit(FRec::Put { band, lba, n, pos });
+        self.stats.journal_entries += 1;
+        Ok(())
+    }
+}
+
+impl Layer for FullyAssociative {
+    fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
+        let ss = self.ss;
+        let n = buf.len() as u64 / ss;
+        for (l, k, pos) in self.d.live.map.lookup(lba, n) {
+            match pos {
+                Some(p) => {
+                    let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
+                    m.read(p, &mut buf[a..b])?;
+                }
+                None => {
+                    let mut cur = l;
+                    while cur < l + k {
+                        let (_, hi) = self.layout.logical_range(self.layout.band_of(cur));
+                        let e = hi.min(l + k);
+                        let (a, b) = (((cur - lba) * ss) as usize, ((e - lba) * ss) as usize);
+                        m.read(self.native(cur), &mut buf[a..b])?;
+                        cur = e;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
+        let ss = self.ss;
+        let mut done = Vec::with_capacity(batch.len());
+        for r in batch {
+            let n = r.data.len() as u64 / ss;
+            let mut cur = r.lba;
+            while cur < r.lba + n {
+                let (_, hi) = self.layout.logical_range(self.layout.band_of(cur));
+                let e = hi.min(r.lba + n);
+                let (a, b) = (((cur - r.lba) * ss) as usize, ((e - r.lba) * ss) as usize);
+                self.put(m, cur, &r.data[a..b])?;
+                cur = e;
+            }
+            done.push(m.now());
+        }
+        Ok(done)
+    }
+
+    fn discard(&mut self, _m: &mut Media, _lba: u64, _n: u64) -> Result<()> {
+        Ok(())
+    }
+
+    fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
+        if self.cfg.cleaning == Cleaning::Lazy {
+            return Ok(());
+        }
+        let start = last_io + self.cfg.idle_before_cleaning;
+        if until <= start || self.d.live.upd.is_empty() {
+            return Ok(());
+        }
+        if m.now() < start {
+            m.idle(start - m.now());
+        }
+        let mut ran = false;
+        while m.now() < until {
+            let Some(b) = self.oldest_in(None, usize::MAX) else {
+                break;
+            };
+            self.merge(m, b)?;
+            ran = true;
+        }
+        if ran {
+            self.stats.cleaning_runs += 1;
+        }
+        Ok(())
+    }
+
+    fn recover(&mut self, _m: &mut Media) -> Result<()> {
+        let n = self.d.recover();
+        self.stats.recoveries += 1;
+        self.stats.replayed_records = n as u64;
+        Ok(())
+    }
+
+    fn stats(&self) -> StlStats {
+        let st = &self.d.live;
+        let mut s = self.stats.clone();
+        s.cache_used_bytes = st.upd.values().map(|u| u.wp).sum::<u64>() * self.ss;
+        s.cache_live_bytes = st.map.sectors() * self.ss;
+        s.journal_entries_live = st.upd.len() as u64;
+        s.map_entries = st.map.len() as u64;
+        s
+    }
+}

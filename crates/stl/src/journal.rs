@@ -1,0 +1,590 @@
+//! The journal translation layer of the Seagate drives Skylight measured: a single persistent
+//! disk cache used as a circular log of journal entries with quantized sizes, a bounded extent
+//! map with a low watermark, periodic map merges to the middle tracks, static band mapping, and
+//! FIFO read-modify-write cleaning that stages each band in the cache area first.
+
+use crate::config::{Cleaning, DmConfig};
+use crate::durable::{Durable, Replay};
+use crate::error::{Result, StlError};
+use crate::extmap::{ExtentMap, Piece};
+use crate::layer::{read_across, salvage_read, write_across, Layer, WriteReq};
+use crate::layout::Layout;
+use crate::stats::StlStats;
+use std::collections::BTreeMap;
+use tegula_device::geometry::ANGLE_FULL;
+use tegula_device::media::Media;
+use tegula_device::Nanos;
+
+#[derive(Debug, Clone)]
+struct Ent {
+    len: u64,
+    live: u64,
+    seq: u64,
+    extents: Vec<(u64, u64, u64)>,
+}
+
+/// The durable part of the journal: the extent map and the live entries of the log.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct JState {
+    map: ExtentMap,
+    entries: BTreeMap<u64, Ent>,
+    fifo: BTreeMap<u64, u64>,
+    head: u64,
+    seq: u64,
+    staged: Option<usize>,
+    used: u64,
+}
+
+/// Committed journal metadata.
+#[derive(Debug, Clone)]
+pub(crate) enum JRec {
+    /// A journal entry at `pos` of `len` sectors holds `extents` (lba, sectors, position).
+    Entry {
+        pos: u64,
+        len: u64,
+        extents: Vec<(u64, u64, u64)>,
+    },
+    /// The image of logical band `band` is complete in the staging area.
+    Staged { band: usize },
+    /// Logical `[lo, hi)` is current at its native location (cleaned, trimmed, or overwritten
+    /// in place); `band` ends a staged rewrite.
+    Native {
+        band: Option<usize>,
+        lo: u64,
+        hi: u64,
+    },
+}
+
+impl JState {
+    fn dec(&mut self, p: &Piece) {
+        let Some((&epos, _)) = self.entries.range(..=p.pos).next_back() else {
+            return;
+        };
+        let mut dead = None;
+        if let Some(e) = self.entries.get_mut(&epos) {
+            if p.pos < epos + e.len {
+                e.live = e.live.saturating_sub(p.len);
+                if e.live == 0 {
+                    dead = Some((e.seq, e.len));
+                }
+            }
+        }
+        if let Some((seq, len)) = dead {
+            self.entries.remove(&epos);
+            self.fifo.remove(&seq);
+            self.used -= len;
+        }
+    }
+
+    /// Whether a live entry overlaps physical `[a, b)`; returns its position.
+    fn live_in(&self, a: u64, b: u64) -> Option<u64> {
+        if let Some((&p, e)) = self.entries.range(..a).next_back() {
+            if p + e.len > a {
+                return Some(p);
+            }
+        }
+        self.entries.range(a..b).next().map(|(&p, _)| p)
+    }
+}
+
+impl Replay for JState {
+    type Rec = JRec;
+    fn apply(&mut self, r: &JRec) {
+        match r {
+            JRec::Entry { pos, len, extents } => {
+                self.seq += 1;
+                let live = extents.iter().map(|e| e.1).sum();
+                self.entries.insert(
+                    *pos,
+                    Ent {
+                        len: *len,
+                        live,
+                        seq: self.seq,
+                        extents: extents.clone(),
+                    },
+                );
+                self.fifo.insert(self.seq, *pos);
+                self.used += len;
+                self.head = pos + len;
+                for &(lba, n, p) in extents {
+                    for old in self.map.insert(lba, n, p) {
+                        self.dec(&old);
+                    }
+                }
+                if live == 0 {
+                    self.dec(&Piece {
+                        lba: 0,
+                        len: 0,
+                        pos: *pos,
+                    });
+                }
+            }
+            JRec::Staged { band } => self.staged = Some(*band),
+            JRec::Native { band, lo, hi } => {
+                for old in self.map.remove(*lo, hi - lo) {
+                    self.dec(&old);
+                }
+                if band.is_some() && *band == self.staged {
+                    self.staged = None;
+                }
+            }
+        }
+    }
+}
+
+/// The journal layer.
+pub(crate) struct Journal {
+    cfg: DmConfig,
+    layout: Layout,
+    segs: Vec<(u64, u64)>,
+    cache_total: u64,
+    d: Durable<JState>,
+    stats: StlStats,
+    ss: u64,
+    entry_min: u64,
+    quantum: u64,
+    entry_max: u64,
+    oob: u64,
+    slot: usize,
+    buf: Vec<u8>,
+    map_buf: Vec<u8>,
+}
+
+impl Journal {
+    /// A journal over `layout` (its `cache`, `staging` and `map_slots` regions).
+    pub fn new(cfg: &DmConfig, layout: Layout) -> Result<Self> {
+        let ss = layout.sector;
+        let mut segs: Vec<(u64, u64)> = Vec::new();
+        for &b in &layout.cache {
+            let band = layout.bands[b];
+            match segs.last_mut() {
+                Some(s) if s.1 == band.start => s.1 = band.end(),
+                _ => segs.push((band.start, band.end())),
+            }
+        }
+        let cache_total: u64 = segs.iter().map(|s| s.1 - s.0).sum();
+        let q = |b: u64| b.div_ceil(ss).max(1);
+        let (entry_min, quantum, entry_max, oob) = (
+            q(cfg.journal_entry_min),
+            q(cfg.journal_entry_quantum),
+            q(cfg.journal_entry_max),
+            cfg.journal_oob.div_ceil(ss),
+        );
+        let biggest = segs.iter().map(|s| s.1 - s.0).max().unwrap_or(0);
+        if biggest < 4 * (entry_max + oob) {
+            return Err(StlError::Config(format!(
+                "cache_size {} is too small for journal entries of up to {} bytes plus {} bytes of OOB",
+                cfg.cache_size, cfg.journal_entry_max, cfg.journal_oob
+            )));
+        }
+        let map_sectors = (cfg.map_entries * cfg.map_entry_bytes).div_ceil(ss).max(1);
+        let st = JState {
+            head: segs.first().map_or(0, |s| s.0),
+            ..Default::default()
+        };
+        let stats = StlStats {
+            stl: "journal".into(),
+            cache_bytes: cache_total * ss,
+            map_entries_max: cfg.map_entries,
+            ..Default::default()
+        };
+        Ok(Journal {
+            cfg: cfg.clone(),
+            layout,
+            segs,
+            cache_total,
+            d: Durable::new(st),
+            stats,
+            ss,
+            entry_min,
+            quantum,
+            entry_max,
+            oob,
+            slot: 0,
+            buf: vec![0u8; ((entry_max + oob) * ss) as usize],
+            map_buf: vec![0u8; (map_sectors * ss) as usize],
+        })
+    }
+
+    fn seg_of(&self, pos: u64) -> usize {
+        self.segs
+            .iter()
+            .position(|s| pos >= s.0 && pos < s.1)
+            .unwrap_or(0)
+    }
+
+    /// Where an entry of `len` sectors goes: at the log head, or — when the heads are already
+    /// on the head's track — at the sector passing under them now (no rotational delay; the
+    /// skipped sectors are wasted, as in the drive).
+    fn place(&self, m: &Media, len: u64) -> u64 {
+        let st = &self.d.live;
+        let mut pos = st.head;
+        let mut si = self.seg_of(pos);
+        if pos < self.segs[si].0 || pos >= self.segs[si].1 {
+            pos = self.segs[si].0;
+        }
+        let mech = m.mechanics();
+        let geo = mech.geometry();
+        let loc = geo.locate(pos);
+        if mech.position() == (loc.cyl, loc.head) {
+            let t0 = m.now() + mech.overhead();
+            let angle = ((t0 as u128 * geo.rpm() as u128) % ANGLE_FULL as u128) as u64;
+            let rel = (angle + ANGLE_FULL - geo.sector_angle(&loc, 0)) % ANGLE_FULL;
+            let under = (rel as u128 * loc.spt as u128).div_ceil(ANGLE_FULL as u128) as u64 + 1;
+            if under > loc.sector && under < loc.spt {
+                pos = loc.track_lba + under;
+            }
+        }
+        if pos + len > self.segs[si].1 {
+            si = (si + 1) % self.segs.len();
+            pos = self.segs[si].0;
+        }
+        pos
+    }
+
+    /// End of the region a write of `[pos, pos + len)` may damage.
+    fn damage_end(&self, m: &Media, pos: u64, len: u64) -> u64 {
+        let geo = m.mechanics().geometry();
+        let last = pos + len - 1;
+        let spt = geo.locate(last).spt;
+        let band_end = m
+            .shingling()
+            .band_end(geo, last)
+            .unwrap_or(pos + len + self.layout.overlap * spt);
+        band_end.min(pos + len + self.layout.overlap * spt)
+    }
+
+    fn quantize(&self, data: u64) -> u64 {
+        if data <= self.entry_min {
+            return self.entry_min;
+        }
+        let steps = (data - self.entry_min).div_ceil(self.quantum);
+        (self.entry_min + steps * self.quantum).min(self.entry_max.max(self.entry_min))
+    }
+
+    /// Logical band of the oldest cached block.
+    fn oldest_band(&self) -> Option<usize> {
+        let st = &self.d.live;
+        let (_, &pos) = st.fifo.iter().next()?;
+        self.band_of_entry(pos)
+    }
+
+    fn band_of_entry(&self, pos: u64) -> Option<usize> {
+        let st = &self.d.live;
+        let e = st.entries.get(&pos)?;
+        for &(lba, n, p) in &e.extents {
+            for (l, _, q) in st.map.lookup(lba, n) {
+                if let Some(q) = q {
+                    if q >= p && q < p + n {
+                        return Some(self.layout.band_of(l));
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// Algorithm 1: gather the band's cached blocks, read-modify-write it, staging it first.
+    fn clean_band(&mut self, m: &mut Media, band: usize) -> Result<()> {
+        let t0 = m.now();
+        let ss = self.ss;
+        let (lo, hi) = self.layout.logical_range(band);
+        let native = self.layout.bands[self.layout.data[band]].start;
+        let mut pieces = self.d.live.map.pieces_in(lo, hi - lo);
+        pieces.sort_by_key(|p| p.pos);
+        let mut img = vec![0u8; ((hi - lo) * ss) as usize];
+        // Cached blocks first, in log order (the drive scans its cache), then the band.
+        let mut cached = vec![0u8; 0];
+        for p in &pieces {
+            cached.resize((p.len * ss) as usize, 0);
+            m.read(p.pos, &mut cached)?;
+            self.stats.cleaning_bytes_read += p.len * ss;
+            let off = ((p.lba - lo) * ss) as usize;
+            img[off..off + cached.len()].copy_from_slice(&cached);
+        }
+        let mut native_img = vec![0u8; img.len()];
+        self.stats.salvaged_sectors += salvage_read(m, native, &mut native_img)?;
+        self.stats.cleaning_bytes_read += native_img.len() as u64;
+        // Merge: cached pieces override the native image.
+        let mut cur = lo;
+        let mut sorted = pieces.clone();
+        sorted.sort_by_key(|p| p.lba);
+        for p in &sorted {
+            let (a, b) = (((cur - lo) * ss) as usize, ((p.lba - lo) * ss) as usize);
+            if b > a {
+                img[a..b].copy_from_slice(&native_img[a..b]);
+            }
+            cur = p.lba + p.len;
+        }
+        let a = ((cur - lo) * ss) as usize;
+        img[a..].copy_from_slice(&native_img[a..]);
+        write_across(m, &self.layout, &self.layout.staging, &img)?;
+        self.d.commit(JRec::Staged { band });
+        m.write(native, &img, true)?;
+        self.d.commit(JRec::Native {
+            band: Some(band),
+            lo,
+            hi,
+        });
+        self.stats.cleaning_bytes_written += 2 * img.len() as u64;
+        self.stats.bands_cleaned += 1;
+        self.stats.cleaning_ns += m.now() - t0;
+        Ok(())
+    }
+
+    fn map_merge(&mut self, m: &mut Media) -> Result<()> {
+        let old = self.slot;
+        let new = 1 - old;
+        let mut buf = std::mem::take(&mut self.map_buf);
+        let r = read_across(m, &self.layout, &self.layout.map_slots[old], &mut buf)
+            .and_then(|_| write_across(m, &self.layout, &self.layout.map_slots[new], &buf));
+        self.map_buf = buf;
+        r?;
+        self.slot = new;
+        self.d.checkpoint();
+        self.stats.map_merges += 1;
+        Ok(())
+    }
+
+    /// Makes room for an entry of `len` sectors with `extents` new map entries; returns the
+    /// position to write it at.
+    fn make_room(&mut self, m: &mut Media, len: u64, extents: u64) -> Result<u64> {
+        let cap = self.cfg.map_entries;
+        let soft = (cap as f64 * (1.0 - self.cfg.map_low_watermark)) as u64;
+        let free_min = (self.cache_total as f64 * self.cfg.cache_low_watermark) as u64;
+        let mut cleaned = false;
+        // Over a watermark: clean one band per host write (the drive's foreground cleaning).
+        if self.d.live.map.len() as u64 + extents > soft
+            || self.cache_total - self.d.live.used < free_min + len
+        {
+            if let Some(b) = self.oldest_band() {
+                self.clean_band(m, b)?;
+                cleaned = true;
+            }
+        }
+        // Hard limits: the map must fit, and the log must not damage live entries.
+        while self.d.live.map.len() as u64 + extents > cap {
+            let Some(b) = self.oldest_band() else { break };
+            self.clean_band(m, b)?;
+            cleaned = true;
+        }
+        let pos = loop {
+            let pos = self.place(m, len);
+            let end = self.damage_end(m, pos, len);
+            match self.d.live.live_in(pos, end) {
+                None => break pos,
+                Some(epos) => {
+                    let b = self.band_of_entry(epos).or_else(|| self.oldest_band());
+                    match b {
+                        Some(b) => self.clean_band(m, b)?,
+                        None => break pos,
+                    }
+                    cleaned = true;
+                }
+            }
+        };
+        if cleaned {
+            self.stats.cleaning_runs += 1;
+        }
+        Ok(pos)
+    }
+
+    fn write_entry(&mut self, m: &mut Media, group: &[(u64, &[u8])]) -> Result<Nanos> {
+        let ss = self.ss;
+        let data: u64 = group.iter().map(|g| g.1.len() as u64 / ss).sum();
+        let dlen = self.quantize(data).max(data);
+        let len = dlen + self.oob;
+        let pos = self.make_room(m, len, group.len() as u64)?;
+        let keep = m.keeps_data();
+        let bytes = (len * ss) as usize;
+        if self.buf.len() < bytes {
+            self.buf.resize(bytes, 0);
+        }
+        let mut extents = Vec::with_capacity(group.len());
+        let mut off = 0u64;
+        for (lba, d) in group {
+            let n = d.len() as u64 / ss;
+            if keep {
+                let o = (off * ss) as usize;
+                self.buf[o..o + d.len()].copy_from_slice(d);
+            }
+            extents.push((*lba, n, pos + off));
+            off += n;
+        }
+        if keep {
+            self.buf[(off * ss) as usize..bytes].fill(0);
+        }
+        let done = m.write(pos, &self.buf[..bytes], true)?;
+        self.d.commit(JRec::Entry { pos, len, extents });
+        self.stats.journal_entries += 1;
+        let every = self.cfg.map_merge_every;
+        if every > 0 && self.stats.journal_entries.is_multiple_of(every) {
+            self.map_merge(m)?;
+            return Ok(m.now());
+        }
+        Ok(done.end)
+    }
+
+    fn read_native(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
+        let ss = self.ss as usize;
+        let mut cur = lba;
+        let mut off = 0usize;
+        while off < buf.len() {
+            let b = self.layout.band_of(cur);
+            let (_, hi) = self.layout.logical_range(b);
+            let n = ((buf.len() - off) / ss).min((hi - cur) as usize);
+            m.read(self.layout.native(cur), &mut buf[off..off + n * ss])?;
+            off += n * ss;
+            cur += n as u64;
+        }
+        Ok(())
+    }
+}
+
+impl Layer for Journal {
+    fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
+        let ss = self.ss;
+        let n = buf.len() as u64 / ss;
+        for (l, k, pos) in self.d.live.map.lookup(lba, n) {
+            let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
+            match pos {
+                Some(p) => {
+                    m.read(p, &mut buf[a..b])?;
+                }
+                None => self.read_native(m, l, &mut buf[a..b])?,
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
+        let ss = self.ss as usize;
+        let max = (self.entry_max as usize) * ss;
+        let mut done = vec![0; batch.len()];
+        let mut group: Vec<(u64, &[u8])> = Vec::new();
+        let mut members: Vec<usize> = Vec::new();
+        let mut size = 0usize;
+        for (i, r) in batch.iter().enumerate() {
+            let mut off = 0usize;
+            while off < r.data.len() {
+                let piece = (r.data.len() - off).min(max);
+                if size + piece > max && !group.is_empty() {
+                    let end = self.write_entry(m, &group)?;
+                    for &j in &members {
+                        done[j] = end;
+                    }
+                    group.clear();
+                    members.clear();
+                    size = 0;
+                }
+                group.push((r.lba + (off / ss) as u64, &r.data[off..off + piece]));
+                members.push(i);
+                size += piece;
+                off += piece;
+            }
+        }
+        if !group.is_empty() {
+            let end = self.write_entry(m, &group)?;
+            for &j in &members {
+                done[j] = end;
+            }
+        }
+        Ok(done)
+    }
+
+    fn bypass(&mut self, m: &mut Media, req: WriteReq<'_>) -> Result<()> {
+        let ss = self.ss;
+        let n = req.data.len() as u64 / ss;
+        let end = req.lba + n;
+        let mut cur = req.lba;
+        while cur < end {
+            let band = self.layout.band_of(cur);
+            let (_, hi) = self.layout.logical_range(band);
+            let b = end.min(hi);
+            // Rewrite [cur, hi): the new data, then the rest of the band as it reads now.
+            let mut img = vec![0u8; ((hi - cur) * ss) as usize];
+            let k = ((b - cur) * ss) as usize;
+            let src = ((cur - req.lba) * ss) as usize;
+            img[..k].copy_from_slice(&req.data[src..src + k]);
+            if b < hi {
+                let native = self.layout.native(b);
+                self.stats.salvaged_sectors += salvage_read(m, native, &mut img[k..])?;
+                for p in self.d.live.map.pieces_in(b, hi - b) {
+                    let o = ((p.lba - cur) * ss) as usize;
+                    m.read(p.pos, &mut img[o..o + (p.len * ss) as usize])?;
+                }
+            }
+            m.write(self.layout.native(cur), &img, false)?;
+            self.d.commit(JRec::Native {
+                band: None,
+                lo: cur,
+                hi,
+            });
+            self.stats.bypass_writes += 1;
+            cur = b;
+        }
+        Ok(())
+    }
+
+    fn discard(&mut self, _m: &mut Media, lba: u64, n: u64) -> Result<()> {
+        self.d.commit(JRec::Native {
+            band: None,
+            lo: lba,
+            hi: lba + n,
+        });
+        Ok(())
+    }
+
+    fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
+        if self.cfg.cleaning == Cleaning::Lazy {
+            return Ok(());
+        }
+        let start = last_io + self.cfg.idle_before_cleaning;
+        if until <= start || self.d.live.entries.is_empty() {
+            return Ok(());
+        }
+        if m.now() < start {
+            m.idle(start - m.now());
+        }
+        let mut ran = false;
+        while m.now() < until {
+            let Some(b) = self.oldest_band() else { break };
+            self.clean_band(m, b)?;
+            ran = true;
+        }
+        if ran {
+            self.stats.cleaning_runs += 1;
+        }
+        Ok(())
+    }
+
+    fn recover(&mut self, m: &mut Media) -> Result<()> {
+        let n = self.d.recover();
+        self.stats.recoveries += 1;
+        self.stats.replayed_records = n as u64;
+        if let Some(band) = self.d.live.staged {
+            // A power cut hit the band write: redo it from the staged image.
+            let (lo, hi) = self.layout.logical_range(band);
+            let mut img = vec![0u8; ((hi - lo) * self.ss) as usize];
+            read_across(m, &self.layout, &self.layout.staging, &mut img)?;
+            let native = self.layout.bands[self.layout.data[band]].start;
+            m.write(native, &img, true)?;
+            self.d.commit(JRec::Native {
+                band: Some(band),
+                lo,
+                hi,
+            });
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> StlStats {
+        let st = &self.d.live;
+        let mut s = self.stats.clone();
+        s.cache_used_bytes = st.used * self.ss;
+        s.cache_live_bytes = st.map.sectors() * self.ss;
+        s.journal_entries_live = st.entries.len() as u64;
+        s.map_entries = st.map.len() as u64;
+        s
+    }
+}

@@ -1,0 +1,174 @@
+//! The internal interface every translation layer implements, and the physical helpers they
+//! share: reads and writes through the media, salvage reads, writes across a list of bands,
+//! and the flash cache device.
+
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::stats::StlStats;
+use tegula_device::media::Media;
+use tegula_device::store::{MemStore, Store};
+use tegula_device::{DeviceError, Nanos};
+
+/// One host write handed to a layer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WriteReq<'a> {
+    /// Logical LBA.
+    pub lba: u64,
+    /// Whole sectors.
+    pub data: &'a [u8],
+}
+
+/// A shingle translation layer. Every physical access goes through the [`Media`]; on an error
+/// the layer may be left inconsistent only when the media lost power, and
+/// [`Layer::recover`] then rebuilds it from what was durable.
+pub(crate) trait Layer: Send {
+    /// Reads logical sectors at `lba` into `buf`.
+    fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()>;
+    /// Writes a batch of host writes that arrived together (queue depth = batch size); returns
+    /// each one's completion time. Every write is durable when it completes.
+    fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>>;
+    /// Writes a long sequential run destaged from the volatile cache. Layers with static
+    /// mapping may overwrite the band in place (not crash safe); the default logs it.
+    fn bypass(&mut self, m: &mut Media, req: WriteReq<'_>) -> Result<()> {
+        self.write(m, &[req]).map(|_| ())
+    }
+    /// Forgets cached copies of logical `[lba, lba + n)`.
+    fn discard(&mut self, m: &mut Media, lba: u64, n: u64) -> Result<()>;
+    /// Background work while the host is idle, from the media's `now` up to `until`;
+    /// `last_io` is when the host last issued a command.
+    fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()>;
+    /// Rebuilds the layer after power returns; finishes an interrupted staged band write.
+    fn recover(&mut self, m: &mut Media) -> Result<()>;
+    /// Current statistics.
+    fn stats(&self) -> StlStats;
+}
+
+/// Writes `image` piecewise over `bands` from their starts (staging area, map copies).
+pub(crate) fn write_across(
+    m: &mut Media,
+    layout: &Layout,
+    bands: &[usize],
+    image: &[u8],
+) -> Result<Nanos> {
+    let ss = layout.sector as usize;
+    let mut off = 0usize;
+    let mut end = m.now();
+    for &b in bands {
+        if off >= image.len() {
+            break;
+        }
+        let band = layout.bands[b];
+        let n = ((image.len() - off) / ss).min(band.len as usize);
+        let d = m.write(band.start, &image[off..off + n * ss], true)?;
+        end = d.end;
+        off += n * ss;
+    }
+    Ok(end)
+}
+
+/// Reads `buf.len()` bytes piecewise from `bands` (the counterpart of [`write_across`]).
+pub(crate) fn read_across(
+    m: &mut Media,
+    layout: &Layout,
+    bands: &[usize],
+    buf: &mut [u8],
+) -> Result<()> {
+    let ss = layout.sector as usize;
+    let mut off = 0usize;
+    for &b in bands {
+        if off >= buf.len() {
+            break;
+        }
+        let band = layout.bands[b];
+        let n = ((buf.len() - off) / ss).min(band.len as usize);
+        let len = buf.len();
+        m.read(band.start, &mut buf[off..(off + n * ss).min(len)])?;
+        off += n * ss;
+    }
+    Ok(())
+}
+
+/// Reads physical `[pos, pos + buf.len())`, skipping sectors destroyed by a torn in-place write
+/// (they read as zeros); returns how many were skipped. Cleaning uses this so that one torn
+/// band does not stop the drive; everything else reads with [`Media::read`] and fails loudly.
+pub(crate) fn salvage_read(m: &mut Media, pos: u64, buf: &mut [u8]) -> Result<u64> {
+    let ss = m.sector_size() as u64;
+    let n = buf.len() as u64 / ss;
+    let bad = m.shingling().destroyed().clipped(pos, pos + n);
+    let bad2 = m.injected_errors().clipped(pos, pos + n);
+    if bad.is_empty() && bad2.is_empty() {
+        m.read(pos, buf)?;
+        return Ok(0);
+    }
+    let mut set = tegula_device::RangeSet::new();
+    for (a, b) in bad.into_iter().chain(bad2) {
+        set.insert(a, b);
+    }
+    let mut cur = pos;
+    let mut skipped = 0;
+    for (a, b) in set.iter().collect::<Vec<_>>() {
+        if a > cur {
+            let (s, e) = (((cur - pos) * ss) as usize, ((a - pos) * ss) as usize);
+            m.read(cur, &mut buf[s..e])?;
+        }
+        let (s, e) = (((a - pos) * ss) as usize, ((b - pos) * ss) as usize);
+        buf[s..e].fill(0);
+        skipped += b - a;
+        cur = b;
+    }
+    if cur < pos + n {
+        let s = ((cur - pos) * ss) as usize;
+        m.read(cur, &mut buf[s..])?;
+    }
+    Ok(skipped)
+}
+
+/// A flash persistent cache: sub-millisecond accesses that advance the drive's clock without
+/// moving the heads.
+pub(crate) struct Flash {
+    store: Option<MemStore>,
+    latency: Nanos,
+    ns_per_byte: f64,
+}
+
+impl Flash {
+    /// A flash device with per-access `latency_us` and `mb_s` transfer rate.
+    pub fn new(keep_data: bool, latency_us: u64, mb_s: u64) -> Self {
+        Flash {
+            store: keep_data.then(MemStore::new),
+            latency: latency_us * 1000,
+            ns_per_byte: 1e3 / mb_s as f64,
+        }
+    }
+
+    fn charge(&self, m: &mut Media, bytes: usize) -> Result<()> {
+        if !m.is_powered() {
+            return Err(DeviceError::PowerLoss.into());
+        }
+        let t = m.now() + self.latency + (bytes as f64 * self.ns_per_byte) as Nanos;
+        m.set_now(t);
+        Ok(())
+    }
+
+    /// Reads `buf` at byte offset `off`.
+    pub fn read(&mut self, m: &mut Media, off: u64, buf: &mut [u8]) -> Result<()> {
+        self.charge(m, buf.len())?;
+        match &mut self.store {
+            Some(s) => s
+                .read(off, buf)
+                .map_err(|e| DeviceError::io("reading the flash cache", e))?,
+            None => buf.fill(0),
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at byte offset `off`.
+    pub fn write(&mut self, m: &mut Media, off: u64, data: &[u8]) -> Result<()> {
+        self.charge(m, data.len())?;
+        if let Some(s) = &mut self.store {
+            s.write(off, data)
+                .map_err(|e| DeviceError::io("writing the flash cache", e))?;
+        }
+        Ok(())
+    }
+}
