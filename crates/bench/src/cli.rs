@@ -26,6 +26,8 @@ pub enum BenchCommand {
     Db(DbArgs),
     /// YCSB core workloads A–F (load and run phases).
     Ycsb(YcsbArgs),
+    /// Scaled-down reproductions of a paper's figures (`paper smrdb`: SMRDB, Figures 7-15).
+    Paper(crate::paper::PaperArgs),
 }
 
 impl BenchCommand {
@@ -60,7 +62,8 @@ pub struct EngineArgs {
     /// each gets a subdirectory).
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
-    /// Write buffer / memtable size for rocksdb and leveldb (default: the band size, 256 MiB).
+    /// Write buffer / memtable size for rocksdb and leveldb (default: the band (zone) size of
+    /// --profile, or of the --disk image if it exists; 256 MiB for hm-smr).
     #[arg(long = "write_buffer_size", alias = "write-buffer-size", value_parser = size_arg)]
     pub write_buffer_size: Option<u64>,
     /// Block cache size for every engine.
@@ -167,14 +170,28 @@ pub struct YcsbArgs {
 }
 
 impl EngineArgs {
-    fn options(&self) -> EngineOptions {
-        let d = EngineOptions::default();
-        EngineOptions {
-            write_buffer_size: self.write_buffer_size.unwrap_or(d.write_buffer_size),
+    /// The band size the tegula engines would use: the zone size of the --disk image if it
+    /// exists, else of --profile (hm-smr by default).
+    fn band_size(&self) -> Result<u64> {
+        if let Some(p) = self.disk.as_ref().filter(|p| p.exists()) {
+            let d = tegula_device::Disk::open_image(p, Default::default())
+                .with_context(|| format!("opening disk image {}", p.display()))?;
+            return Ok(d.config().zones.zone_size);
+        }
+        Ok(self.device_config()?.zones.zone_size)
+    }
+
+    fn options(&self) -> Result<EngineOptions> {
+        Ok(EngineOptions {
+            write_buffer_size: match self.write_buffer_size {
+                Some(w) => w,
+                None => self.band_size()?,
+            },
             cache_size: self.cache_size,
             bloom_bits: self.bloom_bits,
             statistics: self.statistics,
-        }
+            ..EngineOptions::default()
+        })
     }
 
     fn device_config(&self) -> Result<tegula_device::DiskConfig> {
@@ -194,6 +211,7 @@ impl EngineArgs {
         if kinds.iter().filter(|k| k.on_device()).count() > 1 && self.disk.is_some() {
             bail!("tegula and tegula-loc cannot share one --disk image; run them one at a time");
         }
+        let opts = self.options()?;
         kinds
             .iter()
             .map(|&k| {
@@ -220,7 +238,7 @@ impl EngineArgs {
                         }))
                     }
                 };
-                EngineFactory::new(k, target, self.options())
+                EngineFactory::new(k, target, opts.clone())
             })
             .collect()
     }
@@ -382,6 +400,7 @@ pub fn run(cmd: BenchCommand) -> Result<()> {
     match cmd {
         BenchCommand::Db(a) => compare(&a).map(|_| ()),
         BenchCommand::Ycsb(a) => compare_ycsb(&a).map(|_| ()),
+        BenchCommand::Paper(a) => crate::paper::run(&a).map(|_| ()),
     }
 }
 

@@ -71,6 +71,11 @@ pub trait KvEngine: Send + Sync {
     fn compaction_bytes(&self) -> Option<u64> {
         None
     }
+    /// Waits until background flushes and compactions have finished (engines without
+    /// observable background work return at once).
+    fn wait_for_background(&self) -> Result<()> {
+        Ok(())
+    }
     /// Closes the engine, making everything durable.
     fn close(self: Box<Self>) -> Result<()>;
 }
@@ -164,6 +169,15 @@ pub struct EngineOptions {
     /// Collect engine statistics that cost time (RocksDB's `statistics`); needed for RocksDB's
     /// write amplification and compaction bytes.
     pub statistics: bool,
+    /// L0 file / band count that triggers a compaction (`None`: 4, LevelDB's and SMRDB's
+    /// default; RocksDB's default is also 4).
+    pub l0_compaction_trigger: Option<usize>,
+    /// L0 count at which writes are slowed down (`None`: 8 for LevelDB and SMRDB, 20 for
+    /// RocksDB, each engine's own default).
+    pub l0_slowdown: Option<usize>,
+    /// L0 count at which writes stop until compaction catches up (`None`: 12 for LevelDB and
+    /// SMRDB, 36 for RocksDB).
+    pub l0_stop: Option<usize>,
 }
 
 impl Default for EngineOptions {
@@ -173,6 +187,9 @@ impl Default for EngineOptions {
             cache_size: 8 << 20,
             bloom_bits: 10,
             statistics: false,
+            l0_compaction_trigger: None,
+            l0_slowdown: None,
+            l0_stop: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 //! one run, with db_bench-like output lines, JSON results, HDR latency percentiles, modelled
 //! device time for engines on an emulated drive, and throughput-over-time plots.
 //!
-//! The entry point for the `tegula` binary is [`cli::run`]; `docs/benchmarks.md` describes how
+//! The entry point for the `tegula` binary is [`cli::run`]; `docs/bench.md` describes how
 //! to run it and how the engines are configured.
 
 pub mod cli;
@@ -13,6 +13,7 @@ pub mod engine;
 pub mod engines;
 pub mod generators;
 pub mod keys;
+pub mod paper;
 pub mod plot;
 pub mod report;
 pub mod runner;

@@ -65,12 +65,22 @@ fn safe(s: &str) -> String {
         .collect()
 }
 
-struct Series {
-    name: String,
-    points: Vec<(f64, f64)>,
+/// One named line of a chart.
+pub(crate) struct Series {
+    /// Legend text.
+    pub name: String,
+    /// (x, y) points.
+    pub points: Vec<(f64, f64)>,
 }
 
-fn chart(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Series]) -> Result<()> {
+/// Draws `series` as lines into an SVG file.
+pub(crate) fn chart(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[Series],
+) -> Result<()> {
     let xmax = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.0))
@@ -105,6 +115,70 @@ fn chart(path: &Path, title: &str, x_label: &str, y_label: &str, series: &[Serie
         .map_err(|e| anyhow!("plot: {e}"))?
         .label(s.name.clone())
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+    }
+    c.configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    root.present().map_err(|e| anyhow!("plot: {e}"))?;
+    Ok(())
+}
+
+/// Draws a grouped bar chart into an SVG file: one group per category, one bar per series
+/// (`series[i].1[j]` is series `i`'s value in category `j`).
+pub(crate) fn bars(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<()> {
+    let n = categories.len().max(1);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.15;
+    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
+    let mut c = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0.0..n as f64, 0.0..ymax)
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    let cats = categories.to_vec();
+    c.configure_mesh()
+        .disable_x_mesh()
+        .x_labels(2 * n + 1)
+        .x_label_formatter(&|x: &f64| {
+            let i = x.floor();
+            if (x - i - 0.5).abs() < 1e-6 {
+                cats.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(y_label)
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    let k = series.len().max(1) as f64;
+    let width = 0.8 / k;
+    for (si, (name, values)) in series.iter().enumerate() {
+        let color = Palette99::pick(si).to_rgba();
+        let rects = values.iter().enumerate().map(move |(ci, &v)| {
+            let x0 = ci as f64 + 0.1 + si as f64 * width;
+            let v = if v.is_finite() { v } else { 0.0 };
+            Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
+        });
+        c.draw_series(rects)
+            .map_err(|e| anyhow!("plot: {e}"))?
+            .label(name.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
     c.configure_series_labels()
         .border_style(BLACK)

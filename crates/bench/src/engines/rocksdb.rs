@@ -62,6 +62,15 @@ impl RocksEngine {
             ffi::rocksdb_options_set_create_if_missing(opts, 1);
             ffi::rocksdb_options_set_write_buffer_size(opts, o.write_buffer_size as usize);
             ffi::rocksdb_options_set_compression(opts, ffi::ROCKSDB_NO_COMPRESSION);
+            if let Some(t) = o.l0_compaction_trigger {
+                ffi::rocksdb_options_set_level0_file_num_compaction_trigger(opts, t as i32);
+            }
+            if let Some(t) = o.l0_slowdown {
+                ffi::rocksdb_options_set_level0_slowdown_writes_trigger(opts, t as i32);
+            }
+            if let Some(t) = o.l0_stop {
+                ffi::rocksdb_options_set_level0_stop_writes_trigger(opts, t as i32);
+            }
             let table = ffi::rocksdb_block_based_options_create();
             let cache = ffi::rocksdb_cache_create_lru(o.cache_size as usize);
             ffi::rocksdb_block_based_options_set_block_cache(table, cache);

@@ -36,6 +36,12 @@ extern "C" {
     pub fn rocksdb_options_set_create_if_missing(o: *mut rocksdb_options_t, v: c_uchar);
     pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
     pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
+    pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
+        o: *mut rocksdb_options_t,
+        v: c_int,
+    );
+    pub fn rocksdb_options_set_level0_slowdown_writes_trigger(o: *mut rocksdb_options_t, v: c_int);
+    pub fn rocksdb_options_set_level0_stop_writes_trigger(o: *mut rocksdb_options_t, v: c_int);
     pub fn rocksdb_options_set_block_based_table_factory(
         o: *mut rocksdb_options_t,
         t: *mut rocksdb_block_based_table_options_t,

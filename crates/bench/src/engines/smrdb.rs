@@ -21,11 +21,15 @@ impl SmrdbEngine {
     pub fn open(disk: Disk, loc: bool, o: &EngineOptions) -> Result<Self> {
         let disk = Arc::new(disk);
         let dev: Arc<dyn ZonedDevice> = disk.clone();
+        let d = Options::default();
         let opts = Options {
             mode: if loc { Mode::Loc } else { Mode::Soc },
             block_cache_bytes: o.cache_size,
             bloom_bits_per_key: o.bloom_bits,
-            ..Options::default()
+            l0_compaction_trigger: o.l0_compaction_trigger.unwrap_or(d.l0_compaction_trigger),
+            l0_slowdown: o.l0_slowdown.unwrap_or(d.l0_slowdown),
+            l0_stop: o.l0_stop.unwrap_or(d.l0_stop),
+            ..d
         };
         let db = Db::open(dev, opts).context("opening SMRDB")?;
         Ok(SmrdbEngine {
@@ -117,6 +121,10 @@ impl KvEngine for SmrdbEngine {
 
     fn compaction_bytes(&self) -> Option<u64> {
         Some(self.db.as_ref()?.stats().compaction_bytes_written)
+    }
+
+    fn wait_for_background(&self) -> Result<()> {
+        Ok(self.db()?.wait_for_compactions()?)
     }
 
     fn close(mut self: Box<Self>) -> Result<()> {
