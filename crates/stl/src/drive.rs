@@ -1,19 +1,25 @@
 //! `DmDrive`: a drive-managed SMR drive — raw shingled media, a translation layer, an optional
-//! volatile write cache — behind the block interface. Thread safe: commands serialize on one
-//! mutex, as on one actuator.
+//! volatile write cache — behind the block interface, in memory or in a drive image. Thread
+//! safe: commands serialize on one mutex, as on one actuator.
 
 use crate::config::{DmConfig, StlKind};
-use crate::error::Result;
+use crate::durable::Shape;
+use crate::error::{Result, StlError};
 use crate::fullassoc::FullyAssociative;
+use crate::image::{DmImage, DriveState};
 use crate::journal::Journal;
 use crate::layer::{Layer, WriteReq};
-use crate::layout::{build, Layout};
-use crate::setassoc::SetAssociative;
+use crate::layout::{plan, Layout};
+use crate::metalog::{FileMeta, MetaLog};
+use crate::setassoc::{flash_bytes, SetAssociative};
 use crate::stats::StlStats;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
+use tegula_device::image::ImageState;
 use tegula_device::media::{ClockMode, Completion, IoDone, Media, PowerOnReport, Request};
+use tegula_device::store::{FileStore, MemStore, NullStore, Store};
 use tegula_device::{BlockDevice, DeviceError, DeviceInfo, Nanos, Stats, WriteFlags};
 
 type DevResult<T> = std::result::Result<T, DeviceError>;
@@ -28,6 +34,9 @@ struct Inner {
     last_io: Nanos,
     clock: ClockMode,
     epoch: Option<(Instant, Nanos)>,
+    image: Option<DmImage>,
+    read_only: bool,
+    poisoned: Option<String>,
 }
 
 /// A drive-managed SMR drive.
@@ -43,13 +52,82 @@ impl std::fmt::Debug for DmDrive {
     }
 }
 
+/// Where a new drive keeps its sectors and metadata.
+enum Backing<'a> {
+    Memory,
+    Create(&'a Path),
+}
+
 impl DmDrive {
     /// Builds a drive in memory (sparse; metadata-only when `store_data` is false).
     pub fn new(config: DmConfig) -> Result<Self> {
-        let (media, layout) = build(&config)?;
-        let ss = layout.sector;
-        let capacity = layout.capacity();
-        let layer = make_layer(&config, layout)?;
+        Self::build(config, Backing::Memory)
+    }
+
+    /// Creates a drive image at `path` (refuses to overwrite): the raw media's data region
+    /// (sparse; absent when `store_data` is false), the drive state, and the translation
+    /// layer's metadata log. See `docs/dm-smr-image-format.md`.
+    pub fn create_image(path: &Path, config: DmConfig) -> Result<Self> {
+        let d = Self::build(config, Backing::Create(path))?;
+        d.save_state()?;
+        Ok(d)
+    }
+
+    fn build(config: DmConfig, backing: Backing<'_>) -> Result<Self> {
+        let p = plan(&config)?;
+        let ss = p.layout.sector;
+        let data_bytes = if config.store_data { p.total * ss } else { 0 };
+        let flash = if config.store_data {
+            flash_bytes(&config, &p.layout)
+        } else {
+            0
+        };
+        let shape = shape_of(&p.layout, p.total);
+        let mut flash_store: Option<Box<dyn Store>> = None;
+        let (store, log, image): (Box<dyn Store>, MetaLog, Option<DmImage>) = match backing {
+            Backing::Memory => (
+                if config.store_data {
+                    Box::new(MemStore::new())
+                } else {
+                    Box::new(NullStore)
+                },
+                MetaLog::in_memory(),
+                None,
+            ),
+            Backing::Create(path) => {
+                let img = DmImage::create(path, &config, &p.layout, data_bytes, flash)?;
+                let h = &img.header;
+                if flash > 0 {
+                    flash_store = Some(Box::new(FileStore::new(
+                        img.handle()?,
+                        h.flash_offset,
+                        true,
+                    )));
+                }
+                let store: Box<dyn Store> = if config.store_data {
+                    Box::new(FileStore::new(img.handle()?, h.data_offset, true))
+                } else {
+                    Box::new(NullStore)
+                };
+                let meta = FileMeta::new(img.handle()?, h.meta_offset, h.meta_slot);
+                let log = MetaLog::new(Box::new(meta), h.meta_slot, true);
+                (store, log, Some(img))
+            }
+        };
+        let (media, layout) = p.media(store)?;
+        let layer = make_layer(&config, layout, log, shape, flash_store)?;
+        Ok(Self::assemble(config, media, layer, image, false))
+    }
+
+    fn assemble(
+        config: DmConfig,
+        media: Media,
+        layer: Box<dyn Layer>,
+        image: Option<DmImage>,
+        read_only: bool,
+    ) -> Self {
+        let ss = media.sector_size() as u64;
+        let capacity = config.capacity / ss;
         let info = DeviceInfo {
             model: format!("tegula dm-smr {} ({:?} STL)", config.media, config.stl),
             kind: "dm-smr".into(),
@@ -62,7 +140,7 @@ impl DmDrive {
             unrestricted_reads: true,
             stores_data: config.store_data,
         };
-        Ok(DmDrive {
+        DmDrive {
             inner: Mutex::new(Inner {
                 media,
                 layer,
@@ -72,10 +150,103 @@ impl DmDrive {
                 last_io: 0,
                 clock: ClockMode::Virtual,
                 epoch: None,
+                image,
+                read_only,
+                poisoned: None,
             }),
             config,
             info,
-        })
+        }
+    }
+
+    /// Opens a drive image: restores the media state, rebuilds the translation layer from
+    /// its metadata log (finishing an interrupted band rewrite unless `read_only`).
+    pub fn open_image(path: &Path, read_only: bool) -> Result<Self> {
+        let (img, state) = DmImage::open(path, !read_only)?;
+        let config = img.header.config.clone();
+        let p = plan(&config)?;
+        let ss = p.layout.sector;
+        let data_bytes = if config.store_data { p.total * ss } else { 0 };
+        let flash = if config.store_data {
+            flash_bytes(&config, &p.layout)
+        } else {
+            0
+        };
+        img.check_data(data_bytes, flash)?;
+        let h = img.header.clone();
+        let flash_store: Option<Box<dyn Store>> = if flash > 0 {
+            Some(Box::new(FileStore::new(
+                img.handle()?,
+                h.flash_offset,
+                !read_only,
+            )))
+        } else {
+            None
+        };
+        let store: Box<dyn Store> = if config.store_data {
+            Box::new(FileStore::new(img.handle()?, h.data_offset, !read_only))
+        } else {
+            Box::new(NullStore)
+        };
+        let shape = shape_of(&p.layout, p.total);
+        let meta = FileMeta::new(img.handle()?, h.meta_offset, h.meta_slot);
+        let log = MetaLog::new(Box::new(meta), h.meta_slot, false);
+        let (mut media, layout) = p.media(store)?;
+        let bad = |problem: String| StlError::Image {
+            path: path.display().to_string(),
+            problem,
+        };
+        let total = media.capacity();
+        for (a, b) in state
+            .media
+            .destroyed
+            .iter()
+            .chain(state.media.injected.iter())
+        {
+            if b > total {
+                return Err(bad(format!(
+                    "damaged range {a}..{b} lies outside the media ({total} sectors)"
+                )));
+            }
+        }
+        media.set_now(state.media.now);
+        media.shingling_mut().set_destroyed(state.media.destroyed);
+        media.set_injected(state.media.injected);
+        media.restore_stats(state.media.stats);
+        let mut layer = make_layer(&config, layout, log, shape, flash_store)?;
+        layer
+            .recover(&mut media, !read_only)
+            .map_err(|e| bad(format!("recovering the translation layer: {e}")))?;
+        let replayed = layer.stats().replayed_records;
+        layer.restore_stats(&state.stl);
+        let mut s = state.stl.clone();
+        s.replayed_records = replayed;
+        layer.restore_stats(&s);
+        let last = media.now();
+        let d = Self::assemble(config, media, layer, Some(img), read_only);
+        d.inner.lock().last_io = last;
+        Ok(d)
+    }
+
+    /// Flushes the volatile cache, syncs the data and metadata, and persists the drive state;
+    /// the image is complete afterwards. A no-op for in-memory drives.
+    pub fn close(self) -> Result<()> {
+        let mut g = self.inner.lock();
+        if g.read_only || g.poisoned.is_some() || !g.media.is_powered() {
+            return Ok(());
+        }
+        g.flush()?;
+        Ok(())
+    }
+
+    /// Persists the drive state (clock, damaged sectors, statistics) to the image now.
+    pub fn save_state(&self) -> Result<()> {
+        self.inner.lock().save_state()
+    }
+
+    /// Whether the drive lives in an image file.
+    pub fn is_image(&self) -> bool {
+        self.inner.lock().image.is_some()
     }
 
     /// Builds a drive from a TOML configuration.
@@ -138,7 +309,7 @@ impl DmDrive {
         self.inner.lock().media.is_powered()
     }
 
-    /// Restores power and recovers the translation layer from what reached the media.
+    /// Restores power and recovers the translation layer from its metadata log.
     pub fn power_on(&self) -> Result<PowerOnReport> {
         let mut g = self.inner.lock();
         let g = &mut *g;
@@ -146,23 +317,97 @@ impl DmDrive {
         if let Some(c) = &mut g.vcache {
             c.clear();
         }
-        g.layer.recover(&mut g.media)?;
+        let redo = !g.read_only;
+        g.layer.recover(&mut g.media, redo)?;
         g.last_io = g.media.now();
+        g.save_state()?;
         Ok(r)
     }
 }
 
-fn make_layer(cfg: &DmConfig, layout: Layout) -> Result<Box<dyn Layer>> {
+fn shape_of(layout: &Layout, total: u64) -> Shape {
+    Shape {
+        capacity: layout.capacity(),
+        pos_limit: total,
+        phys_bands: layout.bands.len(),
+        logical_bands: layout.data.len(),
+        cache_bands: 0,
+        zones: 0,
+    }
+}
+
+fn make_layer(
+    cfg: &DmConfig,
+    layout: Layout,
+    log: MetaLog,
+    shape: Shape,
+    flash: Option<Box<dyn Store>>,
+) -> Result<Box<dyn Layer>> {
     Ok(match cfg.stl {
-        StlKind::Journal => Box::new(Journal::new(cfg, layout)?),
-        StlKind::SetAssociative => Box::new(SetAssociative::new(cfg, layout)?),
-        StlKind::FullyAssociative => Box::new(FullyAssociative::new(cfg, layout)?),
+        StlKind::Journal => Box::new(Journal::new(cfg, layout, log, shape)?),
+        StlKind::SetAssociative => Box::new(SetAssociative::new(cfg, layout, log, shape, flash)?),
+        StlKind::FullyAssociative => Box::new(FullyAssociative::new(cfg, layout, log, shape)?),
     })
 }
 
 impl Inner {
     fn ss(&self) -> u64 {
         self.media.sector_size() as u64
+    }
+
+    /// Writes the drive state to the image (the media's damage survives even a power cut
+    /// the host process does not outlive).
+    fn save_state(&mut self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let Some(img) = &mut self.image else {
+            return Ok(());
+        };
+        let state = DriveState {
+            seq: 0,
+            media: ImageState {
+                seq: 0,
+                now: self.media.now(),
+                zones: Vec::new(),
+                destroyed: self.media.shingling().destroyed().clone(),
+                injected: self.media.injected_errors().clone(),
+                stats: self.media.stats(),
+            },
+            stl: self.layer.stats(),
+        };
+        if let Err(e) = img.write_state(state) {
+            self.poisoned = Some(e.to_string());
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn writable(&self) -> DevResult<()> {
+        if self.read_only {
+            return Err(DeviceError::ReadOnlyHandle);
+        }
+        if let Some(p) = &self.poisoned {
+            return Err(DeviceError::Poisoned(p.clone()));
+        }
+        Ok(())
+    }
+
+    /// After a failed command: a power cut persists the media's damage; a metadata failure
+    /// poisons the drive.
+    fn after_error(&mut self, e: &DeviceError) {
+        match e {
+            DeviceError::PowerLoss => {
+                if let Some(c) = &mut self.vcache {
+                    c.clear();
+                }
+                let _ = self.save_state();
+            }
+            DeviceError::Poisoned(m) if self.poisoned.is_none() => {
+                self.poisoned = Some(m.clone());
+            }
+            _ => {}
+        }
     }
 
     fn check(&self, cap: u64, lba: u64, len: usize) -> DevResult<u64> {
@@ -212,15 +457,23 @@ impl Inner {
     }
 
     fn idle_until(&mut self, target: Nanos) {
-        if !self.media.is_powered() {
+        if !self.media.is_powered() || self.read_only || self.poisoned.is_some() {
+            if self.media.is_powered() && self.media.now() < target {
+                let d = target - self.media.now();
+                self.media.idle(d);
+            }
             return;
         }
         if self.vcache.as_ref().is_some_and(|c| !c.is_empty()) {
-            let _ = self.destage(0);
+            if let Err(e) = self.destage(0) {
+                self.after_error(&e.into());
+            }
             self.last_io = self.media.now();
         }
         let last = self.last_io;
-        let _ = self.layer.background(&mut self.media, last, target);
+        if let Err(e) = self.layer.background(&mut self.media, last, target) {
+            self.after_error(&e.into());
+        }
         if self.media.now() < target {
             let d = target - self.media.now();
             self.media.idle(d);
@@ -290,6 +543,7 @@ impl Inner {
     }
 
     fn write(&mut self, cap: u64, lba: u64, data: &[u8], fua: bool) -> DevResult<IoDone> {
+        self.writable()?;
         let n = self.check(cap, lba, data.len())?;
         let start = self.arrive();
         let ss = self.ss() as usize;
@@ -320,13 +574,24 @@ impl Inner {
         Ok(self.finish(start))
     }
 
+    /// FLUSH: destage the volatile cache; for an image, sync the data and the metadata log to
+    /// the host and persist the drive state.
     fn flush(&mut self) -> DevResult<IoDone> {
         if !self.media.is_powered() {
             return Err(DeviceError::PowerLoss);
         }
         let start = self.arrive();
+        if self.read_only {
+            self.media.command()?;
+            return Ok(self.finish(start));
+        }
+        self.writable()?;
         self.destage(0)?;
-        self.media.command()?;
+        self.media.flush()?;
+        if self.image.is_some() {
+            self.layer.sync()?;
+            self.save_state()?;
+        }
         Ok(self.finish(start))
     }
 }
@@ -337,21 +602,35 @@ impl BlockDevice for DmDrive {
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> DevResult<IoDone> {
-        self.inner.lock().read(self.info.capacity_sectors, lba, buf)
+        let mut g = self.inner.lock();
+        let r = g.read(self.info.capacity_sectors, lba, buf);
+        if let Err(e) = &r {
+            g.after_error(e);
+        }
+        r
     }
 
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> DevResult<IoDone> {
-        self.inner
-            .lock()
-            .write(self.info.capacity_sectors, lba, data, flags.fua)
+        let mut g = self.inner.lock();
+        let r = g.write(self.info.capacity_sectors, lba, data, flags.fua);
+        if let Err(e) = &r {
+            g.after_error(e);
+        }
+        r
     }
 
     fn flush(&self) -> DevResult<IoDone> {
-        self.inner.lock().flush()
+        let mut g = self.inner.lock();
+        let r = g.flush();
+        if let Err(e) = &r {
+            g.after_error(e);
+        }
+        r
     }
 
     fn discard(&self, lba: u64, sectors: u64) -> DevResult<IoDone> {
         let mut g = self.inner.lock();
+        g.writable()?;
         let ss = g.ss() as usize;
         g.check(
             self.info.capacity_sectors,
@@ -366,7 +645,11 @@ impl BlockDevice for DmDrive {
             }
         }
         let g2 = &mut *g;
-        g2.layer.discard(&mut g2.media, lba, sectors)?;
+        if let Err(e) = g2.layer.discard(&mut g2.media, lba, sectors) {
+            let e: DeviceError = e.into();
+            g2.after_error(&e);
+            return Err(e);
+        }
         g2.media.command()?;
         Ok(g.finish(start))
     }
@@ -382,6 +665,13 @@ impl BlockDevice for DmDrive {
                 Request::Write { lba, data, fua } if g.vcache.is_some() => {
                     out.push(g.write(cap, *lba, data, *fua).map(|d| Completion {
                         done: IoDone { start, end: d.end },
+                        data: None,
+                    }));
+                    i += 1;
+                }
+                Request::Write { .. } if g.writable().is_err() => {
+                    out.push(g.writable().map(|_| Completion {
+                        done: IoDone { start, end: start },
                         data: None,
                     }));
                     i += 1;
@@ -420,6 +710,7 @@ impl BlockDevice for DmDrive {
                             }
                             Err(e) => {
                                 let e: DeviceError = e.into();
+                                g2.after_error(&e);
                                 for k in &idx {
                                     res[*k] = Some(Err(clone_err(&e)));
                                 }

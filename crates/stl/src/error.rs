@@ -1,8 +1,8 @@
-//! Typed errors of the translation layers.
+//! Typed errors of the translation layers and drive images.
 
 use tegula_device::DeviceError;
 
-/// What building or running a drive-managed SMR drive can fail with.
+/// What building, opening or running a drive-managed SMR drive can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StlError {
@@ -12,6 +12,20 @@ pub enum StlError {
     /// The media cannot hold the requested capacity plus the cache and metadata regions.
     #[error("layout: {0}")]
     Layout(String),
+    /// The translation layer's metadata log could not be written or read.
+    #[error("metadata log: {0}")]
+    Meta(String),
+    /// Persistent metadata failed a check (checksum, version, bounds).
+    #[error("corrupt metadata: {0}")]
+    Corrupt(String),
+    /// A drive image is unusable (names the file and the problem).
+    #[error("drive image {path}: {problem}")]
+    Image {
+        /// The image file.
+        path: String,
+        /// What is wrong, and where.
+        problem: String,
+    },
     /// The underlying media failed.
     #[error(transparent)]
     Device(#[from] DeviceError),
@@ -24,7 +38,10 @@ impl From<StlError> for DeviceError {
     fn from(e: StlError) -> Self {
         match e {
             StlError::Device(d) => d,
+            StlError::Image { path, problem } => DeviceError::Image { path, problem },
             StlError::Config(m) | StlError::Layout(m) => DeviceError::Config(m),
+            // The drive refuses further work after its metadata failed.
+            other => DeviceError::Poisoned(other.to_string()),
         }
     }
 }

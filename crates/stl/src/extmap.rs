@@ -1,7 +1,9 @@
 //! A map from logical extents to physical positions, with overwrite splitting: the extent map
 //! of the journal layer and the block maps of the other layers.
 
+use crate::durable::{dec_count, Shape};
 use std::collections::BTreeMap;
+use tegula_device::codec::{Dec, Enc};
 
 /// One mapped piece: logical `[lba, lba + len)` at physical `pos..`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +137,37 @@ impl ExtentMap {
                 })
             })
             .collect()
+    }
+}
+
+impl ExtentMap {
+    /// Encodes the map: a count, then (lba, len, pos) per extent in LBA order.
+    pub(crate) fn encode(&self, e: &mut Enc) {
+        e.u64(self.map.len() as u64);
+        for (&lba, &(len, pos)) in &self.map {
+            e.u64(lba);
+            e.u64(len);
+            e.u64(pos);
+        }
+    }
+
+    /// Decodes and checks a map: extents sorted, disjoint, non-empty, inside `shape`.
+    pub(crate) fn decode(d: &mut Dec<'_>, shape: &Shape) -> Result<Self, String> {
+        let n = dec_count(d, "map extents", 24)?;
+        let mut m = ExtentMap::default();
+        let mut end = 0u64;
+        for _ in 0..n {
+            let (lba, len, pos) = (d.u64()?, d.u64()?, d.u64()?);
+            shape.extent(lba, len)?;
+            shape.pos(pos, len)?;
+            if lba < end {
+                return Err(format!("map extent at {lba} overlaps the previous one"));
+            }
+            end = lba + len;
+            m.map.insert(lba, (len, pos));
+            m.sectors += len;
+        }
+        Ok(m)
     }
 }
 

@@ -7,17 +7,19 @@
 //! needed. Aggressive cleaning merges update bands in idle time.
 
 use crate::config::{Cleaning, DmConfig};
-use crate::durable::{Durable, Replay};
+use crate::durable::{dec_count, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
-use crate::layer::{salvage_read, Layer, WriteReq};
+use crate::layer::{restore_counters, salvage_read, Layer, WriteReq};
 use crate::layout::Layout;
+use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
+use tegula_device::codec::{Dec, Enc};
 use tegula_device::media::Media;
 use tegula_device::Nanos;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Upd {
     phys: usize,
     wp: u64,
@@ -25,7 +27,7 @@ struct Upd {
 }
 
 /// Durable state: the band map, free bands, open update bands and the block map.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FState {
     phys_of: Vec<usize>,
     free: Vec<Vec<usize>>,
@@ -35,7 +37,7 @@ pub(crate) struct FState {
 }
 
 /// Committed metadata.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum FRec {
     /// Logical band `band` (of zone `zone`) got update band `phys`.
     Open {
@@ -60,8 +62,150 @@ pub(crate) enum FRec {
     },
 }
 
+const F_OPEN: u8 = 1;
+const F_PUT: u8 = 2;
+const F_MERGE: u8 = 3;
+
+fn dec_band_list(
+    d: &mut Dec<'_>,
+    what: &str,
+    bound: usize,
+) -> std::result::Result<Vec<usize>, String> {
+    let n = dec_count(d, what, 8)?;
+    (0..n)
+        .map(|_| Shape::index(what, d.u64()?, bound))
+        .collect()
+}
+
 impl Replay for FState {
     type Rec = FRec;
+
+    fn encode(&self, e: &mut Enc) {
+        e.u64(self.phys_of.len() as u64);
+        for &p in &self.phys_of {
+            e.u64(p as u64);
+        }
+        e.u64(self.free.len() as u64);
+        for z in &self.free {
+            e.u64(z.len() as u64);
+            for &b in z {
+                e.u64(b as u64);
+            }
+        }
+        e.u64(self.upd.len() as u64);
+        for (&b, u) in &self.upd {
+            e.u64(b as u64);
+            e.u64(u.phys as u64);
+            e.u64(u.wp);
+            e.u64(u.seq);
+        }
+        self.map.encode(e);
+        e.u64(self.seq);
+    }
+
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+        let phys_of = dec_band_list(d, "physical band", shape.phys_bands)?;
+        if phys_of.len() != shape.logical_bands {
+            return Err(format!(
+                "{} mapped bands, the drive has {}",
+                phys_of.len(),
+                shape.logical_bands
+            ));
+        }
+        let nz = dec_count(d, "zones", 8)?;
+        if nz != shape.zones {
+            return Err(format!("{nz} zones, the drive has {}", shape.zones));
+        }
+        let free = (0..nz)
+            .map(|_| dec_band_list(d, "free band", shape.phys_bands))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let nu = dec_count(d, "update bands", 32)?;
+        let mut upd = BTreeMap::new();
+        for _ in 0..nu {
+            let b = Shape::index("logical band", d.u64()?, shape.logical_bands)?;
+            let phys = Shape::index("update band", d.u64()?, shape.phys_bands)?;
+            let (wp, seq) = (d.u64()?, d.u64()?);
+            if wp > shape.pos_limit {
+                return Err(format!("update band write pointer {wp} beyond the media"));
+            }
+            upd.insert(b, Upd { phys, wp, seq });
+        }
+        let map = ExtentMap::decode(d, shape)?;
+        let seq = d.u64()?;
+        Ok(FState {
+            phys_of,
+            free,
+            upd,
+            map,
+            seq,
+        })
+    }
+
+    fn encode_rec(r: &FRec, e: &mut Enc) {
+        match r {
+            FRec::Open { zone, band, phys } => {
+                e.u8(F_OPEN);
+                e.u64(*zone as u64);
+                e.u64(*band as u64);
+                e.u64(*phys as u64);
+            }
+            FRec::Put { band, lba, n, pos } => {
+                e.u8(F_PUT);
+                e.u64(*band as u64);
+                e.u64(*lba);
+                e.u64(*n);
+                e.u64(*pos);
+            }
+            FRec::Merge {
+                zone,
+                band,
+                to,
+                lo,
+                hi,
+            } => {
+                e.u8(F_MERGE);
+                e.u64(*zone as u64);
+                e.u64(*band as u64);
+                e.u64(*to as u64);
+                e.u64(*lo);
+                e.u64(*hi);
+            }
+        }
+    }
+
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<FRec, String> {
+        match d.u8()? {
+            F_OPEN => Ok(FRec::Open {
+                zone: Shape::index("zone", d.u64()?, shape.zones)?,
+                band: Shape::index("logical band", d.u64()?, shape.logical_bands)?,
+                phys: Shape::index("physical band", d.u64()?, shape.phys_bands)?,
+            }),
+            F_PUT => {
+                let band = Shape::index("logical band", d.u64()?, shape.logical_bands)?;
+                let (lba, n, pos) = (d.u64()?, d.u64()?, d.u64()?);
+                shape.extent(lba, n)?;
+                shape.pos(pos, n)?;
+                Ok(FRec::Put { band, lba, n, pos })
+            }
+            F_MERGE => {
+                let zone = Shape::index("zone", d.u64()?, shape.zones)?;
+                let band = Shape::index("logical band", d.u64()?, shape.logical_bands)?;
+                let to = Shape::index("physical band", d.u64()?, shape.phys_bands)?;
+                let (lo, hi) = (d.u64()?, d.u64()?);
+                if lo > hi || hi > shape.capacity {
+                    return Err(format!("merged range {lo}..{hi} outside the drive"));
+                }
+                Ok(FRec::Merge {
+                    zone,
+                    band,
+                    to,
+                    lo,
+                    hi,
+                })
+            }
+            t => Err(format!("unknown fully associative record type {t}")),
+        }
+    }
     fn apply(&mut self, r: &FRec) {
         match r {
             FRec::Open { zone, band, phys } => {
@@ -79,7 +223,7 @@ impl Replay for FState {
             FRec::Put { band, lba, n, pos } => {
                 self.map.insert(*lba, *n, *pos);
                 if let Some(u) = self.upd.get_mut(band) {
-                    u.wp += n;
+                    u.wp = u.wp.saturating_add(*n);
                 }
             }
             FRec::Merge {
@@ -101,7 +245,7 @@ impl Replay for FState {
                     }
                 }
                 self.phys_of[*band] = *to;
-                self.map.remove(*lo, hi - lo);
+                self.map.remove(*lo, hi.saturating_sub(*lo));
             }
         }
     }
@@ -119,7 +263,7 @@ pub(crate) struct FullyAssociative {
 
 impl FullyAssociative {
     /// A fully associative layer over `layout` (its zones and spare bands).
-    pub fn new(cfg: &DmConfig, layout: Layout) -> Result<Self> {
+    pub fn new(cfg: &DmConfig, layout: Layout, log: MetaLog, shape: Shape) -> Result<Self> {
         let mut zone_of = vec![0; layout.data.len()];
         for (z, r) in layout.zones.iter().enumerate() {
             for b in r.clone() {
@@ -138,6 +282,7 @@ impl FullyAssociative {
             .flatten()
             .map(|&b| layout.bands[b].len)
             .sum();
+        let nzones = layout.zones.len();
         let st = FState {
             phys_of: layout.data.clone(),
             free: layout.spares.clone(),
@@ -153,7 +298,14 @@ impl FullyAssociative {
             },
             zone_of,
             layout,
-            d: Durable::new(st),
+            d: Durable::new(
+                st,
+                log,
+                Shape {
+                    zones: nzones,
+                    ..shape
+                },
+            )?,
             ss,
         })
     }
@@ -186,7 +338,7 @@ impl FullyAssociative {
                 to: u.phys,
                 lo,
                 hi,
-            });
+            })?;
         } else {
             let Some(&to) = self.d.live.free[zone].last() else {
                 return Err(StlError::Layout(format!("zone {zone} has no free band")));
@@ -209,14 +361,11 @@ impl FullyAssociative {
                 to,
                 lo,
                 hi,
-            });
+            })?;
         }
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
-        if self.d.pending() > 20_000 {
-            self.d.checkpoint();
-        }
-        Ok(())
+        self.d.checkpoint()
     }
 
     fn oldest_in(&self, zone: Option<usize>, except: usize) -> Option<usize> {
@@ -251,14 +400,14 @@ impl FullyAssociative {
                 self.stats.cleaning_runs += 1;
             }
             let phys = self.d.live.free[zone][0];
-            self.d.commit(FRec::Open { zone, band, phys });
+            self.d.commit(FRec::Open { zone, band, phys })?;
         }
         let Some(u) = self.d.live.upd.get(&band).copied() else {
             return Err(StlError::Layout("update band vanished".into()));
         };
         let pos = self.layout.bands[u.phys].start + u.wp;
         m.write(pos, data, true)?;
-        self.d.commit(FRec::Put { band, lba, n, pos });
+        self.d.commit(FRec::Put { band, lba, n, pos })?;
         self.stats.journal_entries += 1;
         Ok(())
     }
@@ -336,11 +485,19 @@ impl Layer for FullyAssociative {
         Ok(())
     }
 
-    fn recover(&mut self, _m: &mut Media) -> Result<()> {
-        let n = self.d.recover();
+    fn recover(&mut self, _m: &mut Media, _redo: bool) -> Result<()> {
+        let n = self.d.recover()?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
         Ok(())
+    }
+
+    fn restore_stats(&mut self, s: &StlStats) {
+        restore_counters(&mut self.stats, s);
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.d.sync()
     }
 
     fn stats(&self) -> StlStats {

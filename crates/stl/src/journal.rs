@@ -4,18 +4,20 @@
 //! FIFO read-modify-write cleaning that stages each band in the cache area first.
 
 use crate::config::{Cleaning, DmConfig};
-use crate::durable::{Durable, Replay};
+use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
-use crate::layer::{read_across, salvage_read, write_across, Layer, WriteReq};
+use crate::layer::{read_across, restore_counters, salvage_read, write_across, Layer, WriteReq};
 use crate::layout::Layout;
+use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
+use tegula_device::codec::{Dec, Enc};
 use tegula_device::geometry::ANGLE_FULL;
 use tegula_device::media::Media;
 use tegula_device::Nanos;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Ent {
     len: u64,
     live: u64,
@@ -24,7 +26,7 @@ struct Ent {
 }
 
 /// The durable part of the journal: the extent map and the live entries of the log.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct JState {
     map: ExtentMap,
     entries: BTreeMap<u64, Ent>,
@@ -36,7 +38,7 @@ pub(crate) struct JState {
 }
 
 /// Committed journal metadata.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum JRec {
     /// A journal entry at `pos` of `len` sectors holds `extents` (lba, sectors, position).
     Entry {
@@ -87,8 +89,135 @@ impl JState {
     }
 }
 
+fn enc_extents(e: &mut Enc, x: &[(u64, u64, u64)]) {
+    e.u64(x.len() as u64);
+    for &(l, n, p) in x {
+        e.u64(l);
+        e.u64(n);
+        e.u64(p);
+    }
+}
+
+fn dec_extents(
+    d: &mut Dec<'_>,
+    shape: &Shape,
+) -> std::result::Result<Vec<(u64, u64, u64)>, String> {
+    let n = dec_count(d, "entry extents", 24)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (l, k, p) = (d.u64()?, d.u64()?, d.u64()?);
+        shape.extent(l, k)?;
+        shape.pos(p, k)?;
+        v.push((l, k, p));
+    }
+    Ok(v)
+}
+
+const J_ENTRY: u8 = 1;
+const J_STAGED: u8 = 2;
+const J_NATIVE: u8 = 3;
+
 impl Replay for JState {
     type Rec = JRec;
+
+    fn encode(&self, e: &mut Enc) {
+        self.map.encode(e);
+        e.u64(self.entries.len() as u64);
+        for (&pos, en) in &self.entries {
+            e.u64(pos);
+            e.u64(en.len);
+            e.u64(en.live);
+            e.u64(en.seq);
+            enc_extents(e, &en.extents);
+        }
+        e.u64(self.head);
+        e.u64(self.seq);
+        enc_opt(e, self.staged);
+    }
+
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+        let map = ExtentMap::decode(d, shape)?;
+        let n = dec_count(d, "journal entries", 40)?;
+        let mut st = JState {
+            map,
+            ..Default::default()
+        };
+        let mut end = 0u64;
+        for _ in 0..n {
+            let (pos, len, live, seq) = (d.u64()?, d.u64()?, d.u64()?, d.u64()?);
+            shape.pos(pos, len.max(1))?;
+            if pos < end {
+                return Err(format!("journal entry at {pos} overlaps the previous one"));
+            }
+            end = pos + len;
+            let extents = dec_extents(d, shape)?;
+            if st.fifo.insert(seq, pos).is_some() {
+                return Err(format!("two journal entries with sequence {seq}"));
+            }
+            st.used += len;
+            st.entries.insert(
+                pos,
+                Ent {
+                    len,
+                    live,
+                    seq,
+                    extents,
+                },
+            );
+        }
+        st.head = d.u64()?;
+        shape.pos(st.head, 0)?;
+        st.seq = d.u64()?;
+        if st.fifo.keys().next_back().is_some_and(|&s| s > st.seq) {
+            return Err("journal entry sequence ahead of the log".into());
+        }
+        st.staged = dec_opt(d, "staged band", shape.logical_bands)?;
+        Ok(st)
+    }
+
+    fn encode_rec(r: &JRec, e: &mut Enc) {
+        match r {
+            JRec::Entry { pos, len, extents } => {
+                e.u8(J_ENTRY);
+                e.u64(*pos);
+                e.u64(*len);
+                enc_extents(e, extents);
+            }
+            JRec::Staged { band } => {
+                e.u8(J_STAGED);
+                e.u64(*band as u64);
+            }
+            JRec::Native { band, lo, hi } => {
+                e.u8(J_NATIVE);
+                enc_opt(e, *band);
+                e.u64(*lo);
+                e.u64(*hi);
+            }
+        }
+    }
+
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<JRec, String> {
+        match d.u8()? {
+            J_ENTRY => {
+                let (pos, len) = (d.u64()?, d.u64()?);
+                shape.pos(pos, len.max(1))?;
+                let extents = dec_extents(d, shape)?;
+                Ok(JRec::Entry { pos, len, extents })
+            }
+            J_STAGED => Ok(JRec::Staged {
+                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+            }),
+            J_NATIVE => {
+                let band = dec_opt(d, "band", shape.logical_bands)?;
+                let (lo, hi) = (d.u64()?, d.u64()?);
+                if lo > hi || hi > shape.capacity {
+                    return Err(format!("native range {lo}..{hi} outside the drive"));
+                }
+                Ok(JRec::Native { band, lo, hi })
+            }
+            t => Err(format!("unknown journal record type {t}")),
+        }
+    }
     fn apply(&mut self, r: &JRec) {
         match r {
             JRec::Entry { pos, len, extents } => {
@@ -121,7 +250,7 @@ impl Replay for JState {
             }
             JRec::Staged { band } => self.staged = Some(*band),
             JRec::Native { band, lo, hi } => {
-                for old in self.map.remove(*lo, hi - lo) {
+                for old in self.map.remove(*lo, hi.saturating_sub(*lo)) {
                     self.dec(&old);
                 }
                 if band.is_some() && *band == self.staged {
@@ -152,7 +281,7 @@ pub(crate) struct Journal {
 
 impl Journal {
     /// A journal over `layout` (its `cache`, `staging` and `map_slots` regions).
-    pub fn new(cfg: &DmConfig, layout: Layout) -> Result<Self> {
+    pub fn new(cfg: &DmConfig, layout: Layout, log: MetaLog, shape: Shape) -> Result<Self> {
         let ss = layout.sector;
         let mut segs: Vec<(u64, u64)> = Vec::new();
         for &b in &layout.cache {
@@ -193,7 +322,7 @@ impl Journal {
             layout,
             segs,
             cache_total,
-            d: Durable::new(st),
+            d: Durable::new(st, log, shape)?,
             stats,
             ss,
             entry_min,
@@ -319,13 +448,13 @@ impl Journal {
         let a = ((cur - lo) * ss) as usize;
         img[a..].copy_from_slice(&native_img[a..]);
         write_across(m, &self.layout, &self.layout.staging, &img)?;
-        self.d.commit(JRec::Staged { band });
+        self.d.commit(JRec::Staged { band })?;
         m.write(native, &img, true)?;
         self.d.commit(JRec::Native {
             band: Some(band),
             lo,
             hi,
-        });
+        })?;
         self.stats.cleaning_bytes_written += 2 * img.len() as u64;
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
@@ -341,7 +470,7 @@ impl Journal {
         self.map_buf = buf;
         r?;
         self.slot = new;
-        self.d.checkpoint();
+        self.d.checkpoint()?;
         self.stats.map_merges += 1;
         Ok(())
     }
@@ -415,7 +544,7 @@ impl Journal {
             self.buf[(off * ss) as usize..bytes].fill(0);
         }
         let done = m.write(pos, &self.buf[..bytes], true)?;
-        self.d.commit(JRec::Entry { pos, len, extents });
+        self.d.commit(JRec::Entry { pos, len, extents })?;
         self.stats.journal_entries += 1;
         let every = self.cfg.map_merge_every;
         if every > 0 && self.stats.journal_entries.is_multiple_of(every) {
@@ -519,7 +648,7 @@ impl Layer for Journal {
                 band: None,
                 lo: cur,
                 hi,
-            });
+            })?;
             self.stats.bypass_writes += 1;
             cur = b;
         }
@@ -531,8 +660,7 @@ impl Layer for Journal {
             band: None,
             lo: lba,
             hi: lba + n,
-        });
-        Ok(())
+        })
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
@@ -558,11 +686,11 @@ impl Layer for Journal {
         Ok(())
     }
 
-    fn recover(&mut self, m: &mut Media) -> Result<()> {
-        let n = self.d.recover();
+    fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
+        let n = self.d.recover()?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
-        if let Some(band) = self.d.live.staged {
+        if let (true, Some(band)) = (redo, self.d.live.staged) {
             // A power cut hit the band write: redo it from the staged image.
             let (lo, hi) = self.layout.logical_range(band);
             let mut img = vec![0u8; ((hi - lo) * self.ss) as usize];
@@ -573,9 +701,18 @@ impl Layer for Journal {
                 band: Some(band),
                 lo,
                 hi,
-            });
+            })?;
         }
         Ok(())
+    }
+
+    fn restore_stats(&mut self, s: &StlStats) {
+        restore_counters(&mut self.stats, s);
+        self.slot = (self.stats.map_merges % 2) as usize;
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.d.sync()
     }
 
     fn stats(&self) -> StlStats {

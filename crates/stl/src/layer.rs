@@ -6,7 +6,7 @@ use crate::error::Result;
 use crate::layout::Layout;
 use crate::stats::StlStats;
 use tegula_device::media::Media;
-use tegula_device::store::{MemStore, Store};
+use tegula_device::store::Store;
 use tegula_device::{DeviceError, Nanos};
 
 /// One host write handed to a layer.
@@ -37,10 +37,31 @@ pub(crate) trait Layer: Send {
     /// Background work while the host is idle, from the media's `now` up to `until`;
     /// `last_io` is when the host last issued a command.
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()>;
-    /// Rebuilds the layer after power returns; finishes an interrupted staged band write.
-    fn recover(&mut self, m: &mut Media) -> Result<()>;
+    /// Rebuilds the layer from its metadata log after power returns (or when an image is
+    /// opened); with `redo`, finishes an interrupted staged band write.
+    fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()>;
     /// Current statistics.
     fn stats(&self) -> StlStats;
+    /// Restores the cumulative statistics saved in a drive image.
+    fn restore_stats(&mut self, s: &StlStats);
+    /// Makes the layer's metadata log durable on the host.
+    fn sync(&mut self) -> Result<()>;
+}
+
+/// Copies the cumulative counters of `from` into `to` (the derived, current figures are
+/// recomputed by each layer).
+pub(crate) fn restore_counters(to: &mut StlStats, from: &StlStats) {
+    to.journal_entries = from.journal_entries;
+    to.map_merges = from.map_merges;
+    to.cleaning_runs = from.cleaning_runs;
+    to.bands_cleaned = from.bands_cleaned;
+    to.cleaning_bytes_read = from.cleaning_bytes_read;
+    to.cleaning_bytes_written = from.cleaning_bytes_written;
+    to.cleaning_ns = from.cleaning_ns;
+    to.bypass_writes = from.bypass_writes;
+    to.salvaged_sectors = from.salvaged_sectors;
+    to.recoveries = from.recoveries;
+    to.replayed_records = from.replayed_records;
 }
 
 /// Writes `image` piecewise over `bands` from their starts (staging area, map copies).
@@ -126,16 +147,17 @@ pub(crate) fn salvage_read(m: &mut Media, pos: u64, buf: &mut [u8]) -> Result<u6
 /// A flash persistent cache: sub-millisecond accesses that advance the drive's clock without
 /// moving the heads.
 pub(crate) struct Flash {
-    store: Option<MemStore>,
+    store: Option<Box<dyn Store>>,
     latency: Nanos,
     ns_per_byte: f64,
 }
 
 impl Flash {
-    /// A flash device with per-access `latency_us` and `mb_s` transfer rate.
-    pub fn new(keep_data: bool, latency_us: u64, mb_s: u64) -> Self {
+    /// A flash device over `store` (none: metadata-only) with per-access `latency_us` and
+    /// `mb_s` transfer rate.
+    pub fn new(store: Option<Box<dyn Store>>, latency_us: u64, mb_s: u64) -> Self {
         Flash {
-            store: keep_data.then(MemStore::new),
+            store,
             latency: latency_us * 1000,
             ns_per_byte: 1e3 / mb_s as f64,
         }

@@ -123,8 +123,38 @@ fn band_layout(cfg: &DmConfig, dc: &DiskConfig) -> BandLayout {
     }
 }
 
-/// Builds the raw media and the layout for `cfg`.
+/// The raw media of a drive before it gets its sector store: mechanics, shingling, size and
+/// the layout cut from them.
+pub(crate) struct Plan {
+    mech: tegula_device::mechanics::Mechanics,
+    shingle: Shingling,
+    /// Physical sectors of the media.
+    pub total: u64,
+    /// The layout.
+    pub layout: Layout,
+    seed: u64,
+}
+
+impl Plan {
+    /// The media over `store`.
+    pub fn media(self, store: Box<dyn Store>) -> Result<(Media, Layout)> {
+        let media = Media::new(self.mech, store, self.total, self.shingle, None, self.seed)?;
+        Ok((media, self.layout))
+    }
+}
+
+/// Builds the raw media (in memory, or metadata-only) and the layout for `cfg`.
 pub fn build(cfg: &DmConfig) -> Result<(Media, Layout)> {
+    let store: Box<dyn Store> = if cfg.store_data {
+        Box::new(MemStore::new())
+    } else {
+        Box::new(NullStore)
+    };
+    plan(cfg)?.media(store)
+}
+
+/// Cuts the media for `cfg` into bands and assigns them.
+pub(crate) fn plan(cfg: &DmConfig) -> Result<Plan> {
     cfg.validate()?;
     let mut dc = media_config(cfg)?;
     let ss = dc.sector_size as u64;
@@ -137,27 +167,32 @@ pub fn build(cfg: &DmConfig) -> Result<(Media, Layout)> {
     } else {
         track * dc.shingle.band_tracks.unwrap_or(16)
     };
-    let map_bytes = cfg.map_entries * cfg.map_entry_bytes;
-    let mut extra = band_guess * 8
-        + if cfg.cache_media == CacheMedia::Disk {
+    let map_bytes = cfg.map_entries.saturating_mul(cfg.map_entry_bytes);
+    let mut extra = band_guess
+        .saturating_mul(8)
+        .saturating_add(if cfg.cache_media == CacheMedia::Disk {
             cfg.cache_size
         } else {
             0
-        }
-        + if cfg.stl == StlKind::Journal {
-            2 * map_bytes + 2 * band_guess
+        })
+        .saturating_add(if cfg.stl == StlKind::Journal {
+            map_bytes.saturating_mul(2).saturating_add(2 * band_guess)
         } else {
             0
-        }
-        + 2 * band_guess
-        + cfg.capacity / 64;
-    let zone = dc.zones.zone_size;
+        })
+        .saturating_add(2 * band_guess)
+        .saturating_add(cfg.capacity / 64);
+    let zone = dc.zones.zone_size.max(1);
     for _ in 0..6 {
-        let want = (cfg.capacity + extra).div_ceil(zone) * zone;
+        let want = cfg
+            .capacity
+            .checked_add(extra)
+            .and_then(|w| w.div_ceil(zone).checked_mul(zone))
+            .ok_or_else(|| StlError::Layout("capacity plus cache overflows".into()))?;
         dc.capacity = want;
         let mut mech = dc
             .mechanics()
-            .map_err(|e| StlError::Config(format!("media for {} bytes: {e}", want)))?;
+            .map_err(|e| StlError::Layout(format!("media for {} bytes: {e}", want)))?;
         if mech.geometry().stroke() < MIN_RUN_TRACKS {
             // A drive scaled down to a few cylinders would have surface runs shorter than a
             // band (no shingling at all): keep runs long enough for bands to be shingled.
@@ -165,21 +200,21 @@ pub fn build(cfg: &DmConfig) -> Result<(Media, Layout)> {
             dc.media.stroke_tracks = Some(MIN_RUN_TRACKS);
             mech = dc
                 .mechanics()
-                .map_err(|e| StlError::Config(format!("media for {} bytes: {e}", want)))?;
+                .map_err(|e| StlError::Layout(format!("media for {} bytes: {e}", want)))?;
         }
         let total = mech.geometry().total_sectors();
         let shingle = Shingling::new(band_layout(cfg, &dc), dc.shingle.overlap_tracks);
         let bands = cut_bands(&shingle, mech.geometry(), total);
         if let Some(layout) = assign(cfg, bands, ss, dc.shingle.overlap_tracks) {
-            let store: Box<dyn Store> = if cfg.store_data {
-                Box::new(MemStore::new())
-            } else {
-                Box::new(NullStore)
-            };
-            let media = Media::new(mech, store, total, shingle, None, cfg.seed)?;
-            return Ok((media, layout));
+            return Ok(Plan {
+                mech,
+                shingle,
+                total,
+                layout,
+                seed: cfg.seed,
+            });
         }
-        extra = extra * 2 + band_guess * 4;
+        extra = extra.saturating_mul(2).saturating_add(band_guess * 4);
     }
     Err(StlError::Layout(format!(
         "media profile {:?} cannot hold {} bytes plus the cache and metadata regions",

@@ -26,13 +26,16 @@ mod durable;
 pub mod error;
 mod extmap;
 mod fullassoc;
+pub mod image;
 mod journal;
 mod layer;
 pub mod layout;
+pub mod metalog;
 mod setassoc;
 pub mod stats;
 
 pub use config::{CacheLocation, CacheMedia, Cleaning, DmConfig, Mapping, StlKind};
 pub use drive::DmDrive;
 pub use error::{Result, StlError};
+pub use image::is_dm_image;
 pub use stats::StlStats;

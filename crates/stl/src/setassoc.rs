@@ -5,18 +5,23 @@
 //! shingled disk or on flash.
 
 use crate::config::{CacheMedia, Cleaning, DmConfig};
-use crate::durable::{Durable, Replay};
+use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
-use crate::layer::{read_across, salvage_read, write_across, Flash, Layer, WriteReq};
+use crate::layer::{
+    read_across, restore_counters, salvage_read, write_across, Flash, Layer, WriteReq,
+};
 use crate::layout::Layout;
+use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeSet;
+use tegula_device::codec::{Dec, Enc};
 use tegula_device::media::Media;
+use tegula_device::store::{MemStore, Store};
 use tegula_device::Nanos;
 
 /// Durable state: block map, cache band write pointers, which data bands each cache band holds.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct SState {
     map: ExtentMap,
     wp: Vec<u64>,
@@ -25,7 +30,7 @@ pub(crate) struct SState {
 }
 
 /// Committed metadata (the cache blocks' headers and the band rewrite records).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum SRec {
     /// Logical `[lba, lba + n)` of data band `band` is at cache address `addr` of cache band `c`.
     Put {
@@ -47,8 +52,126 @@ pub(crate) enum SRec {
     Reset { c: usize },
 }
 
+const S_PUT: u8 = 1;
+const S_STAGED: u8 = 2;
+const S_NATIVE: u8 = 3;
+const S_RESET: u8 = 4;
+
 impl Replay for SState {
     type Rec = SRec;
+
+    fn encode(&self, e: &mut Enc) {
+        self.map.encode(e);
+        e.u64(self.wp.len() as u64);
+        for (w, bands) in self.wp.iter().zip(&self.bands_in) {
+            e.u64(*w);
+            e.u64(bands.len() as u64);
+            for &b in bands {
+                e.u64(b as u64);
+            }
+        }
+        enc_opt(e, self.staged);
+    }
+
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+        let map = ExtentMap::decode(d, shape)?;
+        let n = dec_count(d, "cache bands", 16)?;
+        if n != shape.cache_bands {
+            return Err(format!(
+                "{n} cache bands, the drive has {}",
+                shape.cache_bands
+            ));
+        }
+        let mut wp = Vec::with_capacity(n);
+        let mut bands_in = Vec::with_capacity(n);
+        for _ in 0..n {
+            let w = d.u64()?;
+            if w > shape.pos_limit {
+                return Err(format!("cache band write pointer {w} beyond the media"));
+            }
+            wp.push(w);
+            let k = dec_count(d, "data bands of a cache band", 8)?;
+            let mut set = BTreeSet::new();
+            for _ in 0..k {
+                set.insert(Shape::index("data band", d.u64()?, shape.logical_bands)?);
+            }
+            bands_in.push(set);
+        }
+        let staged = dec_opt(d, "staged band", shape.logical_bands)?;
+        Ok(SState {
+            map,
+            wp,
+            bands_in,
+            staged,
+        })
+    }
+
+    fn encode_rec(r: &SRec, e: &mut Enc) {
+        match r {
+            SRec::Put {
+                c,
+                band,
+                lba,
+                n,
+                addr,
+            } => {
+                e.u8(S_PUT);
+                e.u64(*c as u64);
+                e.u64(*band as u64);
+                e.u64(*lba);
+                e.u64(*n);
+                e.u64(*addr);
+            }
+            SRec::Staged { band } => {
+                e.u8(S_STAGED);
+                e.u64(*band as u64);
+            }
+            SRec::Native { band, lo, hi } => {
+                e.u8(S_NATIVE);
+                enc_opt(e, *band);
+                e.u64(*lo);
+                e.u64(*hi);
+            }
+            SRec::Reset { c } => {
+                e.u8(S_RESET);
+                e.u64(*c as u64);
+            }
+        }
+    }
+
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<SRec, String> {
+        match d.u8()? {
+            S_PUT => {
+                let c = Shape::index("cache band", d.u64()?, shape.cache_bands)?;
+                let band = Shape::index("data band", d.u64()?, shape.logical_bands)?;
+                let (lba, n, addr) = (d.u64()?, d.u64()?, d.u64()?);
+                shape.extent(lba, n)?;
+                shape.pos(addr, n)?;
+                Ok(SRec::Put {
+                    c,
+                    band,
+                    lba,
+                    n,
+                    addr,
+                })
+            }
+            S_STAGED => Ok(SRec::Staged {
+                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+            }),
+            S_NATIVE => {
+                let band = dec_opt(d, "band", shape.logical_bands)?;
+                let (lo, hi) = (d.u64()?, d.u64()?);
+                if lo > hi || hi > shape.capacity {
+                    return Err(format!("native range {lo}..{hi} outside the drive"));
+                }
+                Ok(SRec::Native { band, lo, hi })
+            }
+            S_RESET => Ok(SRec::Reset {
+                c: Shape::index("cache band", d.u64()?, shape.cache_bands)?,
+            }),
+            t => Err(format!("unknown set-associative record type {t}")),
+        }
+    }
     fn apply(&mut self, r: &SRec) {
         match r {
             SRec::Put {
@@ -59,7 +182,7 @@ impl Replay for SState {
                 addr,
             } => {
                 self.map.insert(*lba, *n, *addr);
-                self.wp[*c] += n;
+                self.wp[*c] = self.wp[*c].saturating_add(*n);
                 self.bands_in[*c].insert(*band);
             }
             SRec::Staged { band } => self.staged = Some(*band),
@@ -77,6 +200,17 @@ impl Replay for SState {
     }
 }
 
+/// Bytes of flash a drive needs: its cache bands plus one band of staging.
+pub(crate) fn flash_bytes(cfg: &DmConfig, layout: &Layout) -> u64 {
+    if cfg.stl != crate::config::StlKind::SetAssociative || cfg.cache_media != CacheMedia::Flash {
+        return 0;
+    }
+    let ss = layout.sector;
+    let band = layout.max_band().max(1);
+    let n = (cfg.cache_size / ss / band).max(1);
+    (n + 1) * band * ss
+}
+
 /// The set-associative layer.
 pub(crate) struct SetAssociative {
     cfg: DmConfig,
@@ -92,7 +226,13 @@ pub(crate) struct SetAssociative {
 
 impl SetAssociative {
     /// A set-associative layer over `layout`.
-    pub fn new(cfg: &DmConfig, layout: Layout) -> Result<Self> {
+    pub fn new(
+        cfg: &DmConfig,
+        layout: Layout,
+        log: MetaLog,
+        shape: Shape,
+        flash_store: Option<Box<dyn Store>>,
+    ) -> Result<Self> {
         let ss = layout.sector;
         let band = layout.max_band().max(1);
         let (cbands, flash): (Vec<(u64, u64)>, Option<Flash>) = match cfg.cache_media {
@@ -109,7 +249,10 @@ impl SetAssociative {
                 (
                     (0..n).map(|i| (i * band, band)).collect(),
                     Some(Flash::new(
-                        cfg.store_data,
+                        flash_store.or_else(|| {
+                            cfg.store_data
+                                .then(|| Box::new(MemStore::new()) as Box<dyn Store>)
+                        }),
                         cfg.flash_latency_us,
                         cfg.flash_mb_s,
                     )),
@@ -121,6 +264,7 @@ impl SetAssociative {
         }
         let n = cbands.len();
         let flash_staging = cbands.iter().map(|c| c.0 + c.1).max().unwrap_or(0);
+        let cbands_end = (cfg.cache_media == CacheMedia::Flash).then_some(flash_staging);
         let total: u64 = cbands.iter().map(|c| c.1).sum();
         let st = SState {
             wp: vec![0; n],
@@ -139,9 +283,18 @@ impl SetAssociative {
             cbands,
             flash,
             flash_staging,
-            d: Durable::new(st),
+            d: Durable::new(st, log, Self::shape_of(shape, n, &cbands_end))?,
             ss,
         })
+    }
+
+    /// The decoding bounds: cached blocks live on the media, or below the flash staging area.
+    pub(crate) fn shape_of(shape: Shape, cache_bands: usize, flash_end: &Option<u64>) -> Shape {
+        Shape {
+            cache_bands,
+            pos_limit: flash_end.map_or(shape.pos_limit, |e| e.max(shape.pos_limit)),
+            ..shape
+        }
     }
 
     fn cache_read(&mut self, m: &mut Media, addr: u64, buf: &mut [u8]) -> Result<()> {
@@ -187,13 +340,13 @@ impl SetAssociative {
             self.stats.cleaning_bytes_read += k as u64;
         }
         self.stage(m, &img)?;
-        self.d.commit(SRec::Staged { band });
+        self.d.commit(SRec::Staged { band })?;
         m.write(native, &img, true)?;
         self.d.commit(SRec::Native {
             band: Some(band),
             lo,
             hi,
-        });
+        })?;
         self.stats.cleaning_bytes_written += 2 * img.len() as u64;
         self.stats.bands_cleaned += 1;
         Ok(())
@@ -206,13 +359,10 @@ impl SetAssociative {
         for b in bands {
             self.rmw(m, b)?;
         }
-        self.d.commit(SRec::Reset { c });
+        self.d.commit(SRec::Reset { c })?;
         self.stats.cleaning_runs += 1;
         self.stats.cleaning_ns += m.now() - t0;
-        if self.d.pending() > 20_000 {
-            self.d.checkpoint();
-        }
-        Ok(())
+        self.d.checkpoint()
     }
 
     fn put(&mut self, m: &mut Media, lba: u64, data: &[u8]) -> Result<()> {
@@ -232,13 +382,13 @@ impl SetAssociative {
             img[o..o + data.len()].copy_from_slice(data);
             let _ = native;
             self.stage(m, &img)?;
-            self.d.commit(SRec::Staged { band });
+            self.d.commit(SRec::Staged { band })?;
             m.write(self.layout.native(lo), &img, true)?;
             self.d.commit(SRec::Native {
                 band: Some(band),
                 lo,
                 hi,
-            });
+            })?;
             return Ok(());
         }
         if self.d.live.wp[c] + n > cap {
@@ -252,7 +402,7 @@ impl SetAssociative {
             lba,
             n,
             addr,
-        });
+        })?;
         self.stats.journal_entries += 1;
         Ok(())
     }
@@ -334,11 +484,11 @@ impl Layer for SetAssociative {
         Ok(())
     }
 
-    fn recover(&mut self, m: &mut Media) -> Result<()> {
-        let n = self.d.recover();
+    fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
+        let n = self.d.recover()?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
-        if let Some(band) = self.d.live.staged {
+        if let (true, Some(band)) = (redo, self.d.live.staged) {
             let (lo, hi) = self.layout.logical_range(band);
             let mut img = vec![0u8; ((hi - lo) * self.ss) as usize];
             self.unstage(m, &mut img)?;
@@ -347,9 +497,17 @@ impl Layer for SetAssociative {
                 band: Some(band),
                 lo,
                 hi,
-            });
+            })?;
         }
         Ok(())
+    }
+
+    fn restore_stats(&mut self, s: &StlStats) {
+        restore_counters(&mut self.stats, s);
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.d.sync()
     }
 
     fn stats(&self) -> StlStats {

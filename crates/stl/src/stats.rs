@@ -1,11 +1,12 @@
 //! Per-drive statistics of the translation layer.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tegula_device::Nanos;
 
 /// What the translation layer did. Cumulative since the drive was built, except the
 /// occupancy figures, which are current.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StlStats {
     /// Translation layer name.
     pub stl: String,
