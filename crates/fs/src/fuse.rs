@@ -1,5 +1,7 @@
-//! The FUSE adapter: translates kernel requests into calls on [`Fs`]. Requests are served
-//! one at a time by fuser's session loop (the core takes `&mut self`).
+//! The FUSE adapter: translates kernel requests into calls on [`Fs`]. fuser's session loop
+//! reads requests on one thread and hands each to a small pool of workers; the core sits
+//! behind a reader-writer lock, so reads, lookups and getattr run in parallel while
+//! operations that change the file system take it exclusively.
 
 use crate::error::FsError;
 use crate::fs::{Attr, Fs, SetAttr};
@@ -12,24 +14,71 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const TTL: Duration = Duration::from_secs(1);
 /// Largest write the kernel is asked to send in one request.
 pub const MAX_WRITE: u32 = 1 << 20;
+/// Worker threads that serve requests (default of [`FuseFs::with_threads`]).
+pub const DEFAULT_THREADS: usize = 4;
 
 struct Handle {
     ino: u64,
     append: bool,
 }
 
-/// A mounted [`Fs`] as a fuser file system. When the session ends (unmount) it writes every
-/// buffer, checkpoints, and reports the outcome on the `done` channel.
+/// A job for a worker: runs with the shared state.
+type Job = Box<dyn FnOnce(&Shared) + Send>;
+
+/// State the workers share.
+struct Shared {
+    fs: RwLock<Option<Fs>>,
+    handles: Mutex<HashMap<u64, Handle>>,
+    next_fh: AtomicU64,
+}
+
+impl Shared {
+    // A worker that panicked while holding a lock has already failed its request; the file
+    // system refuses writes after an error itself, so a poisoned lock is still usable.
+    fn r(&self) -> RwLockReadGuard<'_, Option<Fs>> {
+        self.fs.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn w(&self) -> RwLockWriteGuard<'_, Option<Fs>> {
+        self.fs.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
+        self.handles.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn handle(&self, ino: u64, flags: i32) -> u64 {
+        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
+        self.handles().insert(
+            fh,
+            Handle {
+                ino,
+                append: flags & libc::O_APPEND != 0,
+            },
+        );
+        fh
+    }
+}
+
+fn unmounted() -> FsError {
+    FsError::Broken("unmounted".into())
+}
+
+/// A mounted [`Fs`] as a fuser file system whose requests are served by worker threads.
+/// When the session ends (unmount) it waits for the workers, writes every buffer,
+/// checkpoints, and reports the outcome on the `done` channel.
 pub struct FuseFs {
-    fs: Option<Fs>,
-    handles: HashMap<u64, Handle>,
-    next_fh: u64,
+    shared: Arc<Shared>,
+    tx: Option<mpsc::Sender<Job>>,
+    workers: Vec<JoinHandle<()>>,
     done: Option<mpsc::Sender<Result<(), String>>>,
 }
 
@@ -79,33 +128,56 @@ fn attr(a: &Attr) -> FileAttr {
 }
 
 impl FuseFs {
-    /// Wraps a mounted file system; `done` receives the unmount's outcome.
+    /// Wraps a mounted file system with [`DEFAULT_THREADS`] workers; `done` receives the
+    /// unmount's outcome.
     pub fn new(fs: Fs, done: mpsc::Sender<Result<(), String>>) -> Self {
+        Self::with_threads(fs, done, DEFAULT_THREADS)
+    }
+
+    /// Wraps a mounted file system with `threads` workers (at least one).
+    pub fn with_threads(fs: Fs, done: mpsc::Sender<Result<(), String>>, threads: usize) -> Self {
+        let shared = Arc::new(Shared {
+            fs: RwLock::new(Some(fs)),
+            handles: Mutex::new(HashMap::new()),
+            next_fh: AtomicU64::new(1),
+        });
+        let (tx, rx) = mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = (0..threads.max(1))
+            .map(|_| {
+                let rx = rx.clone();
+                let shared = shared.clone();
+                std::thread::spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(&shared),
+                        Err(_) => return,
+                    }
+                })
+            })
+            .collect();
         FuseFs {
-            fs: Some(fs),
-            handles: HashMap::new(),
-            next_fh: 1,
+            shared,
+            tx: Some(tx),
+            workers,
             done: Some(done),
         }
     }
 
-    fn fs(&mut self) -> Result<&mut Fs, FsError> {
-        self.fs
-            .as_mut()
-            .ok_or_else(|| FsError::Broken("unmounted".into()))
-    }
-
-    fn handle(&mut self, ino: u64, flags: i32) -> u64 {
-        let fh = self.next_fh;
-        self.next_fh += 1;
-        self.handles.insert(
-            fh,
-            Handle {
-                ino,
-                append: flags & libc::O_APPEND != 0,
-            },
-        );
-        fh
+    /// Queues a request for the workers (runs it here if they are gone).
+    fn spawn(&self, job: impl FnOnce(&Shared) + Send + 'static) {
+        let job: Job = Box::new(job);
+        match &self.tx {
+            Some(tx) => {
+                if let Err(mpsc::SendError(job)) = tx.send(job) {
+                    job(&self.shared);
+                }
+            }
+            None => job(&self.shared),
+        }
     }
 }
 
@@ -125,6 +197,28 @@ macro_rules! tryr {
     };
 }
 
+/// Runs `$body` with `$fs` bound to the file system under a read lock.
+macro_rules! with_read {
+    ($self:ident, $reply:ident, |$fs:ident| $body:block) => {
+        $self.spawn(move |sh: &Shared| {
+            let g = sh.r();
+            let $fs: &Fs = tryr!($reply, g.as_ref().ok_or_else(unmounted));
+            $body
+        })
+    };
+}
+
+/// Runs `$body` with `$fs` bound to the file system under the write lock.
+macro_rules! with_write {
+    ($self:ident, $reply:ident, |$sh:ident, $fs:ident| $body:block) => {
+        $self.spawn(move |$sh: &Shared| {
+            let mut g = $sh.w();
+            let $fs: &mut Fs = tryr!($reply, g.as_mut().ok_or_else(unmounted));
+            $body
+        })
+    };
+}
+
 impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
         // Ask for 1 MiB writes; the kernel settles on what it supports.
@@ -133,7 +227,15 @@ impl Filesystem for FuseFs {
     }
 
     fn destroy(&mut self) {
-        let res = match self.fs.take() {
+        // Let queued requests finish before the final flush.
+        drop(self.tx.take());
+        for w in self.workers.drain(..) {
+            if w.join().is_err() {
+                eprintln!("tegula-fs: a worker thread panicked");
+            }
+        }
+        let fs = self.shared.w().take();
+        let res = match fs {
             Some(fs) => fs.close().map_err(|e| e.to_string()),
             None => Ok(()),
         };
@@ -146,15 +248,18 @@ impl Filesystem for FuseFs {
     }
 
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(reply, fs.lookup(parent, name.as_bytes()));
-        reply.entry(&TTL, &attr(&a), 0);
+        let name = name.as_bytes().to_vec();
+        with_read!(self, reply, |fs| {
+            let a = tryr!(reply, fs.lookup(parent, &name));
+            reply.entry(&TTL, &attr(&a), 0);
+        });
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(reply, fs.getattr(ino));
-        reply.attr(&TTL, &attr(&a));
+        with_read!(self, reply, |fs| {
+            let a = tryr!(reply, fs.getattr(ino));
+            reply.attr(&TTL, &attr(&a));
+        });
     }
 
     fn setattr(
@@ -175,28 +280,25 @@ impl Filesystem for FuseFs {
         _flags: Option<u32>,
         reply: ReplyAttr,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(
-            reply,
-            fs.setattr(
-                ino,
-                &SetAttr {
-                    size,
-                    perm: mode,
-                    uid,
-                    gid,
-                    atime: atime.map(ns),
-                    mtime: mtime.map(ns),
-                }
-            )
-        );
-        reply.attr(&TTL, &attr(&a));
+        let sa = SetAttr {
+            size,
+            perm: mode,
+            uid,
+            gid,
+            atime: atime.map(ns),
+            mtime: mtime.map(ns),
+        };
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.setattr(ino, &sa));
+            reply.attr(&TTL, &attr(&a));
+        });
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        let fs = tryr!(reply, self.fs());
-        let t = tryr!(reply, fs.readlink(ino));
-        reply.data(&t);
+        with_read!(self, reply, |fs| {
+            let t = tryr!(reply, fs.readlink(ino));
+            reply.data(&t);
+        });
     }
 
     fn mknod(
@@ -213,12 +315,11 @@ impl Filesystem for FuseFs {
             reply.error(libc::EPERM);
             return;
         }
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(
-            reply,
-            fs.create(parent, name.as_bytes(), mode & !umask, req.uid(), req.gid())
-        );
-        reply.entry(&TTL, &attr(&a), 0);
+        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
+            reply.entry(&TTL, &attr(&a), 0);
+        });
     }
 
     fn mkdir(
@@ -230,24 +331,27 @@ impl Filesystem for FuseFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(
-            reply,
-            fs.mkdir(parent, name.as_bytes(), mode & !umask, req.uid(), req.gid())
-        );
-        reply.entry(&TTL, &attr(&a), 0);
+        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.mkdir(parent, &name, mode & !umask, uid, gid));
+            reply.entry(&TTL, &attr(&a), 0);
+        });
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.unlink(parent, name.as_bytes()));
-        reply.ok();
+        let name = name.as_bytes().to_vec();
+        with_write!(self, reply, |_sh, fs| {
+            tryr!(reply, fs.unlink(parent, &name));
+            reply.ok();
+        });
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.rmdir(parent, name.as_bytes()));
-        reply.ok();
+        let name = name.as_bytes().to_vec();
+        with_write!(self, reply, |_sh, fs| {
+            tryr!(reply, fs.rmdir(parent, &name));
+            reply.ok();
+        });
     }
 
     fn symlink(
@@ -258,18 +362,12 @@ impl Filesystem for FuseFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(
-            reply,
-            fs.symlink(
-                parent,
-                link_name.as_bytes(),
-                target.as_os_str().as_bytes(),
-                req.uid(),
-                req.gid()
-            )
-        );
-        reply.entry(&TTL, &attr(&a), 0);
+        let (name, uid, gid) = (link_name.as_bytes().to_vec(), req.uid(), req.gid());
+        let target = target.as_os_str().as_bytes().to_vec();
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.symlink(parent, &name, &target, uid, gid));
+            reply.entry(&TTL, &attr(&a), 0);
+        });
     }
 
     fn rename(
@@ -287,18 +385,14 @@ impl Filesystem for FuseFs {
             return;
         }
         let no_replace = flags & libc::RENAME_NOREPLACE != 0;
-        let fs = tryr!(reply, self.fs());
-        tryr!(
-            reply,
-            fs.rename(
-                parent,
-                name.as_bytes(),
-                newparent,
-                newname.as_bytes(),
-                no_replace
-            )
-        );
-        reply.ok();
+        let (name, newname) = (name.as_bytes().to_vec(), newname.as_bytes().to_vec());
+        with_write!(self, reply, |_sh, fs| {
+            tryr!(
+                reply,
+                fs.rename(parent, &name, newparent, &newname, no_replace)
+            );
+            reply.ok();
+        });
     }
 
     fn link(
@@ -309,16 +403,27 @@ impl Filesystem for FuseFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(reply, fs.link(ino, newparent, newname.as_bytes()));
-        reply.entry(&TTL, &attr(&a), 0);
+        let newname = newname.as_bytes().to_vec();
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.link(ino, newparent, &newname));
+            reply.entry(&TTL, &attr(&a), 0);
+        });
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.open_file(ino));
-        let fh = self.handle(ino, flags);
-        reply.opened(fh, 0);
+        with_write!(self, reply, |sh, fs| {
+            tryr!(reply, fs.open_file(ino));
+            if flags & libc::O_TRUNC != 0 && flags & libc::O_ACCMODE != libc::O_RDONLY {
+                // The kernel normally sends a setattr for O_TRUNC; this covers atomic_o_trunc.
+                let sa = SetAttr {
+                    size: Some(0),
+                    ..SetAttr::default()
+                };
+                tryr!(reply, fs.setattr(ino, &sa));
+            }
+            let fh = sh.handle(ino, flags);
+            reply.opened(fh, 0);
+        });
     }
 
     fn read(
@@ -332,9 +437,10 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let d = tryr!(reply, fs.read(ino, offset.max(0) as u64, size as usize));
-        reply.data(&d);
+        with_read!(self, reply, |fs| {
+            let d = tryr!(reply, fs.read(ino, offset.max(0) as u64, size as usize));
+            reply.data(&d);
+        });
     }
 
     fn write(
@@ -349,10 +455,12 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        let append = self.handles.get(&fh).is_some_and(|h| h.append);
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.write(ino, offset.max(0) as u64, data, append));
-        reply.written(data.len() as u32);
+        let data = data.to_vec();
+        with_write!(self, reply, |sh, fs| {
+            let append = sh.handles().get(&fh).is_some_and(|h| h.append);
+            tryr!(reply, fs.write(ino, offset.max(0) as u64, &data, append));
+            reply.written(data.len() as u32);
+        });
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
@@ -370,13 +478,14 @@ impl Filesystem for FuseFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        let Some(h) = self.handles.remove(&fh) else {
+        with_write!(self, reply, |sh, fs| {
+            let Some(h) = sh.handles().remove(&fh) else {
+                reply.ok();
+                return;
+            };
+            tryr!(reply, fs.release(h.ino));
             reply.ok();
-            return;
-        };
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.release(h.ino));
-        reply.ok();
+        });
     }
 
     fn fsync(
@@ -387,9 +496,12 @@ impl Filesystem for FuseFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.fsync(ino));
-        reply.ok();
+        // fdatasync gets the same treatment: the size and the extent map are metadata the
+        // data needs, and committing the rest of the batch costs nothing extra.
+        with_write!(self, reply, |_sh, fs| {
+            tryr!(reply, fs.fsync(ino));
+            reply.ok();
+        });
     }
 
     fn readdir(
@@ -400,41 +512,44 @@ impl Filesystem for FuseFs {
         offset: i64,
         mut reply: ReplyDirectory,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let parent = tryr!(reply, fs.parent(ino));
-        let entries = tryr!(reply, fs.readdir(ino));
-        let mut all: Vec<(u64, FileType, Vec<u8>)> = vec![
-            (ino, FileType::Directory, b".".to_vec()),
-            (parent, FileType::Directory, b"..".to_vec()),
-        ];
-        all.extend(entries.into_iter().map(|(n, i, k)| (i, file_type(k), n)));
-        for (i, (ino, kind, name)) in all.iter().enumerate().skip(offset.max(0) as usize) {
-            if reply.add(*ino, (i + 1) as i64, *kind, OsStr::from_bytes(name)) {
-                break;
+        with_read!(self, reply, |fs| {
+            let parent = tryr!(reply, fs.parent(ino));
+            let entries = tryr!(reply, fs.readdir(ino));
+            let mut all: Vec<(u64, FileType, Vec<u8>)> = vec![
+                (ino, FileType::Directory, b".".to_vec()),
+                (parent, FileType::Directory, b"..".to_vec()),
+            ];
+            all.extend(entries.into_iter().map(|(n, i, k)| (i, file_type(k), n)));
+            for (i, (ino, kind, name)) in all.iter().enumerate().skip(offset.max(0) as usize) {
+                if reply.add(*ino, (i + 1) as i64, *kind, OsStr::from_bytes(name)) {
+                    break;
+                }
             }
-        }
-        reply.ok();
+            reply.ok();
+        });
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.fsync_dir(ino));
-        reply.ok();
+        with_write!(self, reply, |_sh, fs| {
+            tryr!(reply, fs.fsync_dir(ino));
+            reply.ok();
+        });
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
-        let fs = tryr!(reply, self.fs());
-        let s = fs.statfs();
-        reply.statfs(
-            s.blocks,
-            s.free_blocks,
-            s.free_blocks,
-            s.files + s.free_files,
-            s.free_files,
-            s.block_size as u32,
-            255,
-            s.block_size as u32,
-        );
+        with_read!(self, reply, |fs| {
+            let s = fs.statfs();
+            reply.statfs(
+                s.blocks,
+                s.free_blocks,
+                s.free_blocks,
+                s.files + s.free_files,
+                s.free_files,
+                s.block_size as u32,
+                255,
+                s.block_size as u32,
+            );
+        });
     }
 
     fn create(
@@ -447,14 +562,13 @@ impl Filesystem for FuseFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(
-            reply,
-            fs.create(parent, name.as_bytes(), mode & !umask, req.uid(), req.gid())
-        );
-        tryr!(reply, fs.open_file(a.ino));
-        let fh = self.handle(a.ino, flags);
-        reply.created(&TTL, &attr(&a), 0, fh, 0);
+        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
+        with_write!(self, reply, |sh, fs| {
+            let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
+            tryr!(reply, fs.open_file(a.ino));
+            let fh = sh.handle(a.ino, flags);
+            reply.created(&TTL, &attr(&a), 0, fh, 0);
+        });
     }
 
     fn fallocate(
@@ -477,27 +591,24 @@ impl Filesystem for FuseFs {
             reply.error(libc::EOPNOTSUPP);
             return;
         }
-        let fs = tryr!(reply, self.fs());
-        let a = tryr!(reply, fs.getattr(ino));
-        let end = (offset + length).max(0) as u64;
-        if end > a.size {
-            tryr!(
-                reply,
-                fs.setattr(
-                    ino,
-                    &SetAttr {
-                        size: Some(end),
-                        ..SetAttr::default()
-                    }
-                )
-            );
-        }
-        reply.ok();
+        with_write!(self, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.getattr(ino));
+            let end = (offset.saturating_add(length)).max(0) as u64;
+            if end > a.size {
+                let sa = SetAttr {
+                    size: Some(end),
+                    ..SetAttr::default()
+                };
+                tryr!(reply, fs.setattr(ino, &sa));
+            }
+            reply.ok();
+        });
     }
 
     fn access(&mut self, _req: &Request<'_>, ino: u64, _mask: i32, reply: ReplyEmpty) {
-        let fs = tryr!(reply, self.fs());
-        tryr!(reply, fs.getattr(ino));
-        reply.ok();
+        with_read!(self, reply, |fs| {
+            tryr!(reply, fs.getattr(ino));
+            reply.ok();
+        });
     }
 }

@@ -16,7 +16,7 @@ impl Fs {
     }
 
     /// Reads up to `len` bytes at `off` (fewer at the end of the file).
-    pub fn read(&mut self, ino: u64, off: u64, len: usize) -> Result<Vec<u8>> {
+    pub fn read(&self, ino: u64, off: u64, len: usize) -> Result<Vec<u8>> {
         self.file(ino)?;
         let size = self.cur_size(ino);
         if off >= size || len == 0 {

@@ -4,7 +4,7 @@
 use crate::error::Result;
 use crate::state::Piece;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tegula_device::ZonedDevice;
 use zea::{ExtentMeta, Options, Placed, Zea};
 
@@ -16,7 +16,8 @@ pub struct Pool {
     first_seq: u32,
     sector: u64,
     zone_sectors: u64,
-    metas: HashMap<(u32, u64), Arc<ExtentMeta>>,
+    /// Decoded metadata by (zone, data LBA); behind a mutex so reads can share the pool.
+    metas: Mutex<HashMap<(u32, u64), Arc<ExtentMeta>>>,
 }
 
 impl Pool {
@@ -40,7 +41,7 @@ impl Pool {
             first_seq,
             sector: info.sector_size as u64,
             zone_sectors: info.zone_sectors,
-            metas: HashMap::new(),
+            metas: Mutex::new(HashMap::new()),
         })
     }
 
@@ -93,31 +94,41 @@ impl Pool {
         Ok(self.zea_mut(zone)?.put_tagged(zba, tag, data)?)
     }
 
+    fn zea_ref(&self, zone: u32) -> Result<&Zea> {
+        self.zea(zone)
+            .ok_or_else(|| crate::error::FsError::Io(format!("zone {zone} is not sequential")))
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, u64), Arc<ExtentMeta>>> {
+        // A panic while holding the lock cannot leave the map inconsistent (inserts and
+        // clears are single calls), so a poisoned lock is still usable.
+        self.metas.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The metadata of the extent a piece lives in (cached).
-    pub fn meta(&mut self, p: &Piece) -> Result<Arc<ExtentMeta>> {
-        if let Some(m) = self.metas.get(&(p.zone, p.ext_lba)) {
+    pub fn meta(&self, p: &Piece) -> Result<Arc<ExtentMeta>> {
+        if let Some(m) = self.cache().get(&(p.zone, p.ext_lba)) {
             return Ok(m.clone());
         }
-        let z = self.zea_mut(p.zone)?;
-        let m = Arc::new(z.read_meta(p.ext_lba, p.ext_len)?);
-        if self.metas.len() >= META_CACHE_MAX {
-            self.metas.clear();
+        let m = Arc::new(self.zea_ref(p.zone)?.read_meta(p.ext_lba, p.ext_len)?);
+        let mut c = self.cache();
+        if c.len() >= META_CACHE_MAX {
+            c.clear();
         }
-        self.metas.insert((p.zone, p.ext_lba), m.clone());
+        c.insert((p.zone, p.ext_lba), m.clone());
         Ok(m)
     }
 
     /// Reads `n` bytes at `off` within a piece, checking the covering chunks' checksums.
-    pub fn read(&mut self, p: &Piece, off: u64, n: u64) -> Result<Vec<u8>> {
+    pub fn read(&self, p: &Piece, off: u64, n: u64) -> Result<Vec<u8>> {
         let m = self.meta(p)?;
-        let z = self.zea_mut(p.zone)?;
-        Ok(z.read_range(&m, p.ext_off + off, n)?)
+        Ok(self.zea_ref(p.zone)?.read_range(&m, p.ext_off + off, n)?)
     }
 
     /// Resets `zone`; its extents are gone.
     pub fn reset(&mut self, zone: u32) -> Result<()> {
         self.zea_mut(zone)?.reset()?;
-        self.metas.retain(|(z, _), _| *z != zone);
+        self.cache().retain(|(z, _), _| *z != zone);
         Ok(())
     }
 }

@@ -120,7 +120,7 @@ fn append_writes_go_to_the_end_and_truncate_extends_with_zeros() {
     d.power_cut();
     drop(fs);
     d.power_on();
-    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    let fs = Fs::open(zoned(&d), small_opts()).unwrap();
     assert_eq!(fs.read(f, 0, 100).unwrap(), b"ab");
 }
 
