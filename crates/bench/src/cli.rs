@@ -37,7 +37,8 @@ impl BenchCommand {
     }
 }
 
-fn size_arg(s: &str) -> std::result::Result<u64, String> {
+/// Parses a size such as `16GiB` (clap value parser).
+pub(crate) fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s)
 }
 
