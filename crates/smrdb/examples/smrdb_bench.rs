@@ -2,7 +2,7 @@
 //! write rate, and random inserts in SOC vs LOC (write amplification, compaction bytes and
 //! device time).
 //!
-//! `cargo run --release -p tegula-smrdb --example smrdb_bench -- [num] [value_size] [capacity_gib] [zone_mib]`
+//! `cargo run --release -p tegula-smrdb --example smrdb_bench -- [num] [value_size] [capacity_gib] [zone_mib] [seq,soc,loc]`
 #![allow(clippy::unwrap_used)] // a measurement tool: fail loudly
 
 use smrdb::{Db, Mode, Options};
@@ -50,10 +50,14 @@ impl Rng {
 
 fn fill(mode: Mode, random: bool, num: u64, vsize: usize, cap: u64, zone_mib: u64) {
     let d = disk(cap, zone_mib);
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let od = Options::default();
     let opts = Options {
         mode,
         background_compaction: false,
-        ..Options::default()
+        l1_overlap_trigger: env("SMRDB_L1_OVERLAP_TRIGGER").unwrap_or(od.l1_overlap_trigger),
+        l0_compaction_max_bands: env("SMRDB_L0_MAX_BANDS").unwrap_or(od.l0_compaction_max_bands),
+        ..od
     };
     let db = Db::open(d.clone(), opts).unwrap();
     let before = d.stats();
@@ -91,16 +95,18 @@ fn fill(mode: Mode, random: bool, num: u64, vsize: usize, cap: u64, zone_mib: u6
     );
     // Read back a sample.
     let t1 = d.now();
+    let w1 = std::time::Instant::now();
     let mut rng = Rng(7);
-    let reads = 2000u64;
+    let reads = 20000u64;
     for _ in 0..reads {
         let k = rng.next() % num;
         let _ = db.get(&key(k)).unwrap();
     }
     let s = db.stats();
     println!(
-        "           readrandom: {:.0} ops/s (device time), {:.2} bands probed per get",
+        "           readrandom: {:.0} ops/s (device time), {:.0} ops/s (wall), {:.2} bands probed per get",
         reads as f64 / ((d.now() - t1) as f64 / 1e9),
+        reads as f64 / w1.elapsed().as_secs_f64(),
         s.avg_bands_probed_per_get
     );
 }
@@ -115,7 +121,13 @@ fn main() {
         "hm-smr {cap} GiB, {zone_mib} MiB zones: media sequential write {:.1} MB/s",
         media_rate(cap, zone_mib)
     );
-    fill(Mode::Soc, false, num, vsize, cap, zone_mib);
-    fill(Mode::Soc, true, num, vsize, cap, zone_mib);
-    fill(Mode::Loc, true, num, vsize, cap, zone_mib);
+    let which = a.get(5).cloned().unwrap_or_else(|| "seq,soc,loc".into());
+    for w in which.split(',') {
+        match w {
+            "seq" => fill(Mode::Soc, false, num, vsize, cap, zone_mib),
+            "soc" => fill(Mode::Soc, true, num, vsize, cap, zone_mib),
+            "loc" => fill(Mode::Loc, true, num, vsize, cap, zone_mib),
+            other => eprintln!("unknown run {other:?} (seq, soc, loc)"),
+        }
+    }
 }

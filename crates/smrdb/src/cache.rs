@@ -1,12 +1,12 @@
 //! LRU cache of decoded data blocks, charged by encoded block size.
 
-use crate::memtable::Entry;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// A decoded block.
-pub type Block = Arc<Vec<Entry>>;
+/// A data block's entry area, checked when it was read (see
+/// [`crate::band::block::block_entries`]); GETs search it in place.
+pub type Block = Arc<Vec<u8>>;
 
 #[derive(Debug, Default)]
 struct Inner {

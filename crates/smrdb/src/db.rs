@@ -7,7 +7,7 @@ use crate::compaction::{self, Plan};
 use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
 use crate::iter::{MemSource, Merge, Source};
-use crate::log::{self, Op};
+use crate::log;
 use crate::manifest::{BandMeta, Manifest};
 use crate::memtable::{Entry, Memtable};
 use crate::options::{Mode, Options, WriteOptions};
@@ -25,11 +25,16 @@ use tegula_device::{ZoneCondition, ZoneFilter, ZonedDevice};
 /// Largest key accepted.
 pub const MAX_KEY_LEN: usize = 64 << 10;
 
-/// A group of puts and deletes applied atomically.
+/// A group of puts and deletes applied atomically. Operations are kept encoded as the log
+/// stores them (`kind u8 | bytes key | [bytes value]`), so applying a batch copies it once
+/// into the log buffer and once into the memtable.
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
-    ops: Vec<Op>,
+    rep: Vec<u8>,
+    count: usize,
     bytes: usize,
+    max_key: usize,
+    puts: usize,
 }
 
 impl WriteBatch {
@@ -37,28 +42,47 @@ impl WriteBatch {
     pub fn new() -> Self {
         Self::default()
     }
+    /// An empty batch with room for `bytes` of encoded operations.
+    pub fn with_capacity(bytes: usize) -> Self {
+        WriteBatch {
+            rep: Vec::with_capacity(bytes),
+            ..Self::default()
+        }
+    }
     /// Adds a put.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         self.bytes += key.len() + value.len();
-        self.ops.push((key.to_vec(), Some(value.to_vec())));
+        self.max_key = self.max_key.max(key.len());
+        self.count += 1;
+        self.puts += 1;
+        log::encode_op(&mut self.rep, key, Some(value));
     }
     /// Adds a delete.
     pub fn delete(&mut self, key: &[u8]) {
         self.bytes += key.len();
-        self.ops.push((key.to_vec(), None));
+        self.max_key = self.max_key.max(key.len());
+        self.count += 1;
+        log::encode_op(&mut self.rep, key, None);
     }
     /// Number of operations.
     pub fn len(&self) -> usize {
-        self.ops.len()
+        self.count
     }
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
+        self.count == 0
     }
     /// Removes every operation.
     pub fn clear(&mut self) {
-        self.ops.clear();
+        self.rep.clear();
+        self.count = 0;
         self.bytes = 0;
+        self.max_key = 0;
+        self.puts = 0;
+    }
+    /// The operations in order: `(key, Some(value))` for a put, `(key, None)` for a delete.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        log::OpIter::new(&self.rep)
     }
 }
 
@@ -133,9 +157,18 @@ pub(crate) struct Inner {
     bg_cv: Condvar,
     done_cv: Condvar,
     poisoned: Mutex<Option<String>>,
+    /// Set while a write that only deletes waits for room: flushes and log bands may then use
+    /// the reserve down to one band (deletes are how a full database gets space back).
+    delete_pressure: AtomicBool,
+    /// Fast-path mirror of `poisoned.is_some()`.
+    is_poisoned: AtomicBool,
     closed: AtomicBool,
     pub(crate) counters: Counters,
 }
+
+/// Called by a low-space merge with the finished output bands, the next key to write, and
+/// the zones allocated but not yet recorded.
+type Checkpoint<'a> = dyn FnMut(&mut Vec<Band>, &[u8], &mut Vec<u32>) -> Result<()> + 'a;
 
 /// An SMRDB database on a zoned device. `Send + Sync`: share it by reference or in an `Arc`.
 pub struct Db {
@@ -178,7 +211,7 @@ impl Db {
 
     /// Stores `value` under `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 12);
         b.put(key, value);
         self.write(b, WriteOptions::default())
     }
@@ -240,7 +273,11 @@ impl Db {
     /// Flushes the memtable, then merges every band into non-overlapping bands (the paper's
     /// manual full compaction).
     pub fn compact_all(&self) -> Result<()> {
-        self.inner.flush_memtable()?;
+        // The flush may use the reserve: the compaction that follows gives bands back.
+        self.inner.delete_pressure.store(true, Ordering::Release);
+        let r = self.inner.flush_memtable();
+        self.inner.delete_pressure.store(false, Ordering::Release);
+        r?;
         self.inner.compact_all()
     }
 
@@ -548,6 +585,8 @@ impl Inner {
             bg_cv: Condvar::new(),
             done_cv: Condvar::new(),
             poisoned: Mutex::new(None),
+            is_poisoned: AtomicBool::new(false),
+            delete_pressure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             counters: Counters::default(),
             opts,
@@ -573,6 +612,9 @@ impl Inner {
 
     fn check_writable(&self) -> Result<()> {
         self.check_open()?;
+        if !self.is_poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
         if let Some(p) = self.poisoned.lock().clone() {
             return Err(Error::Closed(format!(
                 "refusing writes after an I/O failure: {p}"
@@ -588,6 +630,7 @@ impl Inner {
             if p.is_none() {
                 *p = Some(e.to_string());
             }
+            self.is_poisoned.store(true, Ordering::Release);
         }
         Err(e)
     }
@@ -631,12 +674,32 @@ impl Inner {
         Ok(())
     }
 
-    fn alloc(&self, ms: &mut MetaState, use_reserve: bool) -> Result<u32> {
-        let keep = if use_reserve {
+    fn pressure(&self) -> bool {
+        self.delete_pressure.load(Ordering::Acquire)
+    }
+
+    /// Free bands a new log band must leave: the reserve, or one band (for the flush that
+    /// frees the log bands again) while a write that only deletes waits for room.
+    fn log_keep(&self) -> usize {
+        if self.pressure() {
+            1
+        } else {
+            self.opts.reserve_bands as usize
+        }
+    }
+
+    /// Free bands a memtable flush must leave: the reserve, or none while deletes or a full
+    /// compaction need room (a flush resets its log bands right after, giving bands back).
+    fn flush_keep(&self) -> usize {
+        if self.pressure() {
             0
         } else {
             self.opts.reserve_bands as usize
-        };
+        }
+    }
+
+    /// Takes a free band, leaving at least `keep` free.
+    fn alloc(&self, ms: &mut MetaState, keep: usize) -> Result<u32> {
         if ms.free.len() <= keep {
             return Err(Error::NoSpace(format!(
                 "{} free bands, {} reserved for compaction",
@@ -687,17 +750,25 @@ impl Inner {
         if batch.is_empty() {
             return Ok(());
         }
-        let zone_bytes = self.dev.zone_bytes();
-        for (k, v) in &batch.ops {
-            if k.len() > MAX_KEY_LEN {
-                return Err(Error::InvalidArgument(format!(
-                    "key of {} bytes (limit {MAX_KEY_LEN})",
-                    k.len()
-                )));
-            }
-            let _ = v;
+        if batch.puts == 0 {
+            // Deletes free space; let them (and the flushes they need) use the reserve.
+            self.delete_pressure.store(true, Ordering::Release);
+            let r = self.write_inner(batch, wo);
+            self.delete_pressure.store(false, Ordering::Release);
+            return r;
         }
-        if batch.bytes as u64 + 64 * batch.ops.len() as u64 > zone_bytes / 4 {
+        self.write_inner(batch, wo)
+    }
+
+    fn write_inner(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
+        let zone_bytes = self.dev.zone_bytes();
+        if batch.max_key > MAX_KEY_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes (limit {MAX_KEY_LEN})",
+                batch.max_key
+            )));
+        }
+        if batch.bytes as u64 + 64 * batch.count as u64 > zone_bytes / 4 {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} bytes exceeds a quarter band ({} bytes)",
                 batch.bytes,
@@ -706,27 +777,24 @@ impl Inner {
         }
         let mut w = self.make_room_for_write()?;
         let seq0 = w.last_seq + 1;
-        let rec = log::encode_batch(seq0, &batch.ops);
-        if let Err(e) = self.ensure_log_room(&mut w, rec.len()) {
+        let rec_len = log::record_len(seq0, batch.count, &batch.rep);
+        if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
             return self.fail(e);
         }
-        w.buf.extend_from_slice(&rec);
+        log::append_record(&mut w.buf, seq0, batch.count, &batch.rep);
         let sv = self.current();
-        for (i, (k, v)) in batch.ops.iter().enumerate() {
-            sv.mem.insert(k, seq0 + i as u64, v.as_deref());
-        }
-        w.last_seq += batch.ops.len() as u64;
+        sv.mem.insert_many(seq0, batch.iter());
+        drop(sv);
+        w.last_seq += batch.count as u64;
         let my_seq = w.last_seq;
         self.visible_seq.store(my_seq, Ordering::Release);
         let c = &self.counters;
         c.user_bytes
             .fetch_add(batch.bytes as u64, Ordering::Relaxed);
-        for (_, v) in &batch.ops {
-            if v.is_some() {
-                c.puts.fetch_add(1, Ordering::Relaxed);
-            } else {
-                c.deletes.fetch_add(1, Ordering::Relaxed);
-            }
+        let dels = (batch.count - batch.puts) as u64;
+        c.puts.fetch_add(batch.puts as u64, Ordering::Relaxed);
+        if dels > 0 {
+            c.deletes.fetch_add(dels, Ordering::Relaxed);
         }
         if w.buf.len() as u64 >= self.opts.log_buffer_bytes {
             if let Err(e) = self.write_out(&mut w) {
@@ -743,7 +811,11 @@ impl Inner {
                 sv.imm.is_some()
             };
             if needs {
-                self.maintain()?;
+                // The write is in; a flush that finds no room reports it at the next write.
+                match self.maintain() {
+                    Err(e) if !is_nospace(&e) => return Err(e),
+                    _ => {}
+                }
             }
         }
         Ok(())
@@ -754,8 +826,14 @@ impl Inner {
     }
 
     fn mem_full(&self, w: &WriteState, sv: &SuperVersion) -> bool {
-        sv.mem.approximate_bytes() >= self.memtable_limit
-            || w.mem_zones.len() > self.opts.max_log_bands as usize
+        // Deletes on a full device may grow the memtable to twice its size (tombstones are
+        // small) rather than need a new log band before the old memtable is flushed.
+        let limit = if self.pressure() {
+            self.memtable_limit * 2
+        } else {
+            self.memtable_limit
+        };
+        sv.mem.approximate_bytes() >= limit || w.mem_zones.len() > self.opts.max_log_bands as usize
     }
 
     /// LevelDB's MakeRoomForWrite: slowdown, stop, and memtable rotation.
@@ -849,7 +927,7 @@ impl Inner {
         // anything, or a crash could keep later records and lose earlier ones.
         self.dev.flush(IoKind::Log)?;
         let mut ms = self.meta.lock();
-        let z = self.alloc(&mut ms, false)?;
+        let z = self.alloc(&mut ms, self.log_keep())?;
         ms.m.log_zones.push(z);
         if let Err(e) = self.commit(&mut ms) {
             ms.m.log_zones.pop();
@@ -1015,25 +1093,33 @@ impl Inner {
     }
 
     /// Writes a sorted stream into fresh bands, dropping versions nobody can see and, when
-    /// `drop_tombstone` says no older version can exist elsewhere, tombstones.
+    /// `drop_tombstone` says no older version can exist elsewhere, tombstones. Bands are
+    /// taken leaving `keep` free. With `checkpoint`, when a new band is needed and at most
+    /// one is free, the finished bands are handed to it (with the next key to write) so that
+    /// it can record them and free the inputs already consumed.
+    #[allow(clippy::too_many_arguments)] // one call per kind of writer; a struct adds nothing
     fn write_bands(
         &self,
         src: &mut dyn FnMut() -> Result<Option<Entry>>,
         level: u8,
         kind: IoKind,
-        use_reserve: bool,
+        keep: usize,
         drop_tombstone: &dyn Fn(&[u8]) -> bool,
         zones_out: &mut Vec<u32>,
+        mut checkpoint: Option<&mut Checkpoint<'_>>,
     ) -> Result<Vec<Band>> {
         let smallest_snap = self.smallest_snapshot();
         let cfg = self.writer_config();
         let mut out = Vec::new();
         let mut cur: Option<(BandWriter<'_>, u64)> = None;
-        let mut last_key: Option<Vec<u8>> = None;
+        let mut last_key: Vec<u8> = Vec::new();
+        let mut have_last = false;
         let mut last_seq_for_key = u64::MAX;
         while let Some(e) = src()? {
-            if last_key.as_deref() != Some(e.key.as_slice()) {
-                last_key = Some(e.key.clone());
+            if !have_last || last_key != e.key {
+                last_key.clear();
+                last_key.extend_from_slice(&e.key);
+                have_last = true;
                 last_seq_for_key = u64::MAX;
             }
             let shadowed = last_seq_for_key <= smallest_snap;
@@ -1053,9 +1139,16 @@ impl Inner {
                 }
             }
             if cur.is_none() {
+                if let Some(cp) = checkpoint.as_mut() {
+                    let tight = self.meta.lock().free.len() <= keep + 1;
+                    if tight && !out.is_empty() {
+                        self.dev.flush(kind)?;
+                        cp(&mut out, &e.key, zones_out)?;
+                    }
+                }
                 let (z, id) = {
                     let mut ms = self.meta.lock();
-                    let z = self.alloc(&mut ms, use_reserve)?;
+                    let z = self.alloc(&mut ms, keep)?;
                     let id = ms.m.next_band_id;
                     ms.m.next_band_id += 1;
                     (z, id)
@@ -1085,9 +1178,10 @@ impl Inner {
             &mut || Ok(it.next()),
             0,
             IoKind::Flush,
-            false,
+            self.flush_keep(),
             &|_| false,
             &mut zones,
+            None,
         );
         let bands = match r.and_then(|b| self.dev.flush(IoKind::Flush).map(|_| b)) {
             Ok(b) => b,
@@ -1277,7 +1371,8 @@ impl Inner {
             .filter(|b| !plan.inputs.contains(&b.id()))
             .map(|b| b.band.meta.clone())
             .collect();
-        self.merge_into(&inputs, &others, plan.output_level, Some(plan))
+        drop(sv);
+        self.merge_into(inputs, &others, plan.output_level, Some(plan), false)
     }
 
     fn set_pointer(&self, ms: &mut MetaState, plan: &Plan) {
@@ -1291,16 +1386,24 @@ impl Inner {
     }
 
     /// Merges `inputs` into new bands at `level` and swaps them in.
+    ///
+    /// With `low_space`, the merge checkpoints whenever it runs short of free bands: the
+    /// finished output bands are recorded in the manifest together with the removal of every
+    /// input already consumed entirely, whose zone is then reset and reused. Tombstones are
+    /// kept in that mode, since an input still live after a checkpoint may hold an older
+    /// version of a key whose tombstone was already written. Under LOC, checkpointed outputs
+    /// are recorded at level 0 (where overlaps are allowed) and moved to `level` at the end.
     fn merge_into(
         &self,
-        inputs: &[VBand],
+        inputs: Vec<VBand>,
         others: &[BandMeta],
         level: u8,
         plan: Option<&Plan>,
+        low_space: bool,
     ) -> Result<()> {
         let t0 = Instant::now();
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
-        for b in inputs {
+        for b in &inputs {
             sources.push(Box::new(BandIter::new(
                 b.band.clone(),
                 self.dev.clone(),
@@ -1310,16 +1413,55 @@ impl Inner {
                 true,
             )?));
         }
+        let all_ids: Vec<u64> = inputs.iter().map(|b| b.id()).collect();
+        // Inputs still recorded in the manifest (a checkpoint takes consumed ones out).
+        let mut live: Vec<Option<VBand>> = inputs.into_iter().map(Some).collect();
         let mut merge = Merge::new(sources)?;
         let mut zones = Vec::new();
-        let drop_tomb = |k: &[u8]| !others.iter().any(|o| o.covers(k));
+        let drop_tomb = |k: &[u8]| !low_space && !others.iter().any(|o| o.covers(k));
+        let cp_level = if self.opts.mode == Mode::Loc && level > 0 {
+            0
+        } else {
+            level
+        };
+        let mut recorded: Vec<u64> = Vec::new();
+        let mut cp = |out: &mut Vec<Band>, next: &[u8], zones: &mut Vec<u32>| -> Result<()> {
+            let done: Vec<VBand> = live
+                .iter_mut()
+                .filter(|b| {
+                    b.as_ref()
+                        .is_some_and(|b| b.band.meta.largest.as_slice() < next)
+                })
+                .filter_map(Option::take)
+                .collect();
+            let new: Vec<Band> = std::mem::take(out);
+            let ids: Vec<u64> = done.iter().map(|b| b.id()).collect();
+            let mut ms = self.meta.lock();
+            let saved = ms.m.clone();
+            ms.m.bands.retain(|b| !ids.contains(&b.id));
+            ms.m.bands.extend(new.iter().map(|b| {
+                let mut m = b.meta.clone();
+                m.level = cp_level;
+                m
+            }));
+            if let Err(e) = self.commit(&mut ms) {
+                ms.m = saved;
+                return Err(e);
+            }
+            recorded.extend(new.iter().map(|b| b.meta.id));
+            zones.retain(|z| !new.iter().any(|b| b.meta.zone == *z));
+            self.swap_bands(&ids, new, cp_level);
+            ms.pending.extend(done.into_iter().map(|b| b.band));
+            self.free_pending(&mut ms)
+        };
         let r = self.write_bands(
             &mut || merge.next_entry(),
             level,
             IoKind::Compaction,
-            true,
+            0,
             &drop_tomb,
             &mut zones,
+            if low_space { Some(&mut cp) } else { None },
         );
         let bands = match r.and_then(|b| self.dev.flush(IoKind::Compaction).map(|_| b)) {
             Ok(b) => b,
@@ -1330,10 +1472,16 @@ impl Inner {
                 return Err(e);
             }
         };
-        let ids: Vec<u64> = inputs.iter().map(|b| b.id()).collect();
+        drop(merge);
+        let ids: Vec<u64> = live.iter().flatten().map(|b| b.id()).collect();
         let mut ms = self.meta.lock();
         let saved = ms.m.clone();
         ms.m.bands.retain(|b| !ids.contains(&b.id));
+        for b in ms.m.bands.iter_mut() {
+            if recorded.contains(&b.id) {
+                b.level = level;
+            }
+        }
         ms.m.bands.extend(bands.iter().map(|b| b.meta.clone()));
         if let Some(p) = plan {
             self.set_pointer(&mut ms, p);
@@ -1342,48 +1490,73 @@ impl Inner {
             ms.m = saved;
             return Err(e);
         }
-        {
-            let mut svw = self.sv.write();
-            let mut n = (**svw).clone();
-            let mut all: Vec<VBand> = n
-                .bands
-                .iter()
-                .filter(|b| !ids.contains(&b.id()))
-                .cloned()
-                .collect();
-            all.extend(bands.into_iter().map(|b| VBand {
-                level,
-                band: Arc::new(b),
-            }));
-            sort_newest_first(&mut all);
-            n.bands = Arc::new(all);
-            *svw = Arc::new(n);
+        self.swap_bands(&ids, bands, level);
+        if !recorded.is_empty() {
+            self.relevel(&recorded, level);
         }
-        ms.pending.extend(inputs.iter().map(|b| b.band.clone()));
+        ms.pending
+            .extend(live.into_iter().flatten().map(|b| b.band));
+        let _ = all_ids;
         self.counters.compactions.fetch_add(1, Ordering::Relaxed);
         self.counters
             .compaction_wall_ns
             .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         drop(ms);
-        // Inputs are referenced by `inputs` (the caller's) until we return; freed later.
         Ok(())
+    }
+
+    /// Installs a new reader view without the bands `remove` and with `add` at `level`.
+    fn swap_bands(&self, remove: &[u64], add: Vec<Band>, level: u8) {
+        let mut svw = self.sv.write();
+        let mut n = (**svw).clone();
+        let mut all: Vec<VBand> = n
+            .bands
+            .iter()
+            .filter(|b| !remove.contains(&b.id()))
+            .cloned()
+            .collect();
+        all.extend(add.into_iter().map(|b| VBand {
+            level,
+            band: Arc::new(b),
+        }));
+        sort_newest_first(&mut all);
+        n.bands = Arc::new(all);
+        *svw = Arc::new(n);
+    }
+
+    /// Sets the level of bands `ids` in the reader view (the manifest already says so).
+    fn relevel(&self, ids: &[u64], level: u8) {
+        let mut svw = self.sv.write();
+        let mut n = (**svw).clone();
+        let all: Vec<VBand> = n
+            .bands
+            .iter()
+            .map(|b| {
+                let mut b = b.clone();
+                if ids.contains(&b.id()) {
+                    b.level = level;
+                }
+                b
+            })
+            .collect();
+        n.bands = Arc::new(all);
+        *svw = Arc::new(n);
     }
 
     fn compact_all(&self) -> Result<()> {
         self.check_writable()?;
         let _m = self.maint.lock();
-        let sv = self.current();
-        if sv.bands.is_empty() {
+        let inputs: Vec<VBand> = self.current().bands.iter().cloned().collect();
+        if inputs.is_empty() {
             return Ok(());
         }
-        let inputs: Vec<VBand> = sv.bands.iter().cloned().collect();
-        let level = match self.opts.mode {
-            Mode::Soc => 1,
-            Mode::Loc => 1,
+        // Without room for a full copy, checkpoint as input bands are consumed.
+        let low_space = {
+            let ms = self.meta.lock();
+            let data: u64 = inputs.iter().map(|b| b.band.meta.sectors).sum();
+            ms.free.len() as u64 * self.dev.zone_sectors < data + 2 * self.dev.zone_sectors
         };
-        let r = self.merge_into(&inputs, &[], level, None);
-        drop(inputs);
-        drop(sv);
+        let r = self.merge_into(inputs, &[], 1, None, low_space);
         {
             let mut ms = self.meta.lock();
             self.free_pending(&mut ms)?;

@@ -124,8 +124,11 @@ impl Merge {
             let Some(h) = self.heap.pop() else {
                 return Ok(None);
             };
-            if let Some(e) = self.sources[h.src].next_entry()? {
-                self.heap.push(Head { e, src: h.src });
+            match self.sources[h.src].next_entry()? {
+                Some(e) => self.heap.push(Head { e, src: h.src }),
+                // Drop an exhausted source at once: it may hold a band a low-space
+                // compaction wants to free before the merge ends.
+                None => self.sources[h.src] = Box::new(VecSource(Vec::new().into_iter())),
             }
             let dup = self
                 .last

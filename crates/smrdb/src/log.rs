@@ -20,20 +20,79 @@ pub const CHUNK_HEADER: usize = 12;
 /// One operation of a batch: a put (`Some(value)`) or a delete (`None`).
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
 
-/// Encodes a batch record (with its length prefix) for the log buffer.
-pub fn encode_batch(first_seq: u64, ops: &[Op]) -> Vec<u8> {
-    let mut rec = Vec::new();
-    put_varint(&mut rec, first_seq);
-    put_varint(&mut rec, ops.len() as u64);
-    for (k, v) in ops {
-        rec.push(v.is_some() as u8);
-        put_bytes(&mut rec, k);
-        if let Some(v) = v {
-            put_bytes(&mut rec, v);
+/// Appends one encoded operation (the body of a batch record).
+pub fn encode_op(buf: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
+    buf.push(value.is_some() as u8);
+    put_bytes(buf, key);
+    if let Some(v) = value {
+        put_bytes(buf, v);
+    }
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Bytes [`append_record`] appends.
+pub fn record_len(first_seq: u64, count: usize, ops: &[u8]) -> usize {
+    let body = varint_len(first_seq) + varint_len(count as u64) + ops.len();
+    varint_len(body as u64) + body
+}
+
+/// Appends a batch record (length prefix included) whose operations are already encoded.
+pub fn append_record(buf: &mut Vec<u8>, first_seq: u64, count: usize, ops: &[u8]) {
+    let body = varint_len(first_seq) + varint_len(count as u64) + ops.len();
+    put_varint(buf, body as u64);
+    put_varint(buf, first_seq);
+    put_varint(buf, count as u64);
+    buf.extend_from_slice(ops);
+}
+
+/// Iterates encoded operations; stops at the first malformed one (the engine only iterates
+/// operations it encoded itself).
+#[derive(Debug, Clone)]
+pub struct OpIter<'a> {
+    r: Reader<'a>,
+}
+
+impl<'a> OpIter<'a> {
+    /// Iterates `ops`.
+    pub fn new(ops: &'a [u8]) -> Self {
+        OpIter {
+            r: Reader::new(ops),
         }
     }
-    let mut out = Vec::with_capacity(rec.len() + 5);
-    put_bytes(&mut out, &rec);
+}
+
+impl<'a> Iterator for OpIter<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.r.is_empty() {
+            return None;
+        }
+        let kind = self.r.u8()?;
+        let k = self.r.bytes()?;
+        match kind {
+            0 => Some((k, None)),
+            1 => Some((k, Some(self.r.bytes()?))),
+            _ => None,
+        }
+    }
+}
+
+/// Encodes a batch record (with its length prefix) for the log buffer.
+pub fn encode_batch(first_seq: u64, ops: &[Op]) -> Vec<u8> {
+    let mut rep = Vec::new();
+    for (k, v) in ops {
+        encode_op(&mut rep, k, v.as_deref());
+    }
+    let mut out = Vec::with_capacity(rep.len() + 24);
+    append_record(&mut out, first_seq, ops.len(), &rep);
     out
 }
 

@@ -1,7 +1,9 @@
-//! Power-cut tests: a cut is armed at a random media write of a randomized workload; after
-//! power-on and recovery every acknowledged synced write is present and the database equals
-//! the model after some prefix of the operations that includes all synced ones.
-//! `SMRDB_SOAK=1` runs many more cuts.
+//! Power-cut tests: a cut is armed at a random media write of a randomized workload (puts,
+//! deletes, batches, synced writes, flushes, full compactions, reopens, scans and snapshot
+//! reads checked against a `BTreeMap` while power is on). After power-on and recovery every
+//! acknowledged synced write is present and the database equals the model after some prefix
+//! of the operations that includes all synced ones. A quarter of the runs cut power a second
+//! time during recovery itself. Thousands of cuts per run; `TEGULA_SOAK=1` runs 20× more.
 #![allow(clippy::unwrap_used)] // tests fail loudly on any error
 
 mod common;
@@ -10,7 +12,7 @@ use common::*;
 use smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tegula_device::{Disk, ZonedDevice};
+use tegula_device::ZonedDevice;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -19,7 +21,15 @@ enum Op {
     Write(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
     Flush,
     Compact,
+    /// Close (which makes everything durable) and open again.
+    Reopen,
+    /// Compare a scan of `[lo, hi)` and a GET with the model (power still on).
+    Scan(Vec<u8>, Vec<u8>),
+    /// Take a snapshot, write this batch over it, and read the snapshot back.
+    Snapshot(Vec<(Vec<u8>, Option<Vec<u8>>)>),
 }
+
+const KEYS: u64 = 300;
 
 fn workload(seed: u64, n: usize) -> Vec<Op> {
     let mut rng = Rng(seed);
@@ -30,11 +40,23 @@ fn workload(seed: u64, n: usize) -> Vec<Op> {
             ops.push(Op::Flush);
         } else if r < 3 {
             ops.push(Op::Compact);
+        } else if r < 4 {
+            ops.push(Op::Reopen);
+        } else if r < 7 {
+            let a = key(rng.below(KEYS));
+            let b = key(rng.below(KEYS));
+            ops.push(Op::Scan(a.clone().min(b.clone()), a.max(b)));
+        } else if r < 8 {
+            let k = key(rng.below(KEYS));
+            ops.push(Op::Snapshot(vec![(
+                k,
+                Some(value(&mut rng, i as u64, 100)),
+            )]));
         } else {
             let m = if r < 80 { 1 } else { 1 + rng.below(5) };
             let mut b = Vec::new();
             for _ in 0..m {
-                let k = key(rng.below(300));
+                let k = key(rng.below(KEYS));
                 if rng.below(5) == 0 {
                     b.push((k, None));
                 } else {
@@ -55,8 +77,25 @@ fn opts(mode: Mode) -> Options {
     }
 }
 
-fn apply(db: &Db, op: &Op) -> smrdb::Result<()> {
+/// Applies `op` to the database in `slot` (empty after a failed reopen); `model` is the
+/// state before it (for the read checks).
+fn apply(
+    slot: &mut Option<Db>,
+    dev: &Arc<dyn ZonedDevice>,
+    mode: Mode,
+    op: &Op,
+    model: &Model,
+) -> smrdb::Result<()> {
+    if let Op::Reopen = op {
+        if let Some(old) = slot.take() {
+            old.close()?;
+        }
+        *slot = Some(Db::open(dev.clone(), opts(mode))?);
+        return Ok(());
+    }
+    let db = slot.as_ref().expect("database open");
     match op {
+        Op::Reopen => Ok(()),
         Op::Write(b, sync) => {
             let mut wb = WriteBatch::new();
             for (k, v) in b {
@@ -69,11 +108,44 @@ fn apply(db: &Db, op: &Op) -> smrdb::Result<()> {
         }
         Op::Flush => db.flush(),
         Op::Compact => db.compact_all(),
+        Op::Scan(lo, hi) => {
+            let mut got = Vec::new();
+            for kv in db.scan(lo, Some(hi))? {
+                got.push(kv?);
+            }
+            let want: Vec<_> = model
+                .range(lo.clone()..hi.clone())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            assert_eq!(got, want, "scan {lo:?}..{hi:?} while power is on");
+            assert_eq!(db.get(lo)?, model.get(lo).cloned(), "get {lo:?}");
+            Ok(())
+        }
+        Op::Snapshot(b) => {
+            let snap = db.snapshot();
+            let mut wb = WriteBatch::new();
+            for (k, v) in b {
+                match v {
+                    Some(v) => wb.put(k, v),
+                    None => wb.delete(k),
+                }
+            }
+            db.write(wb, WriteOptions::default())?;
+            let k = &b[0].0;
+            assert_eq!(db.get_at(&snap, k)?, model.get(k).cloned(), "snapshot get");
+            let mut n = 0;
+            for kv in db.scan_at(&snap, b"", None)? {
+                kv?;
+                n += 1;
+            }
+            assert_eq!(n, model.len(), "snapshot scan");
+            Ok(())
+        }
     }
 }
 
 fn apply_model(m: &mut Model, op: &Op) {
-    if let Op::Write(b, _) = op {
+    if let Op::Write(b, _) | Op::Snapshot(b) = op {
         for (k, v) in b {
             match v {
                 Some(v) => {
@@ -87,24 +159,30 @@ fn apply_model(m: &mut Model, op: &Op) {
     }
 }
 
-fn media_writes(disk: &Disk) -> u64 {
-    disk.stats().media_writes
+fn durable(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Write(_, true) | Op::Flush | Op::Compact | Op::Reopen
+    )
 }
 
-/// Runs the workload with a cut at media write `at` and checks recovery.
-fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64) -> bool {
+/// Runs the workload with a cut at media write `at` and checks recovery. Returns whether
+/// the cut landed inside the workload.
+fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bool {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let db = Db::open(dev.clone(), opts(mode)).unwrap();
+    let mut db = Some(Db::open(dev.clone(), opts(mode)).unwrap());
     disk.arm_power_cut(at, seed ^ at);
     let mut done = 0usize; // operations acknowledged
     let mut synced = 0usize; // operations covered by an acknowledged sync
     let mut failed = false;
+    let mut model = Model::new();
     for op in ops {
-        match apply(&db, op) {
+        match apply(&mut db, &dev, mode, op, &model) {
             Ok(()) => {
                 done += 1;
-                if matches!(op, Op::Write(_, true) | Op::Flush | Op::Compact) {
+                apply_model(&mut model, op);
+                if durable(op) {
                     synced = done;
                 }
             }
@@ -123,6 +201,18 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64) -> bool {
     }
     drop(db);
     disk.power_on();
+    if recovery_cut {
+        // Cut again somewhere in recovery (log replay, zone resets, the first manifest write).
+        disk.arm_power_cut(1 + (seed ^ at) % 6, seed.rotate_left(7) ^ at);
+        match Db::open(dev.clone(), opts(mode)) {
+            Ok(db) => {
+                disk.power_cut();
+                drop(db);
+            }
+            Err(e) => assert!(e.is_power_loss(), "seed {seed} cut {at}: recovery: {e}"),
+        }
+        disk.power_on();
+    }
     let db = Db::open(dev.clone(), opts(mode))
         .unwrap_or_else(|e| panic!("seed {seed} cut {at}: reopen failed: {e}"));
     let got: Model = db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
@@ -141,9 +231,13 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64) -> bool {
     }
     assert!(
         ok,
-        "seed {seed} cut {at} ({mode:?}): recovered state matches no prefix in {synced}..={}",
+        "seed {seed} cut {at} ({mode:?}, recovery cut {recovery_cut}): recovered state matches \
+         no prefix in {synced}..={}",
         done + 1
     );
+    for (k, v) in got.iter().take(20) {
+        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "get after recovery");
+    }
     let rep = db.check().unwrap();
     assert!(rep.is_ok(), "seed {seed} cut {at}: {:?}", rep.problems);
     // Still writable.
@@ -153,9 +247,14 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64) -> bool {
     failed
 }
 
+fn soak() -> bool {
+    ["TEGULA_SOAK", "SMRDB_SOAK"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|v| v == "1"))
+}
+
 fn cuts(mode: Mode, runs: u64, seed0: u64) {
-    let soak = std::env::var("SMRDB_SOAK").is_ok_and(|v| v == "1");
-    let runs = if soak { runs * 20 } else { runs };
+    let runs = if soak() { runs * 20 } else { runs };
     let mut rng = Rng(seed0);
     let mut seed = seed0;
     let mut checked = 0;
@@ -165,25 +264,29 @@ fn cuts(mode: Mode, runs: u64, seed0: u64) {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407)
             | 1;
-        let ops = workload(seed, 260);
+        let ops = workload(seed, 200);
         // Calibrate: how many media writes does the whole workload make?
         let disk = tiny_disk(32);
-        let before = media_writes(&disk);
+        let dev: Arc<dyn ZonedDevice> = disk.clone();
+        let before = disk.stats().media_writes;
         {
-            let db = Db::open(disk.clone(), opts(mode)).unwrap();
+            let mut db = Some(Db::open(dev.clone(), opts(mode)).unwrap());
+            let mut model = Model::new();
             for op in &ops {
-                apply(&db, op).unwrap();
+                apply(&mut db, &dev, mode, op, &model).unwrap();
+                apply_model(&mut model, op);
             }
-            db.close().unwrap();
+            db.take().unwrap().close().unwrap();
         }
-        let total = media_writes(&disk) - before;
-        for _ in 0..8 {
+        let total = disk.stats().media_writes - before;
+        for _ in 0..16 {
             let at = 1 + rng.below(total.max(1));
-            hit += one_cut(mode, seed, &ops, at) as u64;
+            let recovery_cut = rng.below(4) == 0;
+            hit += one_cut(mode, seed, &ops, at, recovery_cut) as u64;
             checked += 1;
         }
     }
-    eprintln!("{mode:?}: {checked} cuts, {hit} during the workload");
+    eprintln!("{mode:?}: {checked} power cuts, {hit} during the workload");
     assert!(
         hit * 2 >= checked,
         "most cuts should land inside the workload"
@@ -192,10 +295,10 @@ fn cuts(mode: Mode, runs: u64, seed0: u64) {
 
 #[test]
 fn power_cuts_soc() {
-    cuts(Mode::Soc, 200, 11);
+    cuts(Mode::Soc, 1600, 11);
 }
 
 #[test]
 fn power_cuts_loc() {
-    cuts(Mode::Loc, 96, 23);
+    cuts(Mode::Loc, 800, 23);
 }

@@ -44,3 +44,42 @@ fn full_device_reports_nospace_and_stays_readable() {
         drop(db);
     }
 }
+
+#[test]
+fn usable_again_after_deletes_and_compaction() {
+    for mode in [Mode::Soc, Mode::Loc] {
+        let disk = tiny_disk(16);
+        let db = Db::open(disk.clone(), tiny_opts(mode)).unwrap();
+        let mut rng = Rng(9);
+        let mut n = 0u64;
+        loop {
+            let v = value(&mut rng, n, 1000);
+            match db.put(&key(n), &v) {
+                Ok(()) => n += 1,
+                Err(Error::NoSpace(_)) => break,
+                Err(e) => panic!("{mode:?}: {e}"),
+            }
+        }
+        // Delete three quarters of the keys, then compact: the space comes back.
+        for i in (0..n).filter(|i| i % 4 != 0) {
+            db.delete(&key(i))
+                .unwrap_or_else(|e| panic!("{mode:?}: delete {i} of {n}: {e} {:?}", db.stats()));
+        }
+        db.compact_all()
+            .unwrap_or_else(|e| panic!("{mode:?}: compact after deletes: {e}"));
+        let st = db.stats();
+        for i in 0..n / 2 {
+            db.put(&key(n + i), b"fresh")
+                .unwrap_or_else(|e| panic!("{mode:?}: put after compaction: {e} {st:?}"));
+        }
+        for i in (0..n).step_by(7) {
+            let want = (i % 4 == 0).then_some(());
+            assert_eq!(
+                db.get(&key(i)).unwrap().map(|_| ()),
+                want,
+                "{mode:?} key {i}"
+            );
+        }
+        assert!(db.check().unwrap().is_ok());
+    }
+}

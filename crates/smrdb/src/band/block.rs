@@ -101,6 +101,56 @@ pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, String> 
     Ok(out)
 }
 
+/// Checks a data block (checksum when `verify_crc`, trailer always) and returns its entry
+/// area, the bytes [`search_block`] looks in.
+pub fn block_entries(buf: &[u8], verify_crc: bool) -> Result<&[u8], String> {
+    let body = if verify_crc {
+        verify(buf)?
+    } else {
+        buf.get(..buf.len().saturating_sub(4))
+            .filter(|_| buf.len() >= 4)
+            .ok_or("block too short")?
+    };
+    if body.len() < 4 {
+        return Err("block trailer missing".into());
+    }
+    Ok(&body[..body.len() - 4])
+}
+
+/// One entry decoded in place.
+pub type EntryRef<'a> = (&'a [u8], u64, Option<&'a [u8]>);
+
+/// Decodes the entry at the reader's position.
+fn next_ref<'a>(r: &mut Reader<'a>) -> Result<EntryRef<'a>, String> {
+    let at = r.pos();
+    let bad = || format!("malformed entry at block offset {at}");
+    let key = r.bytes().ok_or_else(bad)?;
+    let sk = r.varint().ok_or_else(bad)?;
+    let value = if sk & 1 == 1 {
+        Some(r.bytes().ok_or_else(bad)?)
+    } else {
+        None
+    };
+    Ok((key, sk >> 1, value))
+}
+
+/// Finds, in an entry area, the first entry at or after internal key `(key, snap)`, without
+/// copying: `Ok(Some(entry))`, or `Ok(None)` when every entry is smaller.
+pub fn search_block<'a>(
+    entries: &'a [u8],
+    key: &[u8],
+    snap: u64,
+) -> Result<Option<EntryRef<'a>>, String> {
+    let mut r = Reader::new(entries);
+    while !r.is_empty() {
+        let e = next_ref(&mut r)?;
+        if crate::band::reader::cmp_ikey(e.0, e.1, key, snap) != std::cmp::Ordering::Less {
+            return Ok(Some(e));
+        }
+    }
+    Ok(None)
+}
+
 /// Where a data block lies and the last internal key it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexEntry {

@@ -2,7 +2,7 @@
 //! memory), looks keys up through the block cache, and iterates it sequentially with large
 //! reads.
 
-use super::block::{decode_block, decode_index, IndexEntry};
+use super::block::{block_entries, decode_block, decode_index, search_block, IndexEntry};
 use super::bloom::Bloom;
 use super::footer::{Extent, Footer, FOOTER_LEN};
 use super::histogram::Histogram;
@@ -96,7 +96,7 @@ impl Band {
         })
     }
 
-    /// Reads and decodes block `i` (through the cache when given).
+    /// Reads block `i` and checks it (through the cache when given); returns its entry area.
     pub fn block(
         &self,
         dev: &Dev,
@@ -111,8 +111,12 @@ impl Band {
             .index
             .get(i)
             .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
-        let buf = dev.read_at(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
-        let b = Arc::new(self.decode(&buf, e.offset, verify)?);
+        let mut buf = dev.read_at(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
+        let n = block_entries(&buf, verify)
+            .map_err(|w| Error::corruption(self.meta.zone, e.offset, format!("data block: {w}")))?
+            .len();
+        buf.truncate(n);
+        let b = Arc::new(buf);
         if let Some(c) = cache {
             c.insert(self.meta.id, i as u32, b.clone(), e.len as u64);
         }
@@ -142,9 +146,12 @@ impl Band {
         let mut i = self.seek_block(key, snap);
         while i < self.index.len() {
             let b = self.block(dev, Some(cache), i, verify)?;
-            let p = b.partition_point(|e| cmp_ikey(&e.key, e.seq, key, snap) == Ordering::Less);
-            if let Some(e) = b.get(p) {
-                return Ok((e.key == key).then(|| (e.seq, e.value.clone())));
+            let found = search_block(&b, key, snap).map_err(|w| {
+                let off = self.index.get(i).map_or(0, |e| e.offset);
+                Error::corruption(self.meta.zone, off, format!("data block: {w}"))
+            })?;
+            if let Some((k, seq, v)) = found {
+                return Ok((k == key).then(|| (seq, v.map(|v| v.to_vec()))));
             }
             i += 1;
         }

@@ -33,11 +33,13 @@ pub struct BandWriter<'a> {
     written_sectors: u64,
     offset: u64,
     block: BlockBuilder,
-    block_last: Option<(Vec<u8>, u64)>,
+    /// Sequence number of the open block's last entry.
+    block_last_seq: u64,
     index: Vec<IndexEntry>,
     index_bytes: u64,
     hashes: Vec<u32>,
-    last_user_key: Option<Vec<u8>>,
+    /// Last user key added (buffer reused; meaningful once `entries > 0`).
+    last_user_key: Vec<u8>,
     entries: u64,
     min_seq: u64,
     max_seq: u64,
@@ -57,11 +59,11 @@ impl<'a> BandWriter<'a> {
             written_sectors: 0,
             offset: 0,
             block: BlockBuilder::default(),
-            block_last: None,
+            block_last_seq: 0,
             index: Vec::new(),
             index_bytes: 0,
             hashes: Vec::new(),
-            last_user_key: None,
+            last_user_key: Vec::new(),
             entries: 0,
             min_seq: u64::MAX,
             max_seq: 0,
@@ -98,12 +100,13 @@ impl<'a> BandWriter<'a> {
         if self.entries == 0 {
             self.smallest = e.key.clone();
         }
-        if self.last_user_key.as_deref() != Some(e.key.as_slice()) {
+        if self.entries == 0 || self.last_user_key != e.key {
             self.hashes.push(hash(&e.key));
-            self.last_user_key = Some(e.key.clone());
+            self.last_user_key.clear();
+            self.last_user_key.extend_from_slice(&e.key);
         }
         self.block.add(e);
-        self.block_last = Some((e.key.clone(), e.seq));
+        self.block_last_seq = e.seq;
         self.entries += 1;
         self.min_seq = self.min_seq.min(e.seq);
         self.max_seq = self.max_seq.max(e.seq);
@@ -115,7 +118,9 @@ impl<'a> BandWriter<'a> {
             return Ok(());
         }
         let enc = self.block.finish();
-        let (last_key, last_seq) = self.block_last.take().unwrap_or_default();
+        // The block's last user key is the last user key added.
+        let last_key = self.last_user_key.clone();
+        let last_seq = self.block_last_seq;
         self.index_bytes += last_key.len() as u64 + 24;
         self.index.push(IndexEntry {
             last_key,

@@ -35,6 +35,28 @@ fn prune(cand: &[VBand], all: &[VBand]) -> Vec<VBand> {
     out
 }
 
+/// L1→L1 pruning: candidates from the least sequential down; the first whose selection
+/// (itself and the newer candidates it overlaps) holds two bands or more. Taking the least
+/// sequential band alone would merge nothing; falling back to every candidate would rewrite
+/// the whole overlap set each time, which is what the pruning is there to avoid.
+fn prune_l1(cand: &[VBand], all: &[VBand]) -> Option<Vec<VBand>> {
+    let mut order: Vec<(f64, &VBand)> = cand.iter().map(|b| (disorder(b, all), b)).collect();
+    order.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(b.1.id().cmp(&a.1.id()))
+    });
+    order.into_iter().find_map(|(_, w)| {
+        let mut sel = vec![w.clone()];
+        sel.extend(
+            cand.iter()
+                .filter(|b| b.id() > w.id() && b.overlaps(w))
+                .cloned(),
+        );
+        (sel.len() >= 2).then_some(sel)
+    })
+}
+
 /// Picks a SOC compaction.
 pub fn pick(opts: &Options, bands: &[VBand]) -> Option<Plan> {
     let l0 = level_of(bands, 0);
@@ -105,10 +127,9 @@ pub fn pick(opts: &Options, bands: &[VBand]) -> Option<Plan> {
         .filter(|b| b.id() == center.id() || b.overlaps(center))
         .cloned()
         .collect();
-    let mut sel = prune(&cand, bands);
-    if sel.len() < 2 {
-        sel = cand;
-    }
+    let Some(sel) = prune_l1(&cand, bands) else {
+        return None;
+    };
     Some(Plan {
         inputs: sel.iter().map(|b| b.id()).collect(),
         output_level: 1,
