@@ -32,6 +32,7 @@ fn main() -> anyhow::Result<()> {
     std::thread::spawn(move || l.serve(dev, ServerOptions::default()));
     for rw in ["write", "read"] {
         let out = Command::new("fio")
+            .current_dir(dir.path())
             .arg("--name=bench")
             .arg("--ioengine=nbd")
             .arg(format!("--uri=nbd+unix:///?socket={}", sock.display()))

@@ -18,8 +18,9 @@ pub struct ServeNbd {
     /// Loopback TCP address to listen on (e.g. 127.0.0.1:10809).
     #[arg(long)]
     pub listen: Option<String>,
-    /// A tegula disk image, or a TOML drive configuration (`kind = "dm-smr"` builds a
-    /// drive-managed SMR drive in memory; any other config an in-memory disk).
+    /// A tegula disk image, a drive-managed SMR image (`tegula disk create --config` with
+    /// `kind = "dm-smr"`), or a TOML drive configuration (`kind = "dm-smr"` builds a
+    /// drive-managed SMR drive in memory; any other config an in-memory disk; nothing persists).
     pub image: PathBuf,
     /// Sleep the modelled service times so wall-clock tools see the drive's latency.
     #[arg(long)]
@@ -53,6 +54,12 @@ pub fn open_device(
         let cfg =
             DiskConfig::from_toml(&text).with_context(|| format!("parsing {}", image.display()))?;
         let d = Disk::in_memory(cfg)?;
+        d.set_clock(mode);
+        return Ok(Arc::new(d));
+    }
+    if stl::is_dm_image(image) {
+        let d = DmDrive::open_image(image, readonly)
+            .with_context(|| format!("opening {}", image.display()))?;
         d.set_clock(mode);
         return Ok(Arc::new(d));
     }

@@ -192,6 +192,31 @@ impl DmConfig {
         toml::to_string(self).unwrap_or_default()
     }
 
+    /// Sets one key (`capacity`, `stl`, `cache_size`, …) from its command-line text: the value
+    /// is read as a TOML value (number, boolean, string) or else as a string. The result is
+    /// validated.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let text = toml::to_string(self).map_err(|e| StlError::Config(e.to_string()))?;
+        let mut table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| StlError::Config(e.to_string()))?;
+        if !table.contains_key(key) {
+            return Err(StlError::Config(format!("unknown key {key:?}")));
+        }
+        let v = format!("v = {value}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.to_string()));
+        table.insert(key.to_string(), v);
+        let c: DmConfig = table
+            .try_into()
+            .map_err(|e: toml::de::Error| StlError::Config(format!("{key}: {e}")))?;
+        c.validate()?;
+        *self = c;
+        Ok(())
+    }
+
     /// Whether `text` looks like a drive-managed configuration (`kind = "dm-smr"`).
     pub fn is_dm_smr_toml(text: &str) -> bool {
         text.parse::<toml::Value>()
@@ -344,6 +369,17 @@ mod tests {
         assert!(DmConfig::from_toml("kind = \"cmr\"").is_err());
         assert!(DmConfig::from_toml("kind = \"dm-smr\"\ncache_media = \"flash\"").is_err());
         assert!(DmConfig::is_dm_smr_toml("kind = \"dm-smr\""));
+        let mut c = DmConfig::default();
+        c.set("capacity", "8GiB").expect("set");
+        c.set("stl", "set-associative").expect("set");
+        c.set("store_data", "false").expect("set");
+        c.set("map_entries", "1000").expect("set");
+        assert_eq!(c.capacity, 8 << 30);
+        assert_eq!(c.stl, StlKind::SetAssociative);
+        assert!(!c.store_data);
+        assert!(c.set("bogus", "1").is_err());
+        assert!(c.set("cleaning", "sometimes").is_err());
+        assert!(c.set("map_entries", "-5").is_err());
         assert!(!DmConfig::is_dm_smr_toml("profile = \"cmr-7200\""));
     }
 }

@@ -450,6 +450,14 @@ impl DmImage {
     }
 }
 
+/// Describes both metadata slots of an image (for `tegula disk dump`).
+pub fn scan_metadata(path: &Path, header: &DmImageHeader) -> Result<[crate::metalog::SlotScan; 2]> {
+    let file = File::open(path).map_err(|e| io_err(path, "opening", e))?;
+    let meta = crate::metalog::FileMeta::new(file, header.meta_offset, header.meta_slot);
+    let mut log = crate::metalog::MetaLog::new(Box::new(meta), header.meta_slot, false);
+    Ok([log.scan(0), log.scan(1)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

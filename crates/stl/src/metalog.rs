@@ -195,6 +195,17 @@ pub(crate) struct Loaded {
     pub records: Vec<Vec<u8>>,
 }
 
+/// What one metadata slot holds (for `tegula disk dump`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlotScan {
+    /// Generation and frame bytes of its checkpoint; `None` when it holds no valid one.
+    pub checkpoint: Option<(u64, u64)>,
+    /// Valid records of that generation after it.
+    pub records: u64,
+    /// Their bytes.
+    pub record_bytes: u64,
+}
+
 /// The log over a backend.
 pub(crate) struct MetaLog {
     backend: Box<dyn MetaBackend>,
@@ -324,6 +335,32 @@ impl MetaLog {
         self.backend.read_at(slot, off, buf).ok()?;
         let (h2, _, _) = decode_frame(buf).ok()?;
         Some(h2)
+    }
+
+    /// Describes slot `slot`: its checkpoint (generation, frame bytes) and the records of that
+    /// generation after it (count, bytes).
+    pub fn scan(&mut self, slot: usize) -> SlotScan {
+        let mut buf = Vec::new();
+        let Some(h) = self.read_frame(slot, 0, &mut buf) else {
+            return SlotScan::default();
+        };
+        if h.kind != KIND_CHECKPOINT {
+            return SlotScan::default();
+        }
+        let mut scan = SlotScan {
+            checkpoint: Some((h.gen, buf.len() as u64)),
+            ..Default::default()
+        };
+        let mut off = buf.len() as u64;
+        while let Some(r) = self.read_frame(slot, off, &mut buf) {
+            if r.kind != KIND_RECORD || r.gen != h.gen {
+                break;
+            }
+            scan.records += 1;
+            scan.record_bytes += buf.len() as u64;
+            off += buf.len() as u64;
+        }
+        scan
     }
 
     /// Finds the newest valid checkpoint and the records of its generation after it; positions

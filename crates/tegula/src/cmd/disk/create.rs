@@ -34,7 +34,8 @@ pub struct CreateArgs {
     /// Built-in profile to start from (see `tegula disk profiles`) [default: hm-smr].
     #[arg(long, conflicts_with = "config")]
     pub profile: Option<String>,
-    /// TOML configuration: `profile = "…"` plus any overrides.
+    /// TOML configuration: `profile = "…"` plus any overrides, or a drive-managed SMR drive
+    /// (`kind = "dm-smr"`, see docs/drive-managed-smr.md).
     #[arg(long, value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Capacity, e.g. 4GiB (rounded down to whole zones) [default: the profile's full drive].
@@ -111,6 +112,13 @@ pub fn config_from(a: &CreateArgs) -> Result<DiskConfig> {
 
 /// Runs `disk create`.
 pub fn run(a: CreateArgs) -> Result<()> {
+    if let Some(p) = &a.config {
+        let text = std::fs::read_to_string(p)
+            .with_context(|| format!("reading configuration {}", p.display()))?;
+        if super::dm::is_dm_config(&text) {
+            return super::dm::create(&a, &text);
+        }
+    }
     let cfg = config_from(&a)?;
     if a.image.exists() {
         bail!(

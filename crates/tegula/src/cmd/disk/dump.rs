@@ -52,6 +52,9 @@ fn ranges(name: &str, r: &RangeSet, all: bool) {
 /// Runs `disk dump`.
 pub fn run(a: DumpArgs) -> Result<()> {
     let path = &a.img.image;
+    if super::dm::is_dm(path) {
+        return super::dm::dump(path);
+    }
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let meta = file
         .metadata()

@@ -40,6 +40,9 @@ struct InfoJson<'a> {
 
 /// Runs `disk info`.
 pub fn info(a: InfoArgs) -> Result<()> {
+    if super::dm::is_dm(&a.img.image) {
+        return super::dm::info(&a.img.image, a.json);
+    }
     let disk = open(&a.img.image, Access::ReadOnly)?;
     let zones = disk.report_zones(ZoneFilter::All);
     if a.json {
@@ -156,6 +159,9 @@ struct StatsJson {
 
 /// Runs `disk stats`.
 pub fn stats(a: StatsArgs) -> Result<()> {
+    if super::dm::is_dm(&a.img.image) {
+        return super::dm::stats(&a.img.image, a.json);
+    }
     let disk = open(&a.img.image, Access::ReadOnly)?;
     let s = disk.stats();
     let zones: Vec<Zone> = disk

@@ -67,7 +67,7 @@ fn progress(total: Option<u64>, verb: &str) -> ProgressBar {
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
-fn fill(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+pub fn fill(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
         match input.read(&mut buf[n..]) {
@@ -116,6 +116,15 @@ pub fn write(a: WriteArgs) -> Result<()> {
         }
         None => (Box::new(std::io::stdin().lock()), None),
     };
+    if super::dm::is_dm(&path) {
+        let Some(lba) = a.lba else {
+            bail!(
+                "{} is a dm-smr drive without zones: give --lba",
+                path.display()
+            );
+        };
+        return super::dm::write(&path, lba, &mut *input, a.fua);
+    }
     let disk = open(&path, Access::ReadWrite)?;
     let result = write_all(&disk, &a, &mut *input, total);
     // Whatever happened, persist what was acknowledged.
@@ -232,6 +241,9 @@ pub fn read(a: ReadArgs) -> Result<()> {
     let len = size_arg("--len", &a.len)?;
     if len == 0 {
         bail!("--len: nothing to read (0 bytes)");
+    }
+    if super::dm::is_dm(&a.img.image) {
+        return super::dm::read(&a.img.image, a.lba, len, a.out.as_deref());
     }
     let disk = open(&a.img.image, Access::PreferWrite)?;
     let result = read_all(&disk, &a, len);

@@ -1,6 +1,7 @@
 //! `tegula disk …`: create, inspect and drive emulated disks stored as disk images.
 
 mod create;
+mod dm;
 mod dump;
 mod inspect;
 mod io;
@@ -16,7 +17,8 @@ pub use create::CreateArgs;
 /// `tegula disk` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum DiskCommand {
-    /// Create a disk image from a profile or a TOML configuration.
+    /// Create a disk image from a profile or a TOML configuration (`kind = "dm-smr"` creates a
+    /// drive-managed SMR drive image).
     Create(CreateArgs),
     /// Show a disk image's device facts, geometry and zone summary.
     Info(inspect::InfoArgs),
@@ -84,6 +86,12 @@ pub enum Access {
 
 /// Opens a disk image with a clear error.
 pub fn open(path: &Path, access: Access) -> Result<Disk> {
+    if dm::is_dm(path) {
+        anyhow::bail!(
+            "{} is a drive-managed SMR (dm-smr) image: a plain block device without zones; use disk info, stats, read, write or dump, or serve it with tegula serve nbd",
+            path.display()
+        );
+    }
     let ro = OpenOptions { read_only: true };
     let rw = OpenOptions { read_only: false };
     let res = match access {
