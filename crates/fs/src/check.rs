@@ -50,6 +50,10 @@ pub struct MetaStat {
     pub inodes: u64,
     /// Zones cleaned since mount.
     pub cleanings: u64,
+    /// First LBA of the log.
+    pub log_lba: u64,
+    /// LBA of the slot holding the current checkpoint.
+    pub checkpoint_lba: u64,
 }
 
 impl Fs {
@@ -61,6 +65,8 @@ impl Fs {
             log_sectors: self.journal.superblock().log_sectors,
             inodes: self.state.inodes.len() as u64,
             cleanings: self.cleanings,
+            log_lba: self.journal.superblock().log_lba,
+            checkpoint_lba: self.journal.checkpoint_lba(),
         }
     }
 

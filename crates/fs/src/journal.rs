@@ -42,8 +42,9 @@ pub struct Superblock {
 }
 
 impl Superblock {
-    fn encode(&self) -> Vec<u8> {
-        let mut b = vec![0u8; self.sector as usize];
+    /// Encodes into one sector (at least 128 bytes).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = vec![0u8; (self.sector as usize).max(128)];
         let mut p = 0usize;
         let mut put = |v: &[u8]| {
             b[p..p + v.len()].copy_from_slice(v);
@@ -68,7 +69,8 @@ impl Superblock {
         b
     }
 
-    fn decode(b: &[u8]) -> std::result::Result<Superblock, String> {
+    /// Decodes a superblock sector; never panics.
+    pub fn decode(b: &[u8]) -> std::result::Result<Superblock, String> {
         let n = 8 + 4 * 5 + 8 * 7;
         if b.len() < n + 4 {
             return Err("short superblock".into());
@@ -177,6 +179,15 @@ impl Journal {
     /// Log sectors in use since the last checkpoint.
     pub fn log_used(&self) -> u64 {
         self.tail - self.sb.log_lba
+    }
+
+    /// LBA of the slot that holds the current checkpoint (generation parity picks it).
+    pub fn checkpoint_lba(&self) -> u64 {
+        if self.gen.is_multiple_of(2) {
+            self.sb.slot0
+        } else {
+            self.sb.slot1
+        }
     }
 
     /// Current checkpoint generation.
@@ -291,7 +302,9 @@ impl Journal {
     fn read_checkpoint(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
         let first = self.read(slot, 1).ok()?;
         let h = parse_header(&first, &CKP_MAGIC, self.sb.fs_id)?;
-        let total = (HDR as u64 + h.len).div_ceil(self.sb.sector as u64);
+        let total = (HDR as u64)
+            .saturating_add(h.len)
+            .div_ceil(self.sb.sector as u64);
         if total > self.sb.slot_sectors {
             return None;
         }
@@ -325,8 +338,8 @@ impl Journal {
             if h.gen != self.gen || h.seq != self.next_seq {
                 break;
             }
-            let sectors = (HDR as u64 + h.len).div_ceil(ss);
-            if self.tail + sectors > end {
+            let sectors = (HDR as u64).saturating_add(h.len).div_ceil(ss);
+            if sectors > end - self.tail {
                 break;
             }
             if self.tail + sectors > buf_lba + buf.len() as u64 / ss {

@@ -10,6 +10,7 @@ mod cleaner;
 pub mod cli;
 mod codec;
 mod error;
+pub mod formats;
 mod fs;
 pub mod fuse;
 mod io;

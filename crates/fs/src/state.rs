@@ -682,7 +682,7 @@ impl State {
                 if p.zone as u64 >= zones {
                     return Err(d.err("piece zone"));
                 }
-                s.zone_live[p.zone as usize] += p.len;
+                s.zone_live[p.zone as usize] = s.zone_live[p.zone as usize].saturating_add(p.len);
                 node.map.insert(off, p);
             }
             s.inodes.insert(ino, node);
