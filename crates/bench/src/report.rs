@@ -85,6 +85,11 @@ pub struct BenchResult {
     pub write_amp: Option<f64>,
     /// Wall seconds.
     pub wall_seconds: f64,
+    /// CPU seconds (user + system) the whole process used during the benchmark, all threads
+    /// (the engine's background threads, the harness, and for tegula the drive emulator);
+    /// from `/proc/self/stat` at 10 ms resolution, `None` where that is unavailable. Less
+    /// sensitive than wall time to other load on a shared machine.
+    pub cpu_seconds: Option<f64>,
     /// db_bench's micros/op (wall time / ops).
     pub micros_per_op: f64,
     /// Worker threads.
@@ -145,6 +150,15 @@ impl BenchResult {
                 );
             }
         }
+        if let Some(c) = self.cpu_seconds {
+            let _ = write!(
+                s,
+                "\n{:<12}   cpu: {:.3} s ({:.2} micros/op)",
+                "",
+                c,
+                c * 1e6 / self.ops.max(1) as f64
+            );
+        }
         if let Some(d) = self.device_seconds {
             let _ = write!(
                 s,
@@ -183,9 +197,32 @@ pub fn write_json(path: &Path, results: &[BenchResult]) -> Result<()> {
     std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
-/// The side-by-side table of a multi-engine run: per benchmark, each engine's ops/s (wall and,
-/// where there is one, modelled device time) and its ratio to the first engine.
+/// The side-by-side table of a multi-engine run: per benchmark, each engine's wall ops/s and
+/// its ratio to the first engine; then the same for modelled device ops/s (engines on an
+/// emulated drive) and for CPU microseconds per operation (lower is better), where known.
 pub fn compare_table(results: &[BenchResult]) -> String {
+    let mut s = table(results, "ops/sec", 0, |r| Some(r.ops_per_sec));
+    if results.iter().any(|r| r.device_ops_per_sec.is_some()) {
+        s.push('\n');
+        s.push_str(&table(results, "device ops/sec", 0, |r| {
+            r.device_ops_per_sec
+        }));
+    }
+    if results.iter().any(|r| r.cpu_seconds.is_some()) {
+        s.push('\n');
+        s.push_str(&table(results, "cpu micros/op", 2, |r| {
+            r.cpu_seconds.map(|c| c * 1e6 / r.ops.max(1) as f64)
+        }));
+    }
+    s
+}
+
+fn table(
+    results: &[BenchResult],
+    title: &str,
+    precision: usize,
+    value: impl Fn(&BenchResult) -> Option<f64>,
+) -> String {
     let mut engines: Vec<&str> = Vec::new();
     let mut benches: Vec<&str> = Vec::new();
     for r in results {
@@ -196,37 +233,43 @@ pub fn compare_table(results: &[BenchResult]) -> String {
             benches.push(&r.benchmark);
         }
     }
-    let find = |e: &str, b: &str| results.iter().find(|r| r.engine == e && r.benchmark == b);
+    let Some(first) = engines.first().copied() else {
+        return String::new();
+    };
+    let get = |e: &str, b: &str| {
+        results
+            .iter()
+            .find(|r| r.engine == e && r.benchmark == b)
+            .and_then(&value)
+    };
     let mut s = String::new();
-    let _ = write!(s, "{:<16}", "ops/sec");
+    let _ = write!(s, "{title:<16}");
     for e in &engines {
-        let _ = write!(s, " {:>14}", e);
-        if e != &engines[0] {
-            let _ = write!(s, " {:>8}", format!("/{}", engines[0]));
+        let _ = write!(s, " {e:>14}");
+        if *e != first {
+            let _ = write!(s, " {:>8}", format!("/{first}"));
         }
     }
     s.push('\n');
     for b in &benches {
-        let base = find(engines[0], b).map(|r| r.ops_per_sec);
-        let _ = write!(s, "{:<16}", b);
+        let base = get(first, b);
+        let _ = write!(s, "{b:<16}");
         for e in &engines {
-            match find(e, b) {
-                Some(r) => {
-                    let _ = write!(s, " {:>14.0}", r.ops_per_sec);
-                    if e != &engines[0] {
-                        match base {
-                            Some(x) if x > 0.0 => {
-                                let _ = write!(s, " {:>7.2}x", r.ops_per_sec / x);
-                            }
-                            _ => {
-                                let _ = write!(s, " {:>8}", "-");
-                            }
-                        }
-                    }
+            let v = get(e, b);
+            match v {
+                Some(x) => {
+                    let _ = write!(s, " {x:>14.precision$}");
                 }
                 None => {
                     let _ = write!(s, " {:>14}", "-");
-                    if e != &engines[0] {
+                }
+            }
+            if *e != first {
+                match (v, base) {
+                    (Some(x), Some(y)) if y > 0.0 => {
+                        let _ = write!(s, " {:>7.2}x", x / y);
+                    }
+                    _ => {
                         let _ = write!(s, " {:>8}", "-");
                     }
                 }
@@ -254,6 +297,7 @@ pub(crate) fn sample_result(engine: &str, bench: &str, ops_per_sec: f64) -> Benc
         device_bytes_written: None,
         write_amp: None,
         wall_seconds: 1.0,
+        cpu_seconds: None,
         micros_per_op: 1.0,
         threads: 1,
         key_size: 16,

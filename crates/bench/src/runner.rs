@@ -111,6 +111,19 @@ fn sample(engine: &dyn KvEngine, t0: Instant, ops: u64, dev0: Option<u64>) -> Sa
     }
 }
 
+/// User + system CPU seconds of this process so far (all threads), from `/proc/self/stat`
+/// (fields 14 and 15, in clock ticks of 1/100 s as on every Linux platform Rust supports).
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; the fields after it follow its ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): utime is field 14, stime field 15.
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
 /// Runs `body(thread_index, ctx)` on `phase.threads` threads and measures it.
 pub fn run_phase<F>(phase: &Phase<'_>, body: F) -> Result<BenchResult>
 where
@@ -134,6 +147,7 @@ where
         b
     });
 
+    let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let body = &body;
@@ -261,6 +275,10 @@ where
         device_bytes_written: device.map(|d| d.2),
         write_amp: engine.write_amp(),
         wall_seconds: wall,
+        cpu_seconds: match (cpu0, process_cpu_seconds()) {
+            (Some(a), Some(b)) => Some((b - a).max(0.0)),
+            _ => None,
+        },
         micros_per_op: wall * 1e6 / ops.max(1) as f64,
         threads,
         key_size: phase.key_size,
@@ -317,6 +335,19 @@ mod tests {
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
         assert_eq!(r.timeline.last().map(|s| s.ops), Some(300));
         assert!(r.device_seconds.is_none());
+    }
+
+    #[test]
+    fn process_cpu_time_grows_with_work() {
+        let a = process_cpu_seconds().expect("/proc/self/stat");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(200) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let b = process_cpu_seconds().expect("/proc/self/stat");
+        assert!(b >= a, "{a} -> {b}");
     }
 
     #[test]
