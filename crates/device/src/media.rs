@@ -115,6 +115,12 @@ pub struct Media {
     stats: Stats,
     now: Nanos,
     busy_until: Nanos,
+    /// When the heads finish the latest media operation (host command or background destage).
+    media_free: Nanos,
+    /// When the oldest data still dirty in the write cache arrived: destage cannot start earlier.
+    dirty_since: Nanos,
+    /// End of the busy time accounted so far, so that overlapping intervals count once.
+    busy_mark: Nanos,
     clock: ClockMode,
     wall_epoch: Option<(Instant, Nanos)>,
     powered: bool,
@@ -156,6 +162,9 @@ impl Media {
             stats: Stats::default(),
             now: 0,
             busy_until: 0,
+            media_free: 0,
+            dirty_since: 0,
+            busy_mark: 0,
             clock: ClockMode::Virtual,
             wall_epoch: None,
             powered: true,
@@ -225,6 +234,9 @@ impl Media {
     pub fn set_now(&mut self, t: Nanos) {
         self.now = t;
         self.busy_until = t;
+        self.media_free = t;
+        self.dirty_since = t;
+        self.busy_mark = t;
     }
 
     /// Selects virtual or paced time.
@@ -282,8 +294,10 @@ impl Media {
         Ok(())
     }
 
-    /// Arrival time of a new command: in paced mode wall-clock gaps become idle time.
-    fn arrive(&mut self) -> Nanos {
+    /// Arrival time of a new command: in paced mode wall-clock gaps become idle time. The write
+    /// cache destages in the background while the heads are free, overlapping the host's
+    /// transfers as a real drive does; a power cut armed for such a destage fails the command.
+    fn arrive(&mut self) -> Result<Nanos> {
         if let (ClockMode::Paced, Some((wall, v0))) = (self.clock, self.wall_epoch) {
             let wall_now = v0 + wall.elapsed().as_nanos() as Nanos;
             if wall_now > self.now {
@@ -291,13 +305,24 @@ impl Media {
                 self.now = wall_now;
             }
         }
-        self.now.max(self.busy_until)
+        let arrival = self.now.max(self.busy_until);
+        self.run_background(arrival);
+        if !self.powered {
+            return Err(DeviceError::PowerLoss);
+        }
+        Ok(arrival)
+    }
+
+    /// Counts `[start, end)` as busy time, once where intervals overlap.
+    fn account_busy(&mut self, start: Nanos, end: Nanos) {
+        let from = start.max(self.busy_mark);
+        self.stats.busy_ns += end.saturating_sub(from);
+        self.busy_mark = self.busy_mark.max(end);
     }
 
     /// Accounts a command that occupied the drive from `start` to `end`.
     fn complete(&mut self, arrival: Nanos, end: Nanos) -> IoDone {
-        let busy_from = arrival.max(self.busy_until);
-        self.stats.busy_ns += end.saturating_sub(busy_from);
+        self.account_busy(arrival, end);
         self.busy_until = self.busy_until.max(end);
         self.now = self.now.max(end);
         self.stats.idle_ns = self.now.saturating_sub(self.stats.busy_ns);
@@ -344,7 +369,7 @@ impl Media {
     /// Reads `buf.len()` bytes at `lba`.
     pub fn read(&mut self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
         let n = self.check(lba, buf.len())?;
-        let arrival = self.arrive();
+        let arrival = self.arrive()?;
         let end = self.read_inner(arrival, lba, n, buf, false)?;
         self.stats.reads += 1;
         self.stats.bytes_read += buf.len() as u64;
@@ -386,6 +411,8 @@ impl Media {
             };
             return Ok(start + self.mech.bus_time(n));
         }
+        // The heads may still be busy destaging the write cache in the background.
+        let arrival = arrival.max(self.media_free);
         if let Some((at, cause)) = self.media_error_in(uncovered) {
             // The drive still spent the time trying.
             let end = if queued {
@@ -393,6 +420,7 @@ impl Media {
             } else {
                 self.mech.read(arrival, lba, n)
             };
+            self.media_free = end;
             self.complete(arrival, end);
             return Err(DeviceError::MediaError { lba: at, cause });
         }
@@ -401,6 +429,7 @@ impl Media {
         } else {
             self.mech.read(arrival, lba, n)
         };
+        self.media_free = end;
         self.stats.media_reads += 1;
         self.stats.media_bytes_read += n * self.sector;
         self.store
@@ -417,7 +446,7 @@ impl Media {
     /// Writes `data` at `lba`; with `fua` the data is on the media when this returns.
     pub fn write(&mut self, lba: u64, data: &[u8], fua: bool) -> Result<IoDone> {
         let n = self.check(lba, data.len())?;
-        let arrival = self.arrive();
+        let arrival = self.arrive()?;
         let end = self.write_inner(arrival, lba, n, data, fua, false)?;
         self.stats.writes += 1;
         self.stats.bytes_written += data.len() as u64;
@@ -449,10 +478,14 @@ impl Media {
                 if dirty + n > cap {
                     t = self.destage(t, move |c| c.dirty_sectors() > cap / 2)?;
                 }
+                let end = t + self.mech.bus_time(n);
                 if let Some((cache, _)) = &mut self.cache {
+                    if cache.is_empty() {
+                        self.dirty_since = end;
+                    }
                     cache.insert(lba, n, keep.then_some(data));
                 }
-                Ok(t + self.mech.bus_time(n))
+                Ok(end)
             }
             _ => {
                 // Write-through: this data supersedes anything older still in the cache.
@@ -482,9 +515,11 @@ impl Media {
                 cut = true;
             }
         }
+        let start = start.max(self.media_free);
         let mut end = start;
         if persisted > 0 {
             end = self.mech.write_at(start, lba, persisted);
+            self.media_free = end;
             if let Some(d) = data {
                 if self.store.keeps_data() {
                     let bytes = (persisted * self.sector) as usize;
@@ -539,7 +574,7 @@ impl Media {
         if !self.powered {
             return Err(DeviceError::PowerLoss);
         }
-        let arrival = self.arrive();
+        let arrival = self.arrive()?;
         let t = self.destage(arrival + self.mech.overhead(), |_| true)?;
         self.store
             .sync()
@@ -551,7 +586,7 @@ impl Media {
     /// Forgets `sectors` at `lba` (TRIM / zone reset): they read as zeros afterwards.
     pub fn discard(&mut self, lba: u64, sectors: u64) -> Result<IoDone> {
         self.check_range(lba, sectors)?;
-        let arrival = self.arrive();
+        let arrival = self.arrive()?;
         if let Some((c, _)) = &mut self.cache {
             c.remove(lba, lba + sectors);
         }
@@ -569,7 +604,7 @@ impl Media {
         if !self.powered {
             return Err(DeviceError::PowerLoss);
         }
-        let arrival = self.arrive();
+        let arrival = self.arrive()?;
         let end = arrival + self.mech.overhead();
         Ok(self.complete(arrival, end))
     }
@@ -587,19 +622,22 @@ impl Media {
             return;
         }
         let max = (DESTAGE_MAX_BYTES / self.sector).max(1);
-        while self.busy_until < until {
+        loop {
+            // A destage run starts once the heads are free and there is dirty data; runs that
+            // start by `until` are under way when the command arriving at `until` is served.
+            let start = self.media_free.max(self.dirty_since);
+            if start > until {
+                return;
+            }
             let Some((cache, _)) = &mut self.cache else {
                 return;
             };
             let Some((lba, n, data)) = cache.take_run(self.last_write_end, max) else {
                 return;
             };
-            let start = self.busy_until.max(self.now);
             match self.media_write(start, lba, n, data.as_deref()) {
-                Ok(end) => {
-                    self.stats.busy_ns += end - start;
-                    self.busy_until = end;
-                }
+                Ok(end) => self.account_busy(start, end),
+                // The cut was recorded (the run's data as lost); the next command fails.
                 Err(_) => return,
             }
         }
@@ -609,10 +647,9 @@ impl Media {
     /// command's processing overlaps the previous transfer, so a sequential batch streams.
     pub fn submit(&mut self, reqs: Vec<Request>) -> Vec<Result<Completion>> {
         let mut out = Vec::with_capacity(reqs.len());
-        if !self.powered {
+        let Ok(arrival) = self.arrive() else {
             return reqs.iter().map(|_| Err(DeviceError::PowerLoss)).collect();
-        }
-        let arrival = self.arrive();
+        };
         let ready = arrival + self.mech.overhead();
         let mut prev = arrival;
         for (i, r) in reqs.into_iter().enumerate() {
@@ -701,6 +738,8 @@ impl Media {
         self.powered = false;
         self.now = self.now.max(at);
         self.busy_until = self.now;
+        self.media_free = self.now;
+        self.dirty_since = self.now;
         self.mech.cancel_read_ahead();
     }
 
