@@ -182,8 +182,8 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             } else {
                 println!("mode                {}", s.mode);
                 println!("bands per level     {:?}", s.bands_per_level);
+                println!("overlap count       {}", s.overlap_count);
                 println!("bytes per level     {:?}", s.bytes_per_level);
-                println!("overlapping pairs   {}", s.overlap_count);
                 println!("free bands          {}", s.free_bands);
                 println!("log bands           {}", s.log_bands);
                 println!("memtable bytes      {}", s.memtable_bytes);
@@ -192,7 +192,19 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             db.close()?;
         }
         DbCommand::Check { image } => {
-            let db = open_db(&image)?;
+            let db = match open_db(&image) {
+                Ok(db) => db,
+                Err(e) => {
+                    // A band or manifest that cannot even be opened is the first problem.
+                    match e.downcast_ref::<crate::Error>() {
+                        Some(crate::Error::Corruption { .. }) => {
+                            println!("PROBLEM: {e}");
+                            bail!("1 problem found (the database cannot be opened)");
+                        }
+                        _ => return Err(e),
+                    }
+                }
+            };
             let r = db.check()?;
             println!(
                 "{} bands, {} entries, {} data bytes checked",

@@ -10,7 +10,7 @@ pub enum Error {
     #[error("no space: {0}")]
     NoSpace(String),
     /// A checksum or structural check failed.
-    #[error("corruption in zone {zone} at byte offset {offset}: {what}")]
+    #[error("corruption in band at zone {zone}, byte offset {offset}: {what}")]
     Corruption {
         /// Zone (band) holding the bad bytes.
         zone: u32,

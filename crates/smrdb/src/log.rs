@@ -139,6 +139,30 @@ pub fn frame(payload: &[u8], ss: u64) -> Vec<u8> {
     b
 }
 
+/// Decodes the chunk at the start of `buf`: its batches and the bytes it occupies (padding
+/// included, for sectors of `ss` bytes). `Ok(None)` when `buf` holds no chunk (no magic: an
+/// unwritten tail); `Err` when a chunk is there but torn or damaged.
+#[allow(clippy::type_complexity)]
+pub fn decode_chunk(buf: &[u8], ss: u64) -> Result<Option<(Vec<(u64, Vec<Op>)>, usize)>, String> {
+    let mut r = Reader::new(buf);
+    let (Some(magic), Some(stored), Some(len)) = (r.u32(), r.u32(), r.u32()) else {
+        return Ok(None);
+    };
+    if magic != LOG_MAGIC {
+        return Ok(None);
+    }
+    let end = CHUNK_HEADER
+        .checked_add(len as usize)
+        .filter(|&e| e <= buf.len())
+        .ok_or_else(|| format!("chunk of {len} bytes runs past the data"))?;
+    if crc(&buf[8..end]) != stored {
+        return Err("log chunk checksum mismatch".into());
+    }
+    let batches = decode_payload(&buf[CHUNK_HEADER..end])?;
+    let bytes = (chunk_sectors(len as usize, ss.max(1)) * ss.max(1)) as usize;
+    Ok(Some((batches, bytes)))
+}
+
 /// Sectors a chunk of `payload_len` bytes occupies.
 pub fn chunk_sectors(payload_len: usize, ss: u64) -> u64 {
     ((payload_len + CHUNK_HEADER) as u64).div_ceil(ss)
@@ -187,13 +211,10 @@ pub fn replay_zone(dev: &Dev, zone: u32, wp_sectors: u64) -> Result<Replay> {
         }
         ensure(&mut buf, &mut buf_start, pos, secs)?;
         let at = ((pos - buf_start) * ss) as usize;
-        let body = &buf[at + 8..at + CHUNK_HEADER + len as usize];
-        if crc(body) != stored {
-            break;
-        }
-        match decode_payload(&body[4..]) {
-            Ok(b) => out.batches.extend(b),
-            Err(_) => break,
+        let _ = stored;
+        match decode_chunk(&buf[at..], ss) {
+            Ok(Some((b, _))) => out.batches.extend(b),
+            _ => break,
         }
         pos += secs;
         out.end_sector = pos;

@@ -52,7 +52,9 @@ pub struct Options {
     /// Default 4.
     pub l0_compaction_max_bands: usize,
     /// SOC: an L1→L1 compaction runs when some L1 band overlaps more than this many other L1
-    /// bands. Default 2.
+    /// bands. Default 12: lower keeps fewer overlapping bands for scans and GETs (Bloom
+    /// filters hide most of them from GETs) at the price of rewriting L1 more often — on
+    /// random inserts, 2 writes about 3× the compaction bytes of 12 (see `docs/smrdb.md`).
     pub l1_overlap_trigger: usize,
     /// LOC: bands allowed in level 1 before it is compacted into level 2; each deeper level
     /// holds `loc_level_multiplier` times more. Default 4.
@@ -91,7 +93,7 @@ impl Default for Options {
             l0_stop: 12,
             slowdown_factor: 1.0,
             l0_compaction_max_bands: 4,
-            l1_overlap_trigger: 2,
+            l1_overlap_trigger: 12,
             loc_level1_bands: 4,
             loc_level_multiplier: 10,
             reserve_bands: 2,

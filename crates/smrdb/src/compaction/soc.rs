@@ -127,9 +127,7 @@ pub fn pick(opts: &Options, bands: &[VBand]) -> Option<Plan> {
         .filter(|b| b.id() == center.id() || b.overlaps(center))
         .cloned()
         .collect();
-    let Some(sel) = prune_l1(&cand, bands) else {
-        return None;
-    };
+    let sel = prune_l1(&cand, bands)?;
     Some(Plan {
         inputs: sel.iter().map(|b| b.id()).collect(),
         output_level: 1,
@@ -205,7 +203,11 @@ mod tests {
             vb(3, 1, 30, 40),
             vb(4, 1, 50, 60),
         ];
-        let p = pick(&opts(), &b).unwrap();
+        let o = Options {
+            l1_overlap_trigger: 2,
+            ..opts()
+        };
+        let p = pick(&o, &b).unwrap();
         assert_eq!(p.reason, "soc L1->L1");
         assert!(p.inputs.len() >= 2 && p.inputs.contains(&1));
     }

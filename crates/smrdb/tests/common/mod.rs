@@ -27,6 +27,7 @@ pub fn tiny_opts(mode: Mode) -> Options {
         read_ahead_bytes: 128 << 10,
         write_chunk_bytes: 128 << 10,
         loc_level1_bands: 2,
+        l1_overlap_trigger: 3,
         ..Options::default()
     }
 }

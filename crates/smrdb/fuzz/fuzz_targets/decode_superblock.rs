@@ -1,0 +1,11 @@
+//! The superblock: decoding arbitrary bytes never panics, and whatever decodes round-trips.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use smrdb::superblock::Superblock;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(Some(sb)) = Superblock::decode(data) {
+        assert_eq!(Superblock::decode(&sb.encode()).ok(), Some(Some(sb)));
+    }
+});
