@@ -76,6 +76,10 @@ pub struct EngineArgs {
     /// Collect RocksDB statistics (costs a little time; gives write-amp and compaction bytes).
     #[arg(long)]
     pub statistics: bool,
+    /// An SMRDB option for the tegula engines, NAME=VALUE (a field of `smrdb::Options`, e.g.
+    /// `l1_overlap_trigger=8`); repeatable.
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = crate::engine::parse_engine_option)]
+    pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Worker (client) threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -191,6 +195,7 @@ impl EngineArgs {
             cache_size: self.cache_size,
             bloom_bits: self.bloom_bits,
             statistics: self.statistics,
+            smrdb_options: self.smrdb_option.clone(),
             ..EngineOptions::default()
         })
     }

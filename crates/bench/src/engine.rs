@@ -178,6 +178,9 @@ pub struct EngineOptions {
     /// L0 count at which writes stop until compaction catches up (`None`: 12 for LevelDB and
     /// SMRDB, 36 for RocksDB).
     pub l0_stop: Option<usize>,
+    /// SMRDB options by name (`smrdb::Options` field = JSON value), applied after the settings
+    /// above: `--smrdb_option l1_overlap_trigger=8`. Ignored by the other engines.
+    pub smrdb_options: Vec<(String, serde_json::Value)>,
 }
 
 impl Default for EngineOptions {
@@ -190,8 +193,19 @@ impl Default for EngineOptions {
             l0_compaction_trigger: None,
             l0_slowdown: None,
             l0_stop: None,
+            smrdb_options: Vec::new(),
         }
     }
+}
+
+/// Parses `NAME=VALUE` (VALUE as JSON, or as a string if it is not JSON) for
+/// [`EngineOptions::smrdb_options`].
+pub fn parse_engine_option(s: &str) -> std::result::Result<(String, serde_json::Value), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAME=VALUE"))?;
+    let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+    Ok((k.trim().to_string(), v))
 }
 
 /// Opens engines of one kind on one target, fresh or reusing what is there; the benchmarks

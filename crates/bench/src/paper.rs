@@ -77,6 +77,9 @@ pub struct PaperArgs {
     /// Drive capacity, overriding the scale's.
     #[arg(long, value_parser = crate::cli::size_arg)]
     pub capacity: Option<u64>,
+    /// An SMRDB option for every run, NAME=VALUE (a field of `smrdb::Options`); repeatable.
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = crate::engine::parse_engine_option)]
+    pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Random seed.
     #[arg(long, default_value_t = 301)]
     pub seed: u64,
@@ -183,6 +186,8 @@ struct Out {
     dir: PathBuf,
     bar: Option<indicatif::ProgressBar>,
     seed: u64,
+    /// Engine options of every run (the defaults plus `--smrdb_option`s).
+    opts: EngineOptions,
 }
 
 impl Out {
@@ -404,6 +409,10 @@ pub fn run(args: &PaperArgs) -> Result<Vec<BenchResult>> {
         dir: args.out.clone(),
         bar,
         seed: args.seed,
+        opts: EngineOptions {
+            smrdb_options: args.smrdb_option.clone(),
+            ..EngineOptions::default()
+        },
     };
     let t0 = Instant::now();
     let _ = writeln!(
@@ -486,6 +495,9 @@ fn command_line(args: &PaperArgs) -> String {
     }
     if let Some(f) = &args.figures {
         let _ = write!(c, " --figures {f}");
+    }
+    for (k, v) in &args.smrdb_option {
+        let _ = write!(c, " --smrdb_option {k}={v}");
     }
     if args.seed != 301 {
         let _ = write!(c, " --seed {}", args.seed);
@@ -585,7 +597,7 @@ fn fig8(out: &mut Out, s: &Sizes, profiles: &[String], raw: &[(String, (f64, f64
             let mut ys = Vec::new();
             for &sync in &SYNCS {
                 out.step(&format!("fig 8 {p} {value} B sync {}", sync_name(sync)));
-                let f = factory(EngineKind::Tegula, &cfg, EngineOptions::default())?;
+                let f = factory(EngineKind::Tegula, &cfg, out.opts.clone())?;
                 let engine = f.open(true)?;
                 let mut c = bench_cfg(puts, value, out.seed);
                 c.sync_every = sync;
@@ -656,8 +668,7 @@ fn fig9_10(out: &mut Out, s: &Sizes, profiles: &[String]) -> Result<()> {
         let mut per = Vec::new();
         for kind in ENGINES {
             out.step(&format!("fig 9 {p} {}", label(kind)));
-            let (engine, fill) =
-                random_fill(kind, &cfg, EngineOptions::default(), s.rand_puts, out.seed)?;
+            let (engine, fill) = random_fill(kind, &cfg, out.opts.clone(), s.rand_puts, out.seed)?;
             let mut c = bench_cfg(s.rand_puts, VALUE, out.seed);
             c.reads = Some(s.rand_puts);
             let rs = measure(engine.as_ref(), "readseq", &c, false)?;
@@ -776,7 +787,7 @@ fn fig11(out: &mut Out, s: &Sizes, p: &str) -> Result<()> {
             l0_compaction_trigger: Some(t),
             l0_slowdown: Some(t + 4),
             l0_stop: Some(t + 8),
-            ..EngineOptions::default()
+            ..out.opts.clone()
         };
         let (engine, fill) = random_fill(EngineKind::Tegula, &cfg, opts, s.rand_puts, out.seed)?;
         let mut c = bench_cfg(s.rand_puts, VALUE, out.seed);
@@ -837,7 +848,7 @@ fn fig12(out: &mut Out, s: &Sizes, p: &str) -> Result<()> {
         let mut ys = Vec::new();
         for load in ["fillseq", "fillrandom"] {
             out.step(&format!("fig 12 {} {load}", label(kind)));
-            let f = factory(kind, &cfg, EngineOptions::default())?;
+            let f = factory(kind, &cfg, out.opts.clone())?;
             let engine = f.open(true)?;
             let fill = measure(
                 engine.as_ref(),
@@ -888,8 +899,7 @@ fn fig13(out: &mut Out, s: &Sizes, p: &str) -> Result<()> {
         for &band in &s.band_sizes {
             out.step(&format!("fig 13 {} band {}", label(kind), band / MIB));
             let cfg = drive(p, band, s.capacity)?;
-            let (engine, fill) =
-                random_fill(kind, &cfg, EngineOptions::default(), s.rand_puts, out.seed)?;
+            let (engine, fill) = random_fill(kind, &cfg, out.opts.clone(), s.rand_puts, out.seed)?;
             engine.close()?;
             let _ = writeln!(
                 out.md,
@@ -933,7 +943,7 @@ fn fig14_15(out: &mut Out, s: &Sizes, p: &str) -> Result<()> {
     let mut timelines = Vec::new();
     for kind in ENGINES {
         out.step(&format!("fig 14 {}", label(kind)));
-        let f = factory(kind, &cfg, EngineOptions::default())?;
+        let f = factory(kind, &cfg, out.opts.clone())?;
         let engine = f.open(true)?;
         let mut row = format!("| {} |", label(kind));
         let mut ys = Vec::new();

@@ -131,6 +131,7 @@ fn paper_flags_are_checked_before_anything_runs() {
         figures: Some("16".into()),
         band: None,
         capacity: None,
+        smrdb_option: vec![],
         seed: 1,
         no_progress: true,
     };

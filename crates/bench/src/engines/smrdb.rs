@@ -31,6 +31,7 @@ impl SmrdbEngine {
             l0_stop: o.l0_stop.unwrap_or(d.l0_stop),
             ..d
         };
+        let opts = with_overrides(opts, &o.smrdb_options)?;
         let db = Db::open(dev, opts).context("opening SMRDB")?;
         Ok(SmrdbEngine {
             db: Some(db),
@@ -42,6 +43,26 @@ impl SmrdbEngine {
     fn db(&self) -> Result<&Db> {
         self.db.as_ref().context("SMRDB is closed")
     }
+}
+
+/// Applies `NAME=VALUE` overrides to SMRDB's options through their serde form, refusing
+/// unknown names and ill-typed values.
+fn with_overrides(opts: Options, over: &[(String, serde_json::Value)]) -> Result<Options> {
+    if over.is_empty() {
+        return Ok(opts);
+    }
+    let mut v = serde_json::to_value(&opts).context("encoding SMRDB options")?;
+    let map = v
+        .as_object_mut()
+        .context("SMRDB options are not a JSON object")?;
+    for (k, val) in over {
+        if !map.contains_key(k) {
+            let known: Vec<&String> = map.keys().collect();
+            anyhow::bail!("unknown SMRDB option {k:?} (one of {known:?})");
+        }
+        map.insert(k.clone(), val.clone());
+    }
+    serde_json::from_value(v).context("an SMRDB option has a value of the wrong type")
 }
 
 impl KvEngine for SmrdbEngine {
