@@ -38,6 +38,9 @@ pub enum FsCommand {
         /// Log file of the background mount process (default: /tmp/tegula-fs-<pid>.log).
         #[arg(long)]
         log: Option<PathBuf>,
+        /// Worker threads serving FUSE requests.
+        #[arg(long, default_value_t = crate::fuse::DEFAULT_THREADS)]
+        threads: usize,
     },
     /// Live and dead bytes per zone (the analogue of ShingledFS's edistats).
     Stats {
@@ -71,6 +74,63 @@ fn open_dev(image: &Path, read_only: bool) -> anyhow::Result<Arc<dyn ZonedDevice
     Ok(Arc::new(disk))
 }
 
+/// An advisory `flock` on the image file: the mount process holds it exclusively for as long
+/// as the file system is mounted, so a second mount is refused and `stats` / `check` wait
+/// for an unmount that is still writing its buffers (after `fusermount3 -u` returns).
+struct ImageLock {
+    /// Holds the lock until dropped.
+    _file: std::fs::File,
+}
+
+impl ImageLock {
+    fn try_lock(image: &Path, how: libc::c_int) -> anyhow::Result<Option<ImageLock>> {
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::File::open(image)
+            .with_context(|| format!("opening disk image {}", image.display()))?;
+        // SAFETY: flock on a file descriptor this function owns; no memory is involved.
+        let r = unsafe { libc::flock(f.as_raw_fd(), how | libc::LOCK_NB) };
+        Ok((r == 0).then_some(ImageLock { _file: f }))
+    }
+
+    /// Takes the exclusive lock of a mount, or fails when the image is mounted already.
+    fn exclusive(image: &Path) -> anyhow::Result<ImageLock> {
+        match Self::try_lock(image, libc::LOCK_EX)? {
+            Some(l) => Ok(l),
+            None => bail!(
+                "{} is mounted already (another process holds it)",
+                image.display()
+            ),
+        }
+    }
+
+    /// Waits up to `wait` for no mount to hold the image; returns whether one still does.
+    fn wait_unmounted(image: &Path, wait: Duration) -> anyhow::Result<bool> {
+        let start = Instant::now();
+        loop {
+            if let Some(l) = Self::try_lock(image, libc::LOCK_SH)? {
+                drop(l);
+                return Ok(false);
+            }
+            if start.elapsed() >= wait {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Opens the file system read-only for `stats` and `check`, after waiting a little for a
+/// mount that is still shutting down.
+fn open_fs_read_only(image: &Path) -> anyhow::Result<Fs> {
+    if ImageLock::wait_unmounted(image, Duration::from_secs(10))? {
+        eprintln!(
+            "note: {} is mounted; showing its last committed state",
+            image.display()
+        );
+    }
+    open_fs(image, true)
+}
+
 fn open_fs(image: &Path, read_only: bool) -> anyhow::Result<Fs> {
     let dev = open_dev(image, read_only)?;
     let opts = FsOptions {
@@ -87,6 +147,7 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             image,
             back_pointers,
         } => {
+            let _lock = ImageLock::exclusive(&image)?;
             let dev = open_dev(&image, false)?;
             let info = dev.info();
             let fs = Fs::mkfs(
@@ -115,17 +176,18 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             foreground,
             buffer,
             log,
+            threads,
         } => {
             let buffer = parse_size(&buffer).map_err(anyhow::Error::msg)? as usize;
             if foreground {
-                mount_foreground(&image, &mountpoint, buffer)
+                mount_foreground(&image, &mountpoint, buffer, threads)
             } else {
                 mount_background(&mountpoint, log)
             }
         }
         FsCommand::Stats { image, json } => stats(&image, json),
         FsCommand::Check { image, quick } => {
-            let mut fs = open_fs(&image, true)?;
+            let mut fs = open_fs_read_only(&image)?;
             let r = fs.check(!quick)?;
             println!(
                 "check {}: {} files, {} directories, {} pieces, {} verified",
@@ -145,6 +207,7 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             Ok(())
         }
         FsCommand::Clean { image, zones } => {
+            let _lock = ImageLock::exclusive(&image)?;
             let mut fs = open_fs(&image, false)?;
             for _ in 0..zones {
                 match fs.clean()? {
@@ -167,7 +230,7 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
 }
 
 fn stats(image: &Path, json: bool) -> anyhow::Result<()> {
-    let fs = open_fs(image, true)?;
+    let fs = open_fs_read_only(image)?;
     let zs = fs.zone_stats();
     let m = fs.meta_stats();
     let s = fs.statfs();
@@ -231,7 +294,13 @@ fn is_mounted(mp: &Path) -> bool {
         .any(|p| p.replace("\\040", " ") == want)
 }
 
-fn mount_foreground(image: &Path, mountpoint: &Path, buffer: usize) -> anyhow::Result<()> {
+fn mount_foreground(
+    image: &Path,
+    mountpoint: &Path,
+    buffer: usize,
+    threads: usize,
+) -> anyhow::Result<()> {
+    let _lock = ImageLock::exclusive(image)?;
     let dev = open_dev(image, false)?;
     let fs = Fs::open(
         dev,
@@ -248,7 +317,7 @@ fn mount_foreground(image: &Path, mountpoint: &Path, buffer: usize) -> anyhow::R
         fuser::MountOption::DefaultPermissions,
         fuser::MountOption::NoAtime,
     ];
-    let session = fuser::Session::new(FuseFs::new(fs, tx), mountpoint, &options)
+    let session = fuser::Session::new(FuseFs::with_threads(fs, tx, threads), mountpoint, &options)
         .with_context(|| format!("FUSE mount on {}", mountpoint.display()))?;
     let bg = session.spawn()?;
     let stop = Arc::new(AtomicBool::new(false));

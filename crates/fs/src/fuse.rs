@@ -22,6 +22,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const TTL: Duration = Duration::from_secs(1);
 /// Largest write the kernel is asked to send in one request.
 pub const MAX_WRITE: u32 = 1 << 20;
+/// Open flag that keeps the kernel's page cache of a file across opens. Every change to a
+/// file's data goes through this mount (the kernel updates or drops its cached pages on
+/// write and truncate), so cached pages never go stale; without it each open of a file
+/// (RocksDB reopens every SST it just wrote) would send all reads to the drive.
+const KEEP_CACHE: u32 = fuser::consts::FOPEN_KEEP_CACHE;
 /// Worker threads that serve requests (default of [`FuseFs::with_threads`]).
 pub const DEFAULT_THREADS: usize = 4;
 
@@ -221,8 +226,9 @@ macro_rules! with_write {
 
 impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
-        // Ask for 1 MiB writes; the kernel settles on what it supports.
+        // Ask for 1 MiB writes and read-ahead; the kernel settles on what it supports.
         let _ = config.set_max_write(MAX_WRITE);
+        let _ = config.set_max_readahead(MAX_WRITE);
         Ok(())
     }
 
@@ -422,7 +428,7 @@ impl Filesystem for FuseFs {
                 tryr!(reply, fs.setattr(ino, &sa));
             }
             let fh = sh.handle(ino, flags);
-            reply.opened(fh, 0);
+            reply.opened(fh, KEEP_CACHE);
         });
     }
 
@@ -567,7 +573,7 @@ impl Filesystem for FuseFs {
             let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
             tryr!(reply, fs.open_file(a.ino));
             let fh = sh.handle(a.ino, flags);
-            reply.created(&TTL, &attr(&a), 0, fh, 0);
+            reply.created(&TTL, &attr(&a), 0, fh, KEEP_CACHE);
         });
     }
 

@@ -15,7 +15,13 @@ fn fsynced_files_survive_power_cuts_at_random_points() {
     let mut cuts = 0;
     let mut mid_op = 0;
     let mut cleanings = 0;
-    for round in 0..12u64 {
+    // TEGULA_SOAK=1 runs a long soak (thousands of cuts) instead of the quick default.
+    let rounds = if std::env::var_os("TEGULA_SOAK").is_some() {
+        400
+    } else {
+        12
+    };
+    for round in 0..rounds {
         let d = disk(14, 1); // 12 sequential zones of 1 MiB: the cleaner has work
         let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
         // Current contents by name (flat namespace), and what was fsynced since last change.

@@ -234,3 +234,109 @@ fn a_corrupt_data_block_gives_eio_naming_zone_and_offset() {
     let r = fs.check(true).unwrap();
     assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
 }
+
+#[test]
+fn a_long_overwrite_workload_on_a_small_disk_never_fills_it() {
+    let d = disk(10, 1); // 8 sequential zones of 1 MiB, one kept in reserve for cleaning
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let a = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    let b = fs.create(ROOT, b"b", 0o644, 0, 0).unwrap().ino;
+    let mut want_a = vec![0u8; 1_500_000];
+    let want_b = vec![7u8; 1_000_000];
+    fs.write(b, 0, &want_b, false).unwrap();
+    fs.fsync(b).unwrap();
+    let mut written = 0u64;
+    let mut rng = 1u64;
+    // ~60 times the disk's capacity in overwrites of random ranges.
+    for i in 0..2000u64 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let off = (rng >> 33) % 1_400_000;
+        let len = 20_000 + (rng >> 13) % 200_000;
+        let len = len.min(want_a.len() as u64 - off) as usize;
+        let byte = (i % 251) as u8 + 1;
+        fs.write(a, off, &vec![byte; len], false).unwrap();
+        want_a[off as usize..off as usize + len].fill(byte);
+        written += len as u64;
+        if i % 7 == 0 {
+            fs.fsync(a).unwrap();
+        }
+    }
+    fs.fsync(a).unwrap();
+    assert!(written > 200 << 20, "{written}");
+    assert!(fs.meta_stats().cleanings > 20, "{:?}", fs.meta_stats());
+    assert_eq!(fs.read(a, 0, want_a.len()).unwrap(), want_a);
+    assert_eq!(fs.read(b, 0, want_b.len()).unwrap(), want_b);
+    let s = fs.statfs();
+    assert!(s.free_blocks * s.block_size > 2 << 20, "{s:?}");
+    fs.close().unwrap();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert_eq!(fs.read(a, 0, want_a.len()).unwrap(), want_a);
+    assert_eq!(fs.read(b, 0, want_b.len()).unwrap(), want_b);
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
+#[test]
+fn a_corrupt_extent_metadata_block_gives_eio_naming_zone_and_lba_and_the_mount_survives() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    let g = fs.create(ROOT, b"b", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, &vec![5u8; 50_000], false).unwrap();
+    fs.fsync(f).unwrap();
+    fs.write(g, 0, &vec![6u8; 30_000], false).unwrap();
+    fs.fsync(g).unwrap();
+    let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
+    fs.close().unwrap();
+    // The first extent is 50,000 bytes = 13 sectors; its metadata block follows.
+    let start = z.zone as u64 * (2 << 20) / 4096;
+    let meta = start + 13;
+    let mut raw = vec![0u8; 4096];
+    tegula_device::BlockDevice::read(&*d, meta, &mut raw).unwrap();
+    assert_eq!(&raw[..8], b"ZEAMETA1");
+    raw[40] ^= 0x10;
+    d.with_media(|m| m.write(meta, &raw, true)).unwrap();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    match fs.read(f, 0, 10) {
+        Err(e @ FsError::Corrupt(_)) => {
+            assert_eq!(e.errno(), libc::EIO);
+            let s = e.to_string();
+            assert!(
+                s.contains(&format!("zone {}", z.zone)) && s.contains(&format!("{meta}")),
+                "{s}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // Everything else still works.
+    assert_eq!(fs.read(g, 0, 30_000).unwrap(), vec![6u8; 30_000]);
+    let h = fs.create(ROOT, b"c", 0o644, 0, 0).unwrap().ino;
+    fs.write(h, 0, b"still writable", false).unwrap();
+    fs.fsync(h).unwrap();
+    let r = fs.check(true).unwrap();
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+}
+
+#[test]
+fn corrupt_checkpoints_fail_the_mount_with_an_error_not_a_panic() {
+    let d = disk(8, 1);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(f, 0, b"x", false).unwrap();
+    fs.close().unwrap();
+    // Both checkpoint slots: flip a payload byte in each.
+    for slot in [2u64, 2 + (2 * 256 - 2) / 4] {
+        let mut raw = vec![0u8; 4096];
+        tegula_device::BlockDevice::read(&*d, slot, &mut raw).unwrap();
+        raw[60] ^= 1;
+        d.with_media(|m| m.write(slot, &raw, true)).unwrap();
+    }
+    match Fs::open(zoned(&d), small_opts()) {
+        Err(e) => {
+            assert_eq!(e.errno(), libc::EIO, "{e}");
+            assert!(e.to_string().contains("checkpoint"), "{e}");
+        }
+        Ok(_) => panic!("mounted with both checkpoints corrupt"),
+    }
+}

@@ -1,0 +1,9 @@
+//! `tegula_fs::formats::checkpoint`: decoding arbitrary bytes never panics, and whatever decodes
+//! round-trips through its encoder (the function asserts that itself).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = tegula_fs::formats::checkpoint(data);
+});
