@@ -443,6 +443,54 @@ impl Media {
         Ok(end)
     }
 
+    /// Reads `sectors` at `lba` for their timing, statistics and media errors only, moving no
+    /// data: for metadata-only drives, whose store would only return zeros, so that layers
+    /// above (translation layers cleaning whole bands) need not allocate and fill buffers.
+    pub fn read_no_data(&mut self, lba: u64, sectors: u64) -> Result<IoDone> {
+        self.check_range(lba, sectors)?;
+        if sectors == 0 {
+            return Err(DeviceError::BadLength {
+                len: 0,
+                sector_size: self.sector as u32,
+            });
+        }
+        let arrival = self.arrive()?;
+        let whole = [(lba, lba + sectors)];
+        if let Some((at, cause)) = self.media_error_in(&whole) {
+            let end = self.mech.read(arrival, lba, sectors);
+            self.complete(arrival, end);
+            return Err(DeviceError::MediaError { lba: at, cause });
+        }
+        let end = self.mech.read(arrival, lba, sectors);
+        self.stats.media_reads += 1;
+        self.stats.media_bytes_read += sectors * self.sector;
+        self.stats.reads += 1;
+        self.stats.bytes_read += sectors * self.sector;
+        Ok(self.complete(arrival, end))
+    }
+
+    /// Writes `sectors` at `lba` for their timing, shingled damage, statistics and power-cut
+    /// faults only, moving no data. Only for drives that keep no data (it fails otherwise, as
+    /// the store would be left stale); a volatile write cache is bypassed (the write is
+    /// durable on completion).
+    pub fn write_no_data(&mut self, lba: u64, sectors: u64) -> Result<IoDone> {
+        self.check_range(lba, sectors)?;
+        if sectors == 0 || self.store.keeps_data() {
+            return Err(DeviceError::Config(
+                "write_no_data needs a drive that keeps no data and a positive length".into(),
+            ));
+        }
+        let arrival = self.arrive()?;
+        if let Some((cache, _)) = &mut self.cache {
+            cache.remove(lba, lba + sectors);
+        }
+        let start = arrival + self.mech.overhead();
+        let end = self.media_write(start, lba, sectors, None)?;
+        self.stats.writes += 1;
+        self.stats.bytes_written += sectors * self.sector;
+        Ok(self.complete(arrival, end))
+    }
+
     /// Writes `data` at `lba`; with `fua` the data is on the media when this returns.
     pub fn write(&mut self, lba: u64, data: &[u8], fua: bool) -> Result<IoDone> {
         let n = self.check(lba, data.len())?;

@@ -1,7 +1,9 @@
 //! NBD server throughput: fio 1 MiB sequential writes then reads over a Unix socket against an
 //! unpaced in-memory drive. Prints one JSON line per job.
 //!
-//! `cargo run --release -p tegula-nbd --example nbd_bench [-- SIZE_MIB [cmr|dm]]`
+//! `cargo run --release -p tegula-nbd --example nbd_bench [-- SIZE_MIB [cmr|dm|dm-image]]`
+//! (`dm`: an in-memory journal drive with its volatile cache on; `dm-image`: the same drive in
+//! a drive image file in the temporary directory.)
 
 use nbd::{Listener, ServerOptions};
 use std::process::Command;
@@ -14,19 +16,27 @@ fn main() -> anyhow::Result<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1024);
     let kind = std::env::args().nth(2).unwrap_or_else(|| "cmr".into());
-    let dev: Arc<dyn BlockDevice> = if kind == "dm" {
+    let dir = tempfile::tempdir()?;
+    let dev: Arc<dyn BlockDevice> = if kind.starts_with("dm") {
         let text = format!(
             "kind = \"dm-smr\"\ncapacity = \"{size_mib}MiB\"\nvolatile_cache = true\n\
              volatile_cache_size = \"64MiB\"\nband_size = \"32MiB\"\ncache_size = \"256MiB\"\n"
         );
-        Arc::new(stl::DmDrive::from_toml(&text)?)
+        if kind == "dm-image" {
+            let cfg = stl::DmConfig::from_toml(&text)?;
+            Arc::new(stl::DmDrive::create_image(
+                &dir.path().join("drive.img"),
+                cfg,
+            )?)
+        } else {
+            Arc::new(stl::DmDrive::from_toml(&text)?)
+        }
     } else {
         let mut c = profile("cmr-7200")?;
         c.capacity = size_mib << 20;
         c.zones.zone_size = 64 << 20;
         Arc::new(Disk::in_memory(c)?)
     };
-    let dir = tempfile::tempdir()?;
     let sock = dir.path().join("bench.sock");
     let l = Listener::unix(&sock)?;
     std::thread::spawn(move || l.serve(dev, ServerOptions::default()));

@@ -10,7 +10,7 @@ use crate::config::{Cleaning, DmConfig};
 use crate::durable::{dec_count, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
-use crate::layer::{restore_counters, salvage_read, Layer, WriteReq};
+use crate::layer::{band_buf, part, rd, restore_counters, salvage_read, wr, Layer, WriteReq};
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
@@ -127,6 +127,9 @@ impl Replay for FState {
             let (wp, seq) = (d.u64()?, d.u64()?);
             if wp > shape.pos_limit {
                 return Err(format!("update band write pointer {wp} beyond the media"));
+            }
+            if upd.keys().next_back().is_some_and(|&l| l >= b) {
+                return Err(format!("update band of band {b} out of order"));
             }
             upd.insert(b, Upd { phys, wp, seq });
         }
@@ -343,18 +346,19 @@ impl FullyAssociative {
             let Some(&to) = self.d.live.free[zone].last() else {
                 return Err(StlError::Layout(format!("zone {zone} has no free band")));
             };
-            let mut img = vec![0u8; ((hi - lo) * ss) as usize];
+            let n = hi - lo;
+            let mut img = band_buf(m, n);
             let old = self.layout.bands[self.d.live.phys_of[band]].start;
-            self.stats.salvaged_sectors += salvage_read(m, old, &mut img)?;
-            self.stats.cleaning_bytes_read += img.len() as u64;
+            self.stats.salvaged_sectors += salvage_read(m, old, n, &mut img)?;
+            self.stats.cleaning_bytes_read += n * ss;
             for p in &pieces {
                 let o = ((p.lba - lo) * ss) as usize;
                 let k = (p.len * ss) as usize;
-                m.read(p.pos, &mut img[o..o + k])?;
+                rd(m, p.pos, p.len, part(&mut img, o, o + k))?;
                 self.stats.cleaning_bytes_read += k as u64;
             }
-            m.write(self.layout.bands[to].start, &img, true)?;
-            self.stats.cleaning_bytes_written += img.len() as u64;
+            wr(m, self.layout.bands[to].start, n, &img)?;
+            self.stats.cleaning_bytes_written += n * ss;
             self.d.commit(FRec::Merge {
                 zone,
                 band,

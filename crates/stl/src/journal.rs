@@ -7,7 +7,10 @@ use crate::config::{Cleaning, DmConfig};
 use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
-use crate::layer::{read_across, restore_counters, salvage_read, write_across, Layer, WriteReq};
+use crate::layer::{
+    band_buf, part, rd, read_across, restore_counters, salvage_read, wr, write_across, Layer,
+    WriteReq,
+};
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
@@ -277,6 +280,7 @@ pub(crate) struct Journal {
     slot: usize,
     buf: Vec<u8>,
     map_buf: Vec<u8>,
+    map_sectors: u64,
 }
 
 impl Journal {
@@ -330,8 +334,17 @@ impl Journal {
             entry_max,
             oob,
             slot: 0,
-            buf: vec![0u8; ((entry_max + oob) * ss) as usize],
-            map_buf: vec![0u8; (map_sectors * ss) as usize],
+            buf: if cfg.store_data {
+                vec![0u8; ((entry_max + oob) * ss) as usize]
+            } else {
+                Vec::new()
+            },
+            map_buf: if cfg.store_data {
+                vec![0u8; (map_sectors * ss) as usize]
+            } else {
+                Vec::new()
+            },
+            map_sectors,
         })
     }
 
@@ -418,44 +431,45 @@ impl Journal {
         let t0 = m.now();
         let ss = self.ss;
         let (lo, hi) = self.layout.logical_range(band);
+        let n = hi - lo;
         let native = self.layout.bands[self.layout.data[band]].start;
-        let mut pieces = self.d.live.map.pieces_in(lo, hi - lo);
+        let mut pieces = self.d.live.map.pieces_in(lo, n);
         pieces.sort_by_key(|p| p.pos);
-        let mut img = vec![0u8; ((hi - lo) * ss) as usize];
         // Cached blocks first, in log order (the drive scans its cache), then the band.
-        let mut cached = vec![0u8; 0];
+        let mut img = band_buf(m, n);
         for p in &pieces {
-            cached.resize((p.len * ss) as usize, 0);
-            m.read(p.pos, &mut cached)?;
-            self.stats.cleaning_bytes_read += p.len * ss;
             let off = ((p.lba - lo) * ss) as usize;
-            img[off..off + cached.len()].copy_from_slice(&cached);
+            let end = off + (p.len * ss) as usize;
+            rd(m, p.pos, p.len, part(&mut img, off, end))?;
+            self.stats.cleaning_bytes_read += p.len * ss;
         }
-        let mut native_img = vec![0u8; img.len()];
-        self.stats.salvaged_sectors += salvage_read(m, native, &mut native_img)?;
-        self.stats.cleaning_bytes_read += native_img.len() as u64;
-        // Merge: cached pieces override the native image.
-        let mut cur = lo;
-        let mut sorted = pieces.clone();
-        sorted.sort_by_key(|p| p.lba);
-        for p in &sorted {
-            let (a, b) = (((cur - lo) * ss) as usize, ((p.lba - lo) * ss) as usize);
-            if b > a {
-                img[a..b].copy_from_slice(&native_img[a..b]);
+        let mut native_img = band_buf(m, n);
+        self.stats.salvaged_sectors += salvage_read(m, native, n, &mut native_img)?;
+        self.stats.cleaning_bytes_read += n * ss;
+        if !img.is_empty() {
+            // Merge: cached pieces override the native image.
+            let mut cur = lo;
+            let mut sorted = pieces.clone();
+            sorted.sort_by_key(|p| p.lba);
+            for p in &sorted {
+                let (a, b) = (((cur - lo) * ss) as usize, ((p.lba - lo) * ss) as usize);
+                if b > a {
+                    img[a..b].copy_from_slice(&native_img[a..b]);
+                }
+                cur = p.lba + p.len;
             }
-            cur = p.lba + p.len;
+            let a = ((cur - lo) * ss) as usize;
+            img[a..].copy_from_slice(&native_img[a..]);
         }
-        let a = ((cur - lo) * ss) as usize;
-        img[a..].copy_from_slice(&native_img[a..]);
-        write_across(m, &self.layout, &self.layout.staging, &img)?;
+        write_across(m, &self.layout, &self.layout.staging, &img, n)?;
         self.d.commit(JRec::Staged { band })?;
-        m.write(native, &img, true)?;
+        wr(m, native, n, &img)?;
         self.d.commit(JRec::Native {
             band: Some(band),
             lo,
             hi,
         })?;
-        self.stats.cleaning_bytes_written += 2 * img.len() as u64;
+        self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
         Ok(())
@@ -465,8 +479,9 @@ impl Journal {
         let old = self.slot;
         let new = 1 - old;
         let mut buf = std::mem::take(&mut self.map_buf);
-        let r = read_across(m, &self.layout, &self.layout.map_slots[old], &mut buf)
-            .and_then(|_| write_across(m, &self.layout, &self.layout.map_slots[new], &buf));
+        let n = self.map_sectors;
+        let r = read_across(m, &self.layout, &self.layout.map_slots[old], &mut buf, n)
+            .and_then(|_| write_across(m, &self.layout, &self.layout.map_slots[new], &buf, n));
         self.map_buf = buf;
         r?;
         self.slot = new;
@@ -526,7 +541,7 @@ impl Journal {
         let pos = self.make_room(m, len, group.len() as u64)?;
         let keep = m.keeps_data();
         let bytes = (len * ss) as usize;
-        if self.buf.len() < bytes {
+        if keep && self.buf.len() < bytes {
             self.buf.resize(bytes, 0);
         }
         let mut extents = Vec::with_capacity(group.len());
@@ -540,10 +555,12 @@ impl Journal {
             extents.push((*lba, n, pos + off));
             off += n;
         }
-        if keep {
+        let done = if keep {
             self.buf[(off * ss) as usize..bytes].fill(0);
-        }
-        let done = m.write(pos, &self.buf[..bytes], true)?;
+            wr(m, pos, len, &self.buf[..bytes])?
+        } else {
+            wr(m, pos, len, &[])?
+        };
         self.d.commit(JRec::Entry { pos, len, extents })?;
         self.stats.journal_entries += 1;
         let every = self.cfg.map_merge_every;
@@ -631,19 +648,23 @@ impl Layer for Journal {
             let (_, hi) = self.layout.logical_range(band);
             let b = end.min(hi);
             // Rewrite [cur, hi): the new data, then the rest of the band as it reads now.
-            let mut img = vec![0u8; ((hi - cur) * ss) as usize];
+            let mut img = band_buf(m, hi - cur);
             let k = ((b - cur) * ss) as usize;
             let src = ((cur - req.lba) * ss) as usize;
-            img[..k].copy_from_slice(&req.data[src..src + k]);
+            if !img.is_empty() {
+                img[..k].copy_from_slice(&req.data[src..src + k]);
+            }
             if b < hi {
                 let native = self.layout.native(b);
-                self.stats.salvaged_sectors += salvage_read(m, native, &mut img[k..])?;
+                let rest = part(&mut img, k, ((hi - cur) * ss) as usize);
+                self.stats.salvaged_sectors += salvage_read(m, native, hi - b, rest)?;
                 for p in self.d.live.map.pieces_in(b, hi - b) {
                     let o = ((p.lba - cur) * ss) as usize;
-                    m.read(p.pos, &mut img[o..o + (p.len * ss) as usize])?;
+                    let e = o + (p.len * ss) as usize;
+                    rd(m, p.pos, p.len, part(&mut img, o, e))?;
                 }
             }
-            m.write(self.layout.native(cur), &img, false)?;
+            wr(m, self.layout.native(cur), hi - cur, &img)?;
             self.d.commit(JRec::Native {
                 band: None,
                 lo: cur,
@@ -693,10 +714,10 @@ impl Layer for Journal {
         if let (true, Some(band)) = (redo, self.d.live.staged) {
             // A power cut hit the band write: redo it from the staged image.
             let (lo, hi) = self.layout.logical_range(band);
-            let mut img = vec![0u8; ((hi - lo) * self.ss) as usize];
-            read_across(m, &self.layout, &self.layout.staging, &mut img)?;
+            let mut img = band_buf(m, hi - lo);
+            read_across(m, &self.layout, &self.layout.staging, &mut img, hi - lo)?;
             let native = self.layout.bands[self.layout.data[band]].start;
-            m.write(native, &img, true)?;
+            wr(m, native, hi - lo, &img)?;
             self.d.commit(JRec::Native {
                 band: Some(band),
                 lo,

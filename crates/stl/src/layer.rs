@@ -7,7 +7,7 @@ use crate::layout::Layout;
 use crate::stats::StlStats;
 use tegula_device::media::Media;
 use tegula_device::store::Store;
-use tegula_device::{DeviceError, Nanos};
+use tegula_device::{DeviceError, IoDone, Nanos};
 
 /// One host write handed to a layer.
 #[derive(Debug, Clone, Copy)]
@@ -64,61 +64,112 @@ pub(crate) fn restore_counters(to: &mut StlStats, from: &StlStats) {
     to.replayed_records = from.replayed_records;
 }
 
-/// Writes `image` piecewise over `bands` from their starts (staging area, map copies).
+/// A buffer of `sectors` for a whole-band transfer, or an empty one on metadata-only media:
+/// there the helpers below move no data, only time, damage and statistics (cleaning a 30 MiB
+/// band must not cost 30 MiB of memset on a terabyte drive that keeps no data).
+pub(crate) fn band_buf(m: &Media, sectors: u64) -> Vec<u8> {
+    if m.keeps_data() {
+        vec![0u8; (sectors * m.sector_size() as u64) as usize]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `buf[a..b]`, or the empty buffer of a metadata-only transfer.
+pub(crate) fn part(buf: &mut [u8], a: usize, b: usize) -> &mut [u8] {
+    if buf.is_empty() {
+        &mut []
+    } else {
+        &mut buf[a..b]
+    }
+}
+
+/// Reads `sectors` at `pos` into `buf` (empty: timing only).
+pub(crate) fn rd(m: &mut Media, pos: u64, sectors: u64, buf: &mut [u8]) -> Result<IoDone> {
+    if buf.is_empty() {
+        Ok(m.read_no_data(pos, sectors)?)
+    } else {
+        Ok(m.read(pos, buf)?)
+    }
+}
+
+/// Writes `sectors` at `pos` from `data` (empty: timing only), durable on completion.
+pub(crate) fn wr(m: &mut Media, pos: u64, sectors: u64, data: &[u8]) -> Result<IoDone> {
+    if data.is_empty() {
+        Ok(m.write_no_data(pos, sectors)?)
+    } else {
+        Ok(m.write(pos, data, true)?)
+    }
+}
+
+/// Writes `sectors` of `image` (empty: timing only) piecewise over `bands` from their starts
+/// (staging area, map copies).
 pub(crate) fn write_across(
     m: &mut Media,
     layout: &Layout,
     bands: &[usize],
     image: &[u8],
+    sectors: u64,
 ) -> Result<Nanos> {
     let ss = layout.sector as usize;
-    let mut off = 0usize;
+    let mut off = 0u64;
     let mut end = m.now();
     for &b in bands {
-        if off >= image.len() {
+        if off >= sectors {
             break;
         }
         let band = layout.bands[b];
-        let n = ((image.len() - off) / ss).min(band.len as usize);
-        let d = m.write(band.start, &image[off..off + n * ss], true)?;
-        end = d.end;
-        off += n * ss;
+        let n = (sectors - off).min(band.len);
+        let piece = if image.is_empty() {
+            &[][..]
+        } else {
+            &image[off as usize * ss..(off + n) as usize * ss]
+        };
+        end = wr(m, band.start, n, piece)?.end;
+        off += n;
     }
     Ok(end)
 }
 
-/// Reads `buf.len()` bytes piecewise from `bands` (the counterpart of [`write_across`]).
+/// Reads `sectors` into `buf` (empty: timing only) piecewise from `bands` (the counterpart
+/// of [`write_across`]).
 pub(crate) fn read_across(
     m: &mut Media,
     layout: &Layout,
     bands: &[usize],
     buf: &mut [u8],
+    sectors: u64,
 ) -> Result<()> {
     let ss = layout.sector as usize;
-    let mut off = 0usize;
+    let mut off = 0u64;
     for &b in bands {
-        if off >= buf.len() {
+        if off >= sectors {
             break;
         }
         let band = layout.bands[b];
-        let n = ((buf.len() - off) / ss).min(band.len as usize);
-        let len = buf.len();
-        m.read(band.start, &mut buf[off..(off + n * ss).min(len)])?;
-        off += n * ss;
+        let n = (sectors - off).min(band.len);
+        rd(
+            m,
+            band.start,
+            n,
+            part(buf, off as usize * ss, (off + n) as usize * ss),
+        )?;
+        off += n;
     }
     Ok(())
 }
 
-/// Reads physical `[pos, pos + buf.len())`, skipping sectors destroyed by a torn in-place write
-/// (they read as zeros); returns how many were skipped. Cleaning uses this so that one torn
-/// band does not stop the drive; everything else reads with [`Media::read`] and fails loudly.
-pub(crate) fn salvage_read(m: &mut Media, pos: u64, buf: &mut [u8]) -> Result<u64> {
+/// Reads physical `[pos, pos + sectors)` into `buf` (empty: timing only), skipping sectors
+/// destroyed by a torn in-place write (they read as zeros); returns how many were skipped.
+/// Cleaning uses this so that one torn band does not stop the drive; everything else reads
+/// with [`Media::read`] and fails loudly.
+pub(crate) fn salvage_read(m: &mut Media, pos: u64, sectors: u64, buf: &mut [u8]) -> Result<u64> {
     let ss = m.sector_size() as u64;
-    let n = buf.len() as u64 / ss;
+    let n = sectors;
     let bad = m.shingling().destroyed().clipped(pos, pos + n);
     let bad2 = m.injected_errors().clipped(pos, pos + n);
     if bad.is_empty() && bad2.is_empty() {
-        m.read(pos, buf)?;
+        rd(m, pos, n, buf)?;
         return Ok(0);
     }
     let mut set = tegula_device::RangeSet::new();
@@ -130,16 +181,17 @@ pub(crate) fn salvage_read(m: &mut Media, pos: u64, buf: &mut [u8]) -> Result<u6
     for (a, b) in set.iter().collect::<Vec<_>>() {
         if a > cur {
             let (s, e) = (((cur - pos) * ss) as usize, ((a - pos) * ss) as usize);
-            m.read(cur, &mut buf[s..e])?;
+            rd(m, cur, a - cur, part(buf, s, e))?;
         }
         let (s, e) = (((a - pos) * ss) as usize, ((b - pos) * ss) as usize);
-        buf[s..e].fill(0);
+        part(buf, s, e).fill(0);
         skipped += b - a;
         cur = b;
     }
     if cur < pos + n {
         let s = ((cur - pos) * ss) as usize;
-        m.read(cur, &mut buf[s..])?;
+        let e = (n * ss) as usize;
+        rd(m, cur, pos + n - cur, part(buf, s, e))?;
     }
     Ok(skipped)
 }
@@ -172,24 +224,26 @@ impl Flash {
         Ok(())
     }
 
-    /// Reads `buf` at byte offset `off`.
-    pub fn read(&mut self, m: &mut Media, off: u64, buf: &mut [u8]) -> Result<()> {
-        self.charge(m, buf.len())?;
+    /// Reads `bytes` at byte offset `off` into `buf` (empty: timing only).
+    pub fn read(&mut self, m: &mut Media, off: u64, bytes: u64, buf: &mut [u8]) -> Result<()> {
+        self.charge(m, bytes as usize)?;
         match &mut self.store {
-            Some(s) => s
+            Some(s) if !buf.is_empty() => s
                 .read(off, buf)
                 .map_err(|e| DeviceError::io("reading the flash cache", e))?,
-            None => buf.fill(0),
+            _ => buf.fill(0),
         }
         Ok(())
     }
 
-    /// Writes `data` at byte offset `off`.
-    pub fn write(&mut self, m: &mut Media, off: u64, data: &[u8]) -> Result<()> {
-        self.charge(m, data.len())?;
+    /// Writes `bytes` at byte offset `off` from `data` (empty: timing only).
+    pub fn write(&mut self, m: &mut Media, off: u64, bytes: u64, data: &[u8]) -> Result<()> {
+        self.charge(m, bytes as usize)?;
         if let Some(s) = &mut self.store {
-            s.write(off, data)
-                .map_err(|e| DeviceError::io("writing the flash cache", e))?;
+            if !data.is_empty() {
+                s.write(off, data)
+                    .map_err(|e| DeviceError::io("writing the flash cache", e))?;
+            }
         }
         Ok(())
     }

@@ -21,6 +21,8 @@
 //! ```
 
 pub mod config;
+#[cfg(test)]
+mod decoder_tests;
 mod drive;
 mod durable;
 pub mod error;

@@ -9,7 +9,8 @@ use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
 use crate::layer::{
-    read_across, restore_counters, salvage_read, write_across, Flash, Layer, WriteReq,
+    band_buf, part, rd, read_across, restore_counters, salvage_read, wr, write_across, Flash,
+    Layer, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -93,7 +94,11 @@ impl Replay for SState {
             let k = dec_count(d, "data bands of a cache band", 8)?;
             let mut set = BTreeSet::new();
             for _ in 0..k {
-                set.insert(Shape::index("data band", d.u64()?, shape.logical_bands)?);
+                let b = Shape::index("data band", d.u64()?, shape.logical_bands)?;
+                if set.last().is_some_and(|&l| l >= b) {
+                    return Err(format!("data band {b} out of order"));
+                }
+                set.insert(b);
             }
             bands_in.push(set);
         }
@@ -297,31 +302,31 @@ impl SetAssociative {
         }
     }
 
-    fn cache_read(&mut self, m: &mut Media, addr: u64, buf: &mut [u8]) -> Result<()> {
+    fn cache_read(&mut self, m: &mut Media, addr: u64, n: u64, buf: &mut [u8]) -> Result<()> {
         match &mut self.flash {
-            Some(f) => f.read(m, addr * self.ss, buf),
-            None => m.read(addr, buf).map(|_| ()).map_err(Into::into),
+            Some(f) => f.read(m, addr * self.ss, n * self.ss, buf),
+            None => rd(m, addr, n, buf).map(|_| ()),
         }
     }
 
-    fn cache_write(&mut self, m: &mut Media, addr: u64, data: &[u8]) -> Result<()> {
+    fn cache_write(&mut self, m: &mut Media, addr: u64, n: u64, data: &[u8]) -> Result<()> {
         match &mut self.flash {
-            Some(f) => f.write(m, addr * self.ss, data),
-            None => m.write(addr, data, true).map(|_| ()).map_err(Into::into),
+            Some(f) => f.write(m, addr * self.ss, n * self.ss, data),
+            None => wr(m, addr, n, data).map(|_| ()),
         }
     }
 
-    fn stage(&mut self, m: &mut Media, img: &[u8]) -> Result<()> {
+    fn stage(&mut self, m: &mut Media, img: &[u8], n: u64) -> Result<()> {
         match &mut self.flash {
-            Some(f) => f.write(m, self.flash_staging * self.ss, img),
-            None => write_across(m, &self.layout, &self.layout.staging, img).map(|_| ()),
+            Some(f) => f.write(m, self.flash_staging * self.ss, n * self.ss, img),
+            None => write_across(m, &self.layout, &self.layout.staging, img, n).map(|_| ()),
         }
     }
 
-    fn unstage(&mut self, m: &mut Media, img: &mut [u8]) -> Result<()> {
+    fn unstage(&mut self, m: &mut Media, img: &mut [u8], n: u64) -> Result<()> {
         match &mut self.flash {
-            Some(f) => f.read(m, self.flash_staging * self.ss, img),
-            None => read_across(m, &self.layout, &self.layout.staging, img),
+            Some(f) => f.read(m, self.flash_staging * self.ss, n * self.ss, img),
+            None => read_across(m, &self.layout, &self.layout.staging, img, n),
         }
     }
 
@@ -329,25 +334,26 @@ impl SetAssociative {
     fn rmw(&mut self, m: &mut Media, band: usize) -> Result<()> {
         let ss = self.ss;
         let (lo, hi) = self.layout.logical_range(band);
+        let n = hi - lo;
         let native = self.layout.bands[self.layout.data[band]].start;
-        let mut img = vec![0u8; ((hi - lo) * ss) as usize];
-        self.stats.salvaged_sectors += salvage_read(m, native, &mut img)?;
-        self.stats.cleaning_bytes_read += img.len() as u64;
-        for p in self.d.live.map.pieces_in(lo, hi - lo) {
+        let mut img = band_buf(m, n);
+        self.stats.salvaged_sectors += salvage_read(m, native, n, &mut img)?;
+        self.stats.cleaning_bytes_read += n * ss;
+        for p in self.d.live.map.pieces_in(lo, n) {
             let o = ((p.lba - lo) * ss) as usize;
             let k = (p.len * ss) as usize;
-            self.cache_read(m, p.pos, &mut img[o..o + k])?;
+            self.cache_read(m, p.pos, p.len, part(&mut img, o, o + k))?;
             self.stats.cleaning_bytes_read += k as u64;
         }
-        self.stage(m, &img)?;
+        self.stage(m, &img, n)?;
         self.d.commit(SRec::Staged { band })?;
-        m.write(native, &img, true)?;
+        wr(m, native, n, &img)?;
         self.d.commit(SRec::Native {
             band: Some(band),
             lo,
             hi,
         })?;
-        self.stats.cleaning_bytes_written += 2 * img.len() as u64;
+        self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         Ok(())
     }
@@ -373,17 +379,17 @@ impl SetAssociative {
         if n > cap {
             // Larger than a cache band: clean, then write the band home directly.
             self.clean(m, c)?;
-            let native = self.layout.native(lba);
             let (lo, hi) = self.layout.logical_range(band);
             let ss = self.ss as usize;
-            let mut img = vec![0u8; (hi - lo) as usize * ss];
-            salvage_read(m, self.layout.native(lo), &mut img)?;
-            let o = (lba - lo) as usize * ss;
-            img[o..o + data.len()].copy_from_slice(data);
-            let _ = native;
-            self.stage(m, &img)?;
+            let mut img = band_buf(m, hi - lo);
+            salvage_read(m, self.layout.native(lo), hi - lo, &mut img)?;
+            if !img.is_empty() {
+                let o = (lba - lo) as usize * ss;
+                img[o..o + data.len()].copy_from_slice(data);
+            }
+            self.stage(m, &img, hi - lo)?;
             self.d.commit(SRec::Staged { band })?;
-            m.write(self.layout.native(lo), &img, true)?;
+            wr(m, self.layout.native(lo), hi - lo, &img)?;
             self.d.commit(SRec::Native {
                 band: Some(band),
                 lo,
@@ -395,7 +401,7 @@ impl SetAssociative {
             self.clean(m, c)?;
         }
         let addr = start + self.d.live.wp[c];
-        self.cache_write(m, addr, data)?;
+        self.cache_write(m, addr, n, data)?;
         self.d.commit(SRec::Put {
             c,
             band,
@@ -430,7 +436,7 @@ impl Layer for SetAssociative {
         for (l, k, pos) in self.d.live.map.lookup(lba, n) {
             let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
             match pos {
-                Some(p) => self.cache_read(m, p, &mut buf[a..b])?,
+                Some(p) => self.cache_read(m, p, k, &mut buf[a..b])?,
                 None => self.read_native(m, l, &mut buf[a..b])?,
             }
         }
@@ -490,9 +496,9 @@ impl Layer for SetAssociative {
         self.stats.replayed_records = n as u64;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
             let (lo, hi) = self.layout.logical_range(band);
-            let mut img = vec![0u8; ((hi - lo) * self.ss) as usize];
-            self.unstage(m, &mut img)?;
-            m.write(self.layout.native(lo), &img, true)?;
+            let mut img = band_buf(m, hi - lo);
+            self.unstage(m, &mut img, hi - lo)?;
+            wr(m, self.layout.native(lo), hi - lo, &img)?;
             self.d.commit(SRec::Native {
                 band: Some(band),
                 lo,
