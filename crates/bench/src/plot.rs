@@ -238,6 +238,10 @@ pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>>
                     .collect();
                 let pts = pts?;
                 let dmax = pts.last().map_or(0.0, |p| p.0);
+                // A benchmark served from memory takes no device time: nothing to draw.
+                if dmax <= 0.0 {
+                    return None;
+                }
                 Some(Series {
                     name: r.engine.clone(),
                     points: rate_series(&pts, bucket_for(dmax)),
