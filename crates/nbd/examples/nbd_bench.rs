@@ -57,7 +57,10 @@ fn main() -> anyhow::Result<()> {
             "fio failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+        // fio may print notes before its JSON.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let json = text.find("\n{").map_or(&text[..], |i| &text[i + 1..]);
+        let v: serde_json::Value = serde_json::from_str(json)?;
         let bw = v["jobs"][0][rw]["bw_bytes"].as_f64().unwrap_or(0.0);
         println!(
             "{{\"bench\":\"nbd_seq_{rw}_1m\",\"device\":\"{kind}\",\"size_mib\":{size_mib},\"mb_per_s\":{:.0}}}",

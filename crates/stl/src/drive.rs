@@ -37,6 +37,7 @@ struct Inner {
     image: Option<DmImage>,
     read_only: bool,
     poisoned: Option<String>,
+    destage_buf: Vec<u8>,
 }
 
 /// A drive-managed SMR drive.
@@ -153,6 +154,7 @@ impl DmDrive {
                 image,
                 read_only,
                 poisoned: None,
+                destage_buf: Vec::new(),
             }),
             config,
             info,
@@ -481,40 +483,97 @@ impl Inner {
     }
 
     /// Destages the volatile cache until at most `keep` sectors stay dirty: long runs bypass
-    /// the persistent cache, the rest is packed into the layer as one batch.
+    /// the persistent cache, the rest is packed into the layer as one batch. While the cache
+    /// only needs room (`keep > 0`), the partial last band of a long run stays cached, since a
+    /// streaming writer is about to complete it: destaging it now would rewrite that band twice.
     fn destage(&mut self, keep: u64) -> Result<()> {
         let Some(cache) = self.vcache.take() else {
             return Ok(());
         };
         let mut cache = cache;
-        let mut runs: Vec<(u64, Vec<u8>)> = Vec::new();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        // Start of each chosen run → its end (a second pass takes only what follows).
+        let mut chosen: BTreeMap<u64, u64> = BTreeMap::new();
         let mut taken = 0u64;
         let total = cache.len() as u64;
+        let mut from = 0u64;
+        let mut trim = keep > 0;
         while total - taken > keep {
-            let Some((&lba, _)) = cache.iter().next() else {
+            let Some((&lba, _)) = cache.range(from..).next() else {
+                if trim {
+                    // Not enough whole bands: take the tails too.
+                    trim = false;
+                    from = 0;
+                    continue;
+                }
                 break;
             };
-            let mut data = Vec::new();
-            let mut cur = lba;
-            while let Some(s) = cache.remove(&cur) {
-                data.extend_from_slice(&s);
-                cur += 1;
-                taken += 1;
+            let mut end = lba;
+            while cache.contains_key(&end) {
+                end += 1;
             }
-            runs.push((lba, data));
+            from = end;
+            let start = chosen.get(&lba).copied().unwrap_or(lba);
+            if trim && end - lba >= self.bypass_min {
+                let (band_lo, _) = self.layer.band_range(end - 1);
+                if band_lo > lba && band_lo < end {
+                    end = band_lo;
+                } else if band_lo <= lba {
+                    continue;
+                }
+            }
+            if start >= end {
+                continue;
+            }
+            chosen.insert(lba, end);
+            taken += end - start;
+            runs.push((start, end));
         }
-        self.vcache = Some(cache);
         let ss = self.ss();
-        let mut small: Vec<WriteReq<'_>> = Vec::new();
-        for (lba, data) in &runs {
-            if data.len() as u64 / ss >= self.bypass_min {
-                self.layer
-                    .bypass(&mut self.media, WriteReq { lba: *lba, data })?;
-            } else {
-                small.push(WriteReq { lba: *lba, data });
+        let mut small: Vec<(u64, Vec<u8>)> = Vec::new();
+        // Long runs go band by band through one reused buffer (no fresh allocation, and no
+        // page faults, per destage).
+        let mut buf = std::mem::take(&mut self.destage_buf);
+        let mut res = Ok(());
+        for &(lba, end) in &runs {
+            if end - lba < self.bypass_min {
+                let mut data = Vec::with_capacity(((end - lba) * ss) as usize);
+                for l in lba..end {
+                    if let Some(s) = cache.remove(&l) {
+                        data.extend_from_slice(&s);
+                    }
+                }
+                small.push((lba, data));
+                continue;
+            }
+            let mut cur = lba;
+            while cur < end && res.is_ok() {
+                let (_, hi) = self.layer.band_range(cur);
+                let b = hi.min(end);
+                buf.clear();
+                for l in cur..b {
+                    if let Some(s) = cache.remove(&l) {
+                        buf.extend_from_slice(&s);
+                    }
+                }
+                res = self.layer.bypass(
+                    &mut self.media,
+                    WriteReq {
+                        lba: cur,
+                        data: &buf,
+                    },
+                );
+                cur = b;
             }
         }
-        for chunk in small.chunks(32) {
+        self.destage_buf = buf;
+        self.vcache = Some(cache);
+        res?;
+        let reqs: Vec<WriteReq<'_>> = small
+            .iter()
+            .map(|(lba, data)| WriteReq { lba: *lba, data })
+            .collect();
+        for chunk in reqs.chunks(32) {
             self.layer.write(&mut self.media, chunk)?;
         }
         Ok(())

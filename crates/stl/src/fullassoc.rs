@@ -496,6 +496,10 @@ impl Layer for FullyAssociative {
         Ok(())
     }
 
+    fn band_range(&self, lba: u64) -> (u64, u64) {
+        self.layout.logical_range(self.layout.band_of(lba))
+    }
+
     fn restore_stats(&mut self, s: &StlStats) {
         restore_counters(&mut self.stats, s);
     }

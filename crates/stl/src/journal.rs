@@ -647,6 +647,25 @@ impl Layer for Journal {
             let band = self.layout.band_of(cur);
             let (_, hi) = self.layout.logical_range(band);
             let b = end.min(hi);
+            if b == hi {
+                // The run covers the rest of the band: write it straight from the host data.
+                let src = ((cur - req.lba) * ss) as usize;
+                let k = ((hi - cur) * ss) as usize;
+                let data = if m.keeps_data() {
+                    &req.data[src..src + k]
+                } else {
+                    &[][..]
+                };
+                wr(m, self.layout.native(cur), hi - cur, data)?;
+                self.d.commit(JRec::Native {
+                    band: None,
+                    lo: cur,
+                    hi,
+                })?;
+                self.stats.bypass_writes += 1;
+                cur = b;
+                continue;
+            }
             // Rewrite [cur, hi): the new data, then the rest of the band as it reads now.
             let mut img = band_buf(m, hi - cur);
             let k = ((b - cur) * ss) as usize;
@@ -725,6 +744,10 @@ impl Layer for Journal {
             })?;
         }
         Ok(())
+    }
+
+    fn band_range(&self, lba: u64) -> (u64, u64) {
+        self.layout.logical_range(self.layout.band_of(lba))
     }
 
     fn restore_stats(&mut self, s: &StlStats) {

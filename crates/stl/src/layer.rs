@@ -42,6 +42,8 @@ pub(crate) trait Layer: Send {
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()>;
     /// Current statistics.
     fn stats(&self) -> StlStats;
+    /// Logical range `[lo, hi)` of the band holding `lba`.
+    fn band_range(&self, lba: u64) -> (u64, u64);
     /// Restores the cumulative statistics saved in a drive image.
     fn restore_stats(&mut self, s: &StlStats);
     /// Makes the layer's metadata log durable on the host.

@@ -508,6 +508,10 @@ impl Layer for SetAssociative {
         Ok(())
     }
 
+    fn band_range(&self, lba: u64) -> (u64, u64) {
+        self.layout.logical_range(self.layout.band_of(lba))
+    }
+
     fn restore_stats(&mut self, s: &StlStats) {
         restore_counters(&mut self.stats, s);
     }

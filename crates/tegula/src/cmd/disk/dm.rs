@@ -117,16 +117,15 @@ fn summary(d: &DmDrive, path: &Path) -> Vec<(String, String)> {
         (
             "persistent cache".into(),
             format!(
-                "{} on {:?}{}",
+                "{} on {}{}",
                 format_size(c.cache_size),
-                c.cache_media,
+                format!("{:?}", c.cache_media).to_lowercase(),
                 if c.cache_media == stl::CacheMedia::Disk {
-                    format!(" at {:?}", c.cache_location)
+                    format!(" at {}", format!("{:?}", c.cache_location).to_lowercase())
                 } else {
                     String::new()
                 }
-            )
-            .to_lowercase(),
+            ),
         ),
         (
             "cleaning".into(),
