@@ -47,9 +47,9 @@ use tegula_device::{
 pub enum Scale {
     /// Seconds: 1 MiB bands, a few MiB per figure (the tests use it).
     Tiny,
-    /// A few minutes on a small machine: 4 MiB bands, 256 MiB of random puts (the default).
+    /// About a minute: 4 MiB bands, 256 MiB of random puts (the default).
     Small,
-    /// Tens of minutes: 16 MiB bands, 1 GiB of random puts, the paper's 100 KiB values too.
+    /// About ten minutes: 16 MiB bands, 1 GiB of random puts, the paper's 100 KiB values too.
     Full,
 }
 
