@@ -491,6 +491,34 @@ impl Media {
         Ok(self.complete(arrival, end))
     }
 
+    /// Writes `sectors` at `lba`, durable on completion, of which only the first `data.len()`
+    /// bytes (whole sectors) carry data: the rest is padding whose contents do not matter (a
+    /// translation layer's entry padding and out-of-band area). Timing, shingled damage and
+    /// faults cover all `sectors`; the store receives only `data`, so padding costs no host
+    /// memory or disk space.
+    pub fn write_padded(&mut self, lba: u64, sectors: u64, data: &[u8]) -> Result<IoDone> {
+        self.check_range(lba, sectors)?;
+        let ss = self.sector as usize;
+        if sectors == 0
+            || !data.len().is_multiple_of(ss)
+            || data.len() as u64 > sectors * self.sector
+        {
+            return Err(DeviceError::BadLength {
+                len: data.len(),
+                sector_size: self.sector as u32,
+            });
+        }
+        let arrival = self.arrive()?;
+        if let Some((cache, _)) = &mut self.cache {
+            cache.remove(lba, lba + sectors);
+        }
+        let start = arrival + self.mech.overhead();
+        let end = self.media_write(start, lba, sectors, Some(data))?;
+        self.stats.writes += 1;
+        self.stats.bytes_written += sectors * self.sector;
+        Ok(self.complete(arrival, end))
+    }
+
     /// Writes `data` at `lba`; with `fua` the data is on the media when this returns.
     pub fn write(&mut self, lba: u64, data: &[u8], fua: bool) -> Result<IoDone> {
         let n = self.check(lba, data.len())?;
@@ -570,7 +598,8 @@ impl Media {
             self.media_free = end;
             if let Some(d) = data {
                 if self.store.keeps_data() {
-                    let bytes = (persisted * self.sector) as usize;
+                    // `d` may be shorter than the write (see `write_padded`).
+                    let bytes = ((persisted * self.sector) as usize).min(d.len());
                     self.store
                         .write(lba * self.sector, &d[..bytes])
                         .map_err(|e| {

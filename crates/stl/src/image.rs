@@ -424,8 +424,8 @@ impl DmImage {
             .map_err(|e| io_err(&self.path, "cloning the image handle", e))
     }
 
-    /// Writes `state` to the older slot and syncs it.
-    pub fn write_state(&mut self, mut state: DriveState) -> Result<()> {
+    /// Writes `state` to the older slot; with `sync`, `fdatasync`s it.
+    pub fn write_state(&mut self, mut state: DriveState, sync: bool) -> Result<()> {
         state.seq = self.next_seq;
         let b = encode_drive_state(&state);
         if b.len() as u64 > self.header.state_slot {
@@ -442,9 +442,11 @@ impl DmImage {
         self.file
             .write_all_at(&b, off)
             .map_err(|e| io_err(&self.path, "writing the drive state", e))?;
-        self.file
-            .sync_data()
-            .map_err(|e| io_err(&self.path, "syncing", e))?;
+        if sync {
+            self.file
+                .sync_data()
+                .map_err(|e| io_err(&self.path, "syncing", e))?;
+        }
         self.next_seq += 1;
         Ok(())
     }

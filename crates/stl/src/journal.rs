@@ -335,7 +335,7 @@ impl Journal {
             oob,
             slot: 0,
             buf: if cfg.store_data {
-                vec![0u8; ((entry_max + oob) * ss) as usize]
+                vec![0u8; (entry_max * ss) as usize]
             } else {
                 Vec::new()
             },
@@ -540,7 +540,7 @@ impl Journal {
         let len = dlen + self.oob;
         let pos = self.make_room(m, len, group.len() as u64)?;
         let keep = m.keeps_data();
-        let bytes = (len * ss) as usize;
+        let bytes = (data * ss) as usize;
         if keep && self.buf.len() < bytes {
             self.buf.resize(bytes, 0);
         }
@@ -555,9 +555,11 @@ impl Journal {
             extents.push((*lba, n, pos + off));
             off += n;
         }
+        // Only the data reaches the store: the padding and out-of-band area are timed and
+        // shingle the tracks, but their contents never matter (the map lives in the
+        // metadata log).
         let done = if keep {
-            self.buf[(off * ss) as usize..bytes].fill(0);
-            wr(m, pos, len, &self.buf[..bytes])?
+            m.write_padded(pos, len, &self.buf[..(off * ss) as usize])?
         } else {
             wr(m, pos, len, &[])?
         };
