@@ -43,6 +43,10 @@ struct Shared {
     fs: RwLock<Option<Fs>>,
     handles: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
+    /// Largest write request the kernel sent (reported at unmount).
+    max_write_seen: AtomicU64,
+    /// Requests served.
+    requests: AtomicU64,
 }
 
 impl Shared {
@@ -84,6 +88,7 @@ pub struct FuseFs {
     shared: Arc<Shared>,
     tx: Option<mpsc::Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
+    threads: usize,
     done: Option<mpsc::Sender<Result<(), String>>>,
 }
 
@@ -145,10 +150,13 @@ impl FuseFs {
             fs: RwLock::new(Some(fs)),
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
+            max_write_seen: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
         });
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
-        let workers = (0..threads.max(1))
+        let threads = threads.max(1);
+        let workers = (0..threads)
             .map(|_| {
                 let rx = rx.clone();
                 let shared = shared.clone();
@@ -168,12 +176,14 @@ impl FuseFs {
             shared,
             tx: Some(tx),
             workers,
+            threads,
             done: Some(done),
         }
     }
 
     /// Queues a request for the workers (runs it here if they are gone).
     fn spawn(&self, job: impl FnOnce(&Shared) + Send + 'static) {
+        self.shared.requests.fetch_add(1, Ordering::Relaxed);
         let job: Job = Box::new(job);
         match &self.tx {
             Some(tx) => {
@@ -240,6 +250,12 @@ impl Filesystem for FuseFs {
                 eprintln!("tegula-fs: a worker thread panicked");
             }
         }
+        eprintln!(
+            "tegula-fs: {} requests served by {} workers; largest write request {} bytes",
+            self.shared.requests.load(Ordering::Relaxed),
+            self.threads,
+            self.shared.max_write_seen.load(Ordering::Relaxed)
+        );
         let fs = self.shared.w().take();
         let res = match fs {
             Some(fs) => fs.close().map_err(|e| e.to_string()),
@@ -462,6 +478,9 @@ impl Filesystem for FuseFs {
         reply: ReplyWrite,
     ) {
         let data = data.to_vec();
+        self.shared
+            .max_write_seen
+            .fetch_max(data.len() as u64, Ordering::Relaxed);
         with_write!(self, reply, |sh, fs| {
             let append = sh.handles().get(&fh).is_some_and(|h| h.append);
             tryr!(reply, fs.write(ino, offset.max(0) as u64, &data, append));

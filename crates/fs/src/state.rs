@@ -53,6 +53,15 @@ pub struct Piece {
 }
 
 impl Piece {
+    /// Whether the piece is non-empty and lies inside its extent.
+    pub fn fits(&self) -> bool {
+        self.len > 0
+            && self
+                .ext_off
+                .checked_add(self.len)
+                .is_some_and(|e| e <= self.ext_len)
+    }
+
     fn advance(mut self, by: u64) -> Piece {
         self.ext_off += by;
         self.len -= by;
@@ -277,7 +286,7 @@ impl State {
 
     fn live_add(&mut self, zone: u32, n: u64) {
         if let Some(v) = self.zone_live.get_mut(zone as usize) {
-            *v += n;
+            *v = v.saturating_add(n);
         }
     }
 
@@ -374,9 +383,9 @@ impl State {
                 d.times.mtime = *time;
                 d.times.ctime = *time;
                 if *kind == Kind::Dir {
-                    d.nlink += 1;
+                    d.nlink = d.nlink.saturating_add(1);
                 }
-                self.next_ino = self.next_ino.max(ino + 1);
+                self.next_ino = self.next_ino.max(ino.saturating_add(1));
             }
             Op::Link {
                 parent,
@@ -395,7 +404,7 @@ impl State {
                 d.times.mtime = *time;
                 d.times.ctime = *time;
                 let n = self.get_mut(*ino)?;
-                n.nlink += 1;
+                n.nlink = n.nlink.saturating_add(1);
                 n.times.ctime = *time;
             }
             Op::Unlink { parent, name, time } => {
@@ -476,7 +485,7 @@ impl State {
                 piece,
                 mtime,
             } => {
-                if piece.len == 0 || piece.ext_off + piece.len > piece.ext_len {
+                if !piece.fits() {
                     return Err(bad("piece outside its extent"));
                 }
                 if piece.zone as usize >= self.zone_live.len() {
@@ -578,7 +587,7 @@ impl State {
         nd.times.mtime = time;
         nd.times.ctime = time;
         if moving_dir {
-            nd.nlink += 1;
+            nd.nlink = nd.nlink.saturating_add(1);
         }
         if replaced_dir {
             nd.nlink = nd.nlink.saturating_sub(1);
@@ -681,6 +690,9 @@ impl State {
                 let p = decode_piece(&mut d)?;
                 if p.zone as u64 >= zones {
                     return Err(d.err("piece zone"));
+                }
+                if !p.fits() || off.checked_add(p.len).is_none() {
+                    return Err(d.err("piece outside its extent"));
                 }
                 s.zone_live[p.zone as usize] = s.zone_live[p.zone as usize].saturating_add(p.len);
                 node.map.insert(off, p);

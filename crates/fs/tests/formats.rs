@@ -90,3 +90,19 @@ fn samples_cached() -> &'static (Vec<u8>, Vec<u8>, Vec<u8>) {
     static S: std::sync::OnceLock<(Vec<u8>, Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
     S.get_or_init(samples)
 }
+
+/// Regression: a Map op whose extent offset plus length overflowed panicked in replay
+/// (found by the `log_record` fuzz target).
+#[test]
+fn map_op_with_an_overflowing_extent_offset_is_an_error_not_a_panic() {
+    let mut b = vec![7u8]; // Map
+    b.extend_from_slice(&1u64.to_le_bytes()); // ino
+    b.extend_from_slice(&0u64.to_le_bytes()); // file offset
+    b.extend_from_slice(&2u64.to_le_bytes()); // piece len
+    b.extend_from_slice(&3u32.to_le_bytes()); // zone
+    b.extend_from_slice(&100u64.to_le_bytes()); // ext_lba
+    b.extend_from_slice(&4096u64.to_le_bytes()); // ext_len
+    b.extend_from_slice(&u64::MAX.to_le_bytes()); // ext_off
+    b.extend_from_slice(&[0u8; 9]); // no mtime
+    assert_eq!(formats::log_record(&b), Ok(1));
+}
