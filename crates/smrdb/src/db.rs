@@ -1077,7 +1077,7 @@ impl Inner {
         WriterConfig {
             block_size: self.opts.block_size,
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
-            histogram_bucket_bytes: self.opts.histogram_bucket_bytes,
+            histogram_bytes: self.opts.histogram_bytes,
             write_chunk_bytes: self.opts.write_chunk_bytes,
         }
     }

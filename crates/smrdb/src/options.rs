@@ -33,9 +33,10 @@ pub struct Options {
     pub block_size: usize,
     /// Bloom filter bits per key. Default 10 (≈ 1% false positives); 0 disables filters.
     pub bloom_bits_per_key: u32,
-    /// Bytes of data per bucket of a band's equi-depth histogram (built from the index).
-    /// Default 4 KiB: smaller buckets estimate sequentiality better and cost more memory.
-    pub histogram_bucket_bytes: u64,
+    /// Size of each band's byte-based equi-depth histogram (built from the index; its buckets
+    /// hold equal shares of the band's data bytes). Default 4 KiB, the paper's fixed size:
+    /// larger histograms estimate sequentiality better and cost more memory per band.
+    pub histogram_bytes: usize,
     /// Capacity of the LRU cache of decoded data blocks. Default 8 MiB.
     pub block_cache_bytes: u64,
     /// L0 band count that triggers an L0→L1 compaction. Default 4 (LevelDB's value).
@@ -86,7 +87,7 @@ impl Default for Options {
             log_buffer_bytes: 1 << 20,
             block_size: 4096,
             bloom_bits_per_key: 10,
-            histogram_bucket_bytes: 4096,
+            histogram_bytes: 4096,
             block_cache_bytes: 8 << 20,
             l0_compaction_trigger: 4,
             l0_slowdown: 8,

@@ -73,8 +73,15 @@ fn opts(mode: Mode) -> Options {
     Options {
         memtable_bytes: Some(24 << 10),
         log_buffer_bytes: 8 << 10,
+        background_compaction: BACKGROUND.with(|b| b.get()),
+        slowdown_factor: 0.05,
         ..tiny_opts(mode)
     }
+}
+
+thread_local! {
+    /// Whether this test thread runs flushes and compactions on the background thread.
+    static BACKGROUND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Applies `op` to the database in `slot` (empty after a failed reopen); `model` is the
@@ -301,4 +308,13 @@ fn power_cuts_soc() {
 #[test]
 fn power_cuts_loc() {
     cuts(Mode::Loc, 800, 23);
+}
+
+/// The same with flushes and compactions on the background thread (not deterministic: the
+/// cut lands wherever the threads happen to be).
+#[test]
+fn power_cuts_with_background_compaction() {
+    BACKGROUND.with(|b| b.set(true));
+    cuts(Mode::Soc, 160, 37);
+    cuts(Mode::Loc, 80, 41);
 }

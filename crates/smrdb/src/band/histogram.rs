@@ -25,7 +25,19 @@ pub struct Histogram {
 }
 
 impl Histogram {
-    /// Builds the histogram from a band's index (each block's bytes end at its last key).
+    /// Builds a histogram of about `budget` encoded bytes from a band's index (the paper's
+    /// fixed 4 KB histogram): as many buckets as fit, each holding an equal share of the
+    /// band's data bytes.
+    pub fn sized(first: &[u8], idx: &[IndexEntry], budget: usize) -> Self {
+        let data: u64 = idx.iter().map(|e| e.len as u64).sum();
+        let key_bytes: usize = idx.iter().map(|e| e.last_key.len()).sum();
+        let per_bucket = key_bytes / idx.len().max(1) + 4;
+        let buckets = (budget.saturating_sub(first.len() + 8) / per_bucket).max(1) as u64;
+        Self::from_index(first, idx, data.div_ceil(buckets).max(1))
+    }
+
+    /// Builds the histogram from a band's index (each block's bytes end at its last key),
+    /// closing a bucket once it holds `bucket_bytes`.
     pub fn from_index(first: &[u8], idx: &[IndexEntry], bucket_bytes: u64) -> Self {
         let mut buckets = Vec::new();
         let mut acc = 0u64;
@@ -124,5 +136,21 @@ mod tests {
         assert_eq!(h.bytes_in(b"a", b"j"), 10_000);
         assert!(h.bytes_in(b"x", b"z") == 0);
         assert_eq!(Histogram::decode(&h.encode()).unwrap(), h);
+    }
+
+    #[test]
+    fn sized_histogram_fits_its_budget() {
+        let idx: Vec<IndexEntry> = (0..10_000u64)
+            .map(|i| IndexEntry {
+                last_key: format!("key{i:08}").into_bytes(),
+                last_seq: 1,
+                offset: i * 4096,
+                len: 4096,
+            })
+            .collect();
+        let h = Histogram::sized(b"key", &idx, 4096);
+        let n = h.encode().len();
+        assert!(n <= 4096 + 64 && n > 2048, "{n} bytes");
+        assert_eq!(h.total(), 10_000 * 4096);
     }
 }

@@ -17,8 +17,8 @@ pub struct WriterConfig {
     pub block_size: usize,
     /// Bloom bits per key.
     pub bloom_bits_per_key: u32,
-    /// Histogram bucket bytes.
-    pub histogram_bucket_bytes: u64,
+    /// Size budget of the histogram in bytes.
+    pub histogram_bytes: usize,
     /// Bytes per device write.
     pub write_chunk_bytes: usize,
 }
@@ -161,8 +161,7 @@ impl<'a> BandWriter<'a> {
             len: bloom_enc.len() as u32,
         };
         self.append(&bloom_enc)?;
-        let hist =
-            Histogram::from_index(&self.smallest, &self.index, self.cfg.histogram_bucket_bytes);
+        let hist = Histogram::sized(&self.smallest, &self.index, self.cfg.histogram_bytes);
         let hist_enc = hist.encode();
         let hist_ex = Extent {
             offset: self.offset,
