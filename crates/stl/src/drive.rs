@@ -222,7 +222,6 @@ impl DmDrive {
             .recover(&mut media, !read_only)
             .map_err(|e| bad(format!("recovering the translation layer: {e}")))?;
         let replayed = layer.stats().replayed_records;
-        layer.restore_stats(&state.stl);
         let mut s = state.stl.clone();
         s.replayed_records = replayed;
         layer.restore_stats(&s);
