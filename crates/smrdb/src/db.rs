@@ -879,7 +879,10 @@ impl Inner {
         }
     }
 
+    /// Lets the background thread make progress; fails once the handle is poisoned (the
+    /// background thread stops working then, so a waiter would otherwise wait for ever).
     fn wait_for_background(&self) -> Result<()> {
+        self.check_writable()?;
         let t0 = Instant::now();
         if !self.opts.background_compaction {
             self.maintain()?;
