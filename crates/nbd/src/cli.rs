@@ -91,6 +91,14 @@ pub fn run(args: &ServeNbd) -> anyhow::Result<()> {
         if args.paced { ", paced" } else { "" },
         listener.describe()
     );
+    if !info.stores_data {
+        eprintln!(
+            "warning: {} keeps no data (store_data = false, a metadata-only simulation): reads \
+             return zeros, so clients that verify data (fio --verify, nbdcopy, a file system) \
+             will see corruption; create the drive with store_data = true to keep data",
+            args.image.display()
+        );
+    }
     let opts = ServerOptions {
         readonly: args.readonly,
         name: String::new(),
