@@ -661,8 +661,22 @@ fn demo_runs() {
     ] {
         assert!(out.contains(key), "no {key:?} in\n{out}");
     }
+    // The stack tour: SMRDB's check is clean, the synced writes survive the power cut and the
+    // unsynced one is gone, the journal drive shows its two map merges in 480 writes.
+    for key in [
+        "check: 3 bands",
+        "no problems",
+        "a -> \"put before the synced batch\"",
+        "b -> \"in the synced batch\"",
+        "c -> gone",
+        "and 2 map merges: #240",
+        "starts cleaning",
+    ] {
+        assert!(out.contains(key), "no {key:?} in\n{out}");
+    }
     // The kept image is a valid disk with the demo's writes.
     let s = json(&ok(&["disk", "stats", &img, "--json"]));
     assert!(s["stats"]["bytes_written"].as_u64().expect("bytes") >= 32 << 20);
-    ok(&["demo"]);
+    let o = ok(&["demo", "--disk-only"]);
+    assert!(!stdout(&o).contains("SMRDB"));
 }

@@ -1,7 +1,8 @@
 //! `tegula demo`: a guided tour of an emulated host-managed SMR disk that finishes in seconds.
 //! It creates a disk image, writes sequentially and at queue depth, reads everything back and
 //! verifies it, breaks the zone rules on purpose to show the typed errors, resets a zone, and
-//! prints the zone report and a timing summary (virtual device time and wall time).
+//! prints the zone report and a timing summary (virtual device time and wall time); then
+//! (unless `--disk-only`) tours the layers built on the drives (`demo_stack`).
 
 use crate::cmd::disk::size_arg;
 use crate::output::{self, duration, mb_s, ms};
@@ -26,6 +27,9 @@ pub struct DemoArgs {
     /// Capacity of the emulated drive.
     #[arg(long, value_name = "SIZE", default_value = "4GiB")]
     capacity: String,
+    /// Show only the drive (the zoned-interface tour), not the engines and drives built on it.
+    #[arg(long)]
+    disk_only: bool,
 }
 
 const MIB: usize = 1 << 20;
@@ -142,6 +146,10 @@ pub fn run(a: DemoArgs) -> Result<()> {
         (Some(_), false) => {
             println!("\n(the image was temporary; use --keep or --image PATH to keep it)")
         }
+    }
+    if !a.disk_only {
+        println!("\nthe stack on emulated drives (in memory; modelled device time unless noted)");
+        crate::cmd::demo_stack::run(10)?;
     }
     println!("wall time: {:.3} s", wall.elapsed().as_secs_f64());
     Ok(())

@@ -3,6 +3,7 @@
 //! then one variant to [`Command`] and one arm to [`Command::run`].
 
 pub mod demo;
+pub mod demo_stack;
 pub mod disk;
 
 use anyhow::Result;
