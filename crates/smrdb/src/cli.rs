@@ -6,14 +6,46 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tegula_device::{Disk, OpenOptions, ZonedDevice};
+use tegula_device::{parse_size, Disk, HostBanded, HostBandedOptions, OpenOptions, ZonedDevice};
 
 /// `tegula db`.
 #[derive(Debug, Args)]
 pub struct DbArgs {
+    /// Use IMAGE as a plain file or block device banded like a host-managed SMR drive, with
+    /// bands (zones) of this size; the host keeps the write pointers in `IMAGE.zones`. Give it
+    /// on every command. Without it IMAGE is a tegula disk image.
+    #[arg(long, global = true, value_name = "ZONE_SIZE")]
+    pub banded: Option<String>,
+    /// With --banded: create (or grow) a plain file of this size; default the file's or
+    /// device's size.
+    #[arg(long, global = true, value_name = "SIZE", requires = "banded")]
+    pub capacity: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub cmd: DbCommand,
+}
+
+/// How the device under IMAGE is opened.
+#[derive(Debug, Clone, Copy, Default)]
+struct DevSpec {
+    /// Band size of a host-banded plain file or block device; `None` for a disk image.
+    banded: Option<u64>,
+    /// Capacity to give a host-banded plain file.
+    capacity: Option<u64>,
+}
+
+impl DevSpec {
+    fn from_args(a: &DbArgs) -> anyhow::Result<DevSpec> {
+        let size = |flag: &str, v: &Option<String>| -> anyhow::Result<Option<u64>> {
+            v.as_deref()
+                .map(|s| parse_size(s).map_err(|e| anyhow::anyhow!("{flag} {s:?}: {e}")))
+                .transpose()
+        };
+        Ok(DevSpec {
+            banded: size("--banded", &a.banded)?,
+            capacity: size("--capacity", &a.capacity)?,
+        })
+    }
 }
 
 /// The `tegula db` subcommands. Each takes a disk image made by `tegula disk create`.
@@ -84,9 +116,26 @@ pub enum DbCommand {
     },
 }
 
-fn open_dev(image: &Path) -> anyhow::Result<Arc<dyn ZonedDevice>> {
+fn open_dev(image: &Path, spec: DevSpec) -> anyhow::Result<Arc<dyn ZonedDevice>> {
+    if let Some(zone_size) = spec.banded {
+        let opts = HostBandedOptions {
+            zone_size,
+            capacity: spec.capacity,
+            ..HostBandedOptions::default()
+        };
+        let dev = HostBanded::open(image, opts)
+            .with_context(|| format!("opening {} as a banded device", image.display()))?;
+        return Ok(Arc::new(dev));
+    }
+    let mut sidecar = image.as_os_str().to_owned();
+    sidecar.push(".zones");
+    let hint = if Path::new(&sidecar).exists() {
+        " (it has a .zones file: a banded plain file needs --banded ZONE_SIZE)"
+    } else {
+        ""
+    };
     let disk = Disk::open_image(image, OpenOptions::default())
-        .with_context(|| format!("opening disk image {}", image.display()))?;
+        .with_context(|| format!("opening disk image {}{hint}", image.display()))?;
     Ok(Arc::new(disk))
 }
 
@@ -98,8 +147,8 @@ fn cli_options(mode: Mode) -> Options {
     }
 }
 
-fn open_db(image: &Path) -> anyhow::Result<Db> {
-    let dev = open_dev(image)?;
+fn open_db(image: &Path, spec: DevSpec) -> anyhow::Result<Db> {
+    let dev = open_dev(image, spec)?;
     let Some(mode) = detect_mode(dev.as_ref())? else {
         bail!(
             "{} holds no database (run `tegula db create` first)",
@@ -113,11 +162,24 @@ fn show(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Runs one `tegula db` command.
+/// Runs one `tegula db` command on a disk image.
 pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
-    match cmd {
+    run_args(DbArgs {
+        banded: None,
+        capacity: None,
+        cmd,
+    })
+}
+
+/// Runs one `tegula db` command with its device flags.
+pub fn run_args(args: DbArgs) -> anyhow::Result<()> {
+    let spec = DevSpec::from_args(&args)?;
+    if spec.capacity.is_some() && !matches!(args.cmd, DbCommand::Create { .. }) {
+        bail!("--capacity applies to `create` only");
+    }
+    match args.cmd {
         DbCommand::Create { image, loc } => {
-            let dev = open_dev(&image)?;
+            let dev = open_dev(&image, spec)?;
             if detect_mode(dev.as_ref())?.is_some() {
                 bail!("{} already holds a database", image.display());
             }
@@ -127,14 +189,14 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             println!("created an SMRDB-{mode:?} database on {}", image.display());
         }
         DbCommand::Put { image, key, value } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             let mut b = WriteBatch::new();
             b.put(key.as_bytes(), value.as_bytes());
             db.write(b, WriteOptions { sync: true })?;
             db.close()?;
         }
         DbCommand::Get { image, key } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             match db.get(key.as_bytes())? {
                 Some(v) => println!("{}", show(&v)),
                 None => bail!("key {key:?} not found"),
@@ -142,7 +204,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             db.close()?;
         }
         DbCommand::Del { image, key } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             let mut b = WriteBatch::new();
             b.delete(key.as_bytes());
             db.write(b, WriteOptions { sync: true })?;
@@ -154,7 +216,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             to,
             limit,
         } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             for kv in db
                 .scan(from.as_bytes(), to.as_deref().map(str::as_bytes))?
                 .take(limit)
@@ -165,7 +227,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             db.close()?;
         }
         DbCommand::Compact { image } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             db.compact_all()?;
             let s = db.stats();
             println!(
@@ -175,7 +237,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             db.close()?;
         }
         DbCommand::Stats { image, json } => {
-            let db = open_db(&image)?;
+            let db = open_db(&image, spec)?;
             let s = db.stats();
             if json {
                 println!("{}", serde_json::to_string_pretty(&s)?);
@@ -192,7 +254,7 @@ pub fn run(cmd: DbCommand) -> anyhow::Result<()> {
             db.close()?;
         }
         DbCommand::Check { image } => {
-            let db = match open_db(&image) {
+            let db = match open_db(&image, spec) {
                 Ok(db) => db,
                 Err(e) => {
                     // A band or manifest that cannot even be opened is the first problem.

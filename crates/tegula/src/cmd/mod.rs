@@ -42,7 +42,7 @@ impl Command {
     pub fn run(self) -> Result<()> {
         match self {
             Command::Disk(c) => c.run(),
-            Command::Db(a) => smrdb::cli::run(a.cmd),
+            Command::Db(a) => smrdb::cli::run_args(a),
             Command::Bench(c) => tegula_bench::cli::run(c),
             Command::Serve(ServeCommand::Nbd(a)) => nbd::cli::run(&a),
             Command::Fs(c) => tegula_fs::cli::run(c),
