@@ -340,3 +340,68 @@ fn corrupt_checkpoints_fail_the_mount_with_an_error_not_a_panic() {
         Ok(_) => panic!("mounted with both checkpoints corrupt"),
     }
 }
+
+/// A file appended in small records (RocksDB's log) and read back page by page, as the kernel
+/// does when its page cache holds partial pages: the bytes are right, the reads come mostly
+/// from the read cache and its read-ahead (a handful of device reads, not one per page, and
+/// none re-reading a sector), and a bad sector inside a read-ahead fails only a read that
+/// asks for it.
+#[test]
+fn page_by_page_reads_use_the_read_cache_and_read_ahead_never_fails_a_good_read() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), tegula_fs::FsOptions::default()).unwrap();
+    let f = fs.create(ROOT, b"000004.log", 0o644, 0, 0).unwrap().ino;
+    let mut want = Vec::new();
+    for i in 0..5000u32 {
+        let rec: Vec<u8> = (0..416u32).map(|j| (i * 7 + j) as u8).collect();
+        fs.write(f, want.len() as u64, &rec, false).unwrap();
+        want.extend_from_slice(&rec);
+        if i % 1000 == 999 {
+            fs.fsync(f).unwrap(); // extents ending at odd offsets
+        }
+    }
+    fs.fsync(f).unwrap();
+    let reads_before = d.stats().reads;
+    let rotation_before = d.stats().mech.rotation_ns;
+    let mut got = Vec::new();
+    for off in (0..want.len()).step_by(4096) {
+        got.extend(fs.read(f, off as u64, 4096).unwrap());
+    }
+    assert!(got == want, "page-by-page read differs");
+    let reads = d.stats().reads - reads_before;
+    let pages = want.len().div_ceil(4096) as u64;
+    assert!(reads * 10 < pages, "{reads} device reads for {pages} pages");
+    // Moving forward only: no read waits most of a revolution for a sector just read.
+    let rotation_ms = (d.stats().mech.rotation_ns - rotation_before) as f64 / 1e6;
+    assert!(
+        rotation_ms < 8.3 * reads as f64,
+        "{rotation_ms} ms of rotation"
+    );
+    // Random order, then the whole file at once, after a remount (empty caches).
+    fs.close().unwrap();
+    let fs = Fs::open(zoned(&d), tegula_fs::FsOptions::default()).unwrap();
+    for k in [97u64, 3, 250, 0, 480, 17, 18, 19, 400] {
+        let off = k * 4096 + 123;
+        let n = 5000usize.min(want.len() - off as usize);
+        let g = fs.read(f, off, n).unwrap();
+        assert!(
+            g[..] == want[off as usize..off as usize + n],
+            "read at {off}"
+        );
+    }
+    assert!(fs.read(f, 0, want.len()).unwrap() == want);
+    // A bad sector 64 KiB into the file: reads before it, including ones whose read-ahead
+    // would cover it, succeed; the read of the bad bytes is EIO.
+    let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
+    let start = z.zone as u64 * (2 << 20) / 4096;
+    fs.close().unwrap();
+    d.inject_media_error(start + 16, 1).unwrap();
+    let fs = Fs::open(zoned(&d), tegula_fs::FsOptions::default()).unwrap();
+    for off in (0..16 * 4096u64).step_by(4096) {
+        assert!(
+            fs.read(f, off, 4096).unwrap()[..] == want[off as usize..off as usize + 4096],
+            "read at {off}"
+        );
+    }
+    assert_eq!(fs.read(f, 16 * 4096, 10).unwrap_err().errno(), libc::EIO);
+}

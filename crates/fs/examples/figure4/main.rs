@@ -1,34 +1,71 @@
-//! Seed 001's Figure 4 in modelled device time: RocksDB's `db_bench` on tegula fs on the
-//! `hm-smr` drive against the same run on ext4 on the `cmr-7200` drive (ext4 on the drive's
-//! NBD export through nbdfuse and a loop device). Both drives are emulated in this process in
-//! virtual time; a sampler reads each drive's clock once a second while db_bench runs, and
-//! db_bench's own per-second report gives the operations, so throughput per interval is
-//! operations / device seconds of that interval.
+//! Seed 001's Figure 4 in modelled device time: RocksDB's `db_bench` on three emulated drives,
 //!
-//! `cargo run --release -p tegula-fs --example figure4 -- [--num 200000] [--value-size 400]
-//! [--benchmarks fillrandom,overwrite,readrandom] [--out DIR] [--skip-ext4]`
-//! Needs root, /dev/fuse, fusermount3, db_bench; the ext4 run also nbdfuse, losetup,
-//! mkfs.ext4. Writes `figure4.md` and `figure4.json` to DIR (default `target/figure4`).
+//! * tegula fs on the host-managed `hm-smr` drive (mounted with FUSE in this process),
+//! * ext4 on the conventional `cmr-7200` drive, and
+//! * ext4 on a drive-managed SMR drive (`crates/stl`'s journal translation layer, configured as
+//!   `configs/dm-smr/seagate-5tb-data.toml` scaled to the same capacity),
+//!
+//! the two ext4 drives exported by `crates/nbd`'s server over a Unix socket, attached with
+//! `nbdfuse` and a loop device, formatted with `mkfs.ext4`. Every drive is emulated in this
+//! process in virtual time. A sampler reads each drive's clock every 20 ms while db_bench runs;
+//! db_bench's own per-second report (`--report_interval_seconds=1`) gives the operations done
+//! in each wall second, so the throughput of an interval is operations / device seconds the
+//! drive spent in that interval. Each benchmark is its own db_bench process (the report file
+//! only holds the last benchmark of a process), the later ones with `--use_existing_db=1`.
+//!
+//! ```text
+//! cargo run --release -p tegula-fs --example figure4 -- [--num 200000] [--value-size 400]
+//!     [--benchmarks fillrandom,overwrite,readrandom] [--drives tegula,cmr,dm] [--out DIR]
+//!     [--plot FILE.svg] [--capacity 8GiB] [--dm-config FILE.toml] [--dm-set KEY=VALUE]...
+//!     [--dirty-limit 64MiB] [--idle-before 60] [--min-interval 0.05]
+//! ```
+//!
+//! Needs root, /dev/fuse, fusermount3 and db_bench; the ext4 drives also nbdfuse, losetup,
+//! mkfs.ext4 (a drive whose tools are missing is skipped with a message). Writes `figure4.md`,
+//! `figure4.json` and the plot `figure4.svg` to DIR (default `target/figure4`).
 #![allow(clippy::unwrap_used)]
 
-mod nbd;
-
+use nbd::{serve_connection, ServerOptions};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tegula_device::{profile, BlockDevice, Disk, Stats, ZonedDevice};
+use stl::{DmConfig, DmDrive};
+use tegula_device::{
+    profile, BlockDevice, Completion, DeviceError, DeviceInfo, Disk, IoDone, Nanos, Request,
+    WriteFlags, ZonedDevice,
+};
 use tegula_fs::fuse::FuseFs;
 use tegula_fs::{Fs, FsOptions};
+
+// ---------------------------------------------------------------------------------------------
+// Arguments
 
 struct Args {
     num: u64,
     value_size: u64,
-    benchmarks: String,
+    benchmarks: Vec<String>,
+    drives: Vec<String>,
     out: PathBuf,
-    skip_ext4: bool,
+    plot: PathBuf,
+    capacity: u64,
+    dm_config: PathBuf,
+    dm_set: Vec<(String, String)>,
+    dirty_limit: u64,
+    idle_before: f64,
+    min_interval: f64,
+    extra: Vec<String>,
+}
+
+fn parse_size(s: &str) -> u64 {
+    tegula_device::parse_size(s).unwrap_or_else(|e| panic!("bad size {s}: {e}"))
 }
 
 fn args() -> Args {
@@ -39,44 +76,576 @@ fn args() -> Args {
             .and_then(|i| v.get(i + 1))
             .cloned()
     };
+    let all = |k: &str| -> Vec<String> {
+        v.windows(2)
+            .filter(|w| w[0] == k)
+            .map(|w| w[1].clone())
+            .collect()
+    };
+    let out = get("--out").map(PathBuf::from).unwrap_or_else(|| {
+        PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
+            .join("figure4")
+    });
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut drives: Vec<String> = get("--drives")
+        .unwrap_or_else(|| "tegula,cmr,dm".into())
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    if v.iter().any(|a| a == "--skip-ext4") {
+        drives.retain(|d| d == "tegula");
+    }
     Args {
         num: get("--num").map_or(200_000, |s| s.parse().unwrap()),
         value_size: get("--value-size").map_or(400, |s| s.parse().unwrap()),
-        benchmarks: get("--benchmarks").unwrap_or_else(|| "fillrandom,overwrite,readrandom".into()),
-        out: get("--out").map(PathBuf::from).unwrap_or_else(|| {
-            PathBuf::from(std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into()))
-                .join("figure4")
-        }),
-        skip_ext4: v.iter().any(|a| a == "--skip-ext4"),
+        benchmarks: get("--benchmarks")
+            .unwrap_or_else(|| "fillrandom,overwrite,readrandom".into())
+            .split(',')
+            .map(str::to_string)
+            .collect(),
+        drives,
+        plot: get("--plot")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| out.join("figure4.svg")),
+        out,
+        capacity: get("--capacity").map_or(8 << 30, |s| parse_size(&s)),
+        dm_config: get("--dm-config")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join("configs/dm-smr/seagate-5tb-data.toml")),
+        dm_set: all("--dm-set")
+            .iter()
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').expect("--dm-set KEY=VALUE");
+                (k.to_string(), v.to_string())
+            })
+            .collect(),
+        dirty_limit: get("--dirty-limit").map_or(64 << 20, |s| parse_size(&s)),
+        idle_before: get("--idle-before").map_or(60.0, |s| s.parse().unwrap()),
+        min_interval: get("--min-interval").map_or(0.05, |s| s.parse().unwrap()),
+        extra: all("--db-bench-arg"),
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Drives
+
+/// Reads a drive's virtual clock and busy time (ns).
+type Probe = Arc<dyn Fn() -> (Nanos, u64) + Send + Sync>;
+/// Reads a drive's cumulative counters.
+type Counters = Arc<dyn Fn() -> BTreeMap<String, f64> + Send + Sync>;
+
+/// Counts what the host (the NBD client) asked of a block device.
+struct Counted {
+    inner: Arc<dyn BlockDevice>,
+    reads: AtomicU64,
+    writes: AtomicU64,
+    flushes: AtomicU64,
+    discards: AtomicU64,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+}
+
+impl Counted {
+    fn new(inner: Arc<dyn BlockDevice>) -> Self {
+        Counted {
+            inner,
+            reads: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+            flushes: AtomicU64::new(0),
+            discards: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+        }
+    }
+
+    fn snapshot(&self, m: &mut BTreeMap<String, f64>) {
+        let g = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
+        m.insert("host_reads".into(), g(&self.reads));
+        m.insert("host_writes".into(), g(&self.writes));
+        m.insert("host_flushes".into(), g(&self.flushes));
+        m.insert("host_discards".into(), g(&self.discards));
+        m.insert("host_mib_read".into(), g(&self.bytes_read) / MIB);
+        m.insert("host_mib_written".into(), g(&self.bytes_written) / MIB);
+    }
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+impl BlockDevice for Counted {
+    fn info(&self) -> DeviceInfo {
+        self.inner.info()
+    }
+    fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone, DeviceError> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.bytes_read
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.inner.read(lba, buf)
+    }
+    fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone, DeviceError> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.bytes_written
+            .fetch_add(data.len() as u64, Ordering::Relaxed);
+        self.inner.write_with(lba, data, flags)
+    }
+    fn flush(&self) -> Result<IoDone, DeviceError> {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.inner.flush()
+    }
+    fn discard(&self, lba: u64, sectors: u64) -> Result<IoDone, DeviceError> {
+        self.discards.fetch_add(1, Ordering::Relaxed);
+        self.inner.discard(lba, sectors)
+    }
+    fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion, DeviceError>> {
+        self.inner.submit(reqs)
+    }
+    fn now(&self) -> Nanos {
+        self.inner.now()
+    }
+    fn idle(&self, d: Nanos) {
+        self.inner.idle(d)
+    }
+}
+
+fn disk_counters(disk: &Disk, m: &mut BTreeMap<String, f64>) {
+    let s = disk.stats();
+    let f = |x: u64| x as f64;
+    m.insert("reads".into(), f(s.reads));
+    m.insert("writes".into(), f(s.writes));
+    m.insert("flushes".into(), f(s.flushes));
+    m.insert("zone_ops".into(), f(s.zone_ops));
+    m.insert("mib_read".into(), f(s.bytes_read) / MIB);
+    m.insert("mib_written".into(), f(s.bytes_written) / MIB);
+    m.insert("media_mib_written".into(), f(s.media_bytes_written) / MIB);
+    m.insert("seeks".into(), f(s.mech.seeks));
+    m.insert("seek_s".into(), f(s.mech.seek_ns) / 1e9);
+    m.insert("rotation_s".into(), f(s.mech.rotation_ns) / 1e9);
+    m.insert("transfer_s".into(), f(s.mech.transfer_ns) / 1e9);
+}
+
+fn dm_counters(d: &DmDrive, m: &mut BTreeMap<String, f64>) {
+    let s = d.media_stats();
+    let t = d.stl_stats();
+    let f = |x: u64| x as f64;
+    m.insert("media_mib_read".into(), f(s.bytes_read) / MIB);
+    m.insert("media_mib_written".into(), f(s.bytes_written) / MIB);
+    m.insert("seeks".into(), f(s.mech.seeks));
+    m.insert("seek_s".into(), f(s.mech.seek_ns) / 1e9);
+    m.insert("rotation_s".into(), f(s.mech.rotation_ns) / 1e9);
+    m.insert("transfer_s".into(), f(s.mech.transfer_ns) / 1e9);
+    m.insert("journal_entries".into(), f(t.journal_entries));
+    m.insert("map_merges".into(), f(t.map_merges));
+    m.insert("cleaning_runs".into(), f(t.cleaning_runs));
+    m.insert("bands_cleaned".into(), f(t.bands_cleaned));
+    m.insert("cleaning_mib_read".into(), f(t.cleaning_bytes_read) / MIB);
+    m.insert(
+        "cleaning_mib_written".into(),
+        f(t.cleaning_bytes_written) / MIB,
+    );
+    m.insert("cleaning_s".into(), f(t.cleaning_ns) / 1e9);
+    m.insert("bypass_writes".into(), f(t.bypass_writes));
+}
+
+fn delta(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    b.iter()
+        .map(|(k, v)| {
+            let d = v - a.get(k).copied().unwrap_or(0.0);
+            (k.clone(), (d * 1000.0).round() / 1000.0)
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sampling and db_bench
 
 /// One sample of a drive's clock.
 #[derive(Clone, Copy)]
 struct Sample {
     wall_s: f64,
-    device_ns: u64,
-    busy_ns: u64,
+    device_ns: Nanos,
 }
 
-/// Samples `disk` every 250 ms until stopped.
-fn sampler(disk: Arc<Disk>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<Vec<Sample>> {
-    std::thread::spawn(move || {
-        let t0 = Instant::now();
-        let mut out = Vec::new();
-        loop {
-            let s = disk.stats();
-            out.push(Sample {
-                wall_s: t0.elapsed().as_secs_f64(),
-                device_ns: disk.now(),
-                busy_ns: s.busy_ns,
-            });
-            if stop.load(Ordering::Relaxed) {
-                return out;
+/// Samples a drive's clock every 20 ms until stopped.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<Sample>>,
+}
+
+impl Sampler {
+    fn start(probe: Probe, t0: Instant) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut out = Vec::new();
+            loop {
+                let (now, _) = probe();
+                out.push(Sample {
+                    wall_s: t0.elapsed().as_secs_f64(),
+                    device_ns: now,
+                });
+                if s.load(Ordering::Relaxed) {
+                    return out;
+                }
+                std::thread::sleep(Duration::from_millis(20));
             }
-            std::thread::sleep(Duration::from_millis(250));
+        });
+        Sampler { stop, handle }
+    }
+
+    fn finish(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap()
+    }
+}
+
+/// Device clock at wall time `t`, interpolated between samples.
+fn device_at(samples: &[Sample], t: f64) -> f64 {
+    let i = samples.partition_point(|s| s.wall_s < t);
+    if i == 0 {
+        return samples.first().map_or(0.0, |s| s.device_ns as f64);
+    }
+    if i >= samples.len() {
+        return samples.last().map_or(0.0, |s| s.device_ns as f64);
+    }
+    let (a, b) = (samples[i - 1], samples[i]);
+    if b.wall_s <= a.wall_s {
+        return b.device_ns as f64;
+    }
+    a.device_ns as f64
+        + (b.device_ns as f64 - a.device_ns as f64) * (t - a.wall_s) / (b.wall_s - a.wall_s)
+}
+
+/// One db_bench process (one benchmark).
+struct Phase {
+    benchmark: String,
+    /// db_bench's result line (wall-clock throughput).
+    line: String,
+    ops: u64,
+    /// Wall seconds (from the run's start) when the process started, when db_bench's
+    /// reporter started (the database is open) and when the process ended.
+    wall_start: f64,
+    wall_origin: f64,
+    wall_end: f64,
+    /// (seconds since the reporter started, operations in the interval ending then).
+    reports: Vec<(f64, f64)>,
+}
+
+/// Runs one benchmark in its own db_bench process.
+fn db_bench(
+    db: &Path,
+    benchmark: &str,
+    existing: bool,
+    a: &Args,
+    tmp: &Path,
+    t0: Instant,
+) -> Result<Phase, String> {
+    let report = tmp.join(format!("report-{benchmark}.csv"));
+    let _ = std::fs::remove_file(&report);
+    let out_path = tmp.join(format!("db_bench-{benchmark}.out"));
+    let out_file = std::fs::File::create(&out_path).map_err(|e| e.to_string())?;
+    let err_file = out_file.try_clone().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new("db_bench");
+    cmd.arg(format!("--db={}", db.display()))
+        .arg(format!("--benchmarks={benchmark}"))
+        .arg(format!("--num={}", a.num))
+        .arg(format!("--value_size={}", a.value_size))
+        .arg(format!("--use_existing_db={}", u8::from(existing)))
+        .arg("--threads=1")
+        .arg("--progress_reports=0")
+        .arg("--report_interval_seconds=1")
+        .arg(format!("--report_file={}", report.display()))
+        .args(&a.extra)
+        .stdout(Stdio::from(out_file))
+        .stderr(Stdio::from(err_file));
+    let start = t0.elapsed().as_secs_f64();
+    let mut child = cmd.spawn().map_err(|e| format!("db_bench: {e}"))?;
+    // The reporter creates its file when the benchmark starts (after the database is open).
+    let mut origin = None;
+    let status = loop {
+        if origin.is_none() && report.exists() {
+            origin = Some(t0.elapsed().as_secs_f64());
         }
+        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let end = t0.elapsed().as_secs_f64();
+    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    if !status.success() {
+        return Err(format!("db_bench --benchmarks={benchmark} failed:\n{text}"));
+    }
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(benchmark) && l.contains("ops/sec"))
+        .unwrap_or_default()
+        .to_string();
+    let ops = line
+        .split(" operations")
+        .next()
+        .and_then(|s| s.split_whitespace().last())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(a.num);
+    let rep = std::fs::read_to_string(&report).unwrap_or_default();
+    let reports = rep
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut it = l.split(',');
+            Some((
+                it.next()?.trim().parse().ok()?,
+                it.next()?.trim().parse().ok()?,
+            ))
+        })
+        .collect();
+    Ok(Phase {
+        benchmark: benchmark.into(),
+        line,
+        ops,
+        wall_start: start,
+        wall_origin: origin.unwrap_or(start),
+        wall_end: end,
+        reports,
     })
+}
+
+/// Throughput of one interval.
+#[derive(Clone, Debug)]
+struct Interval {
+    benchmark: String,
+    /// Device seconds from the start of the run to the start and end of the interval.
+    device_start_s: f64,
+    device_end_s: f64,
+    wall_start_s: f64,
+    wall_end_s: f64,
+    ops: f64,
+    ops_per_device_s: f64,
+}
+
+/// Splits the phases into intervals of db_bench's reports; intervals in which the drive
+/// advanced less than `min_dev` seconds are merged into the next (and a short tail into the
+/// previous), so that every interval's throughput has a device time to divide by. A phase in
+/// which the drive did (almost) nothing gives no interval.
+fn intervals(phases: &[Phase], samples: &[Sample], dev0: f64, min_dev: f64) -> Vec<Interval> {
+    let mut out = Vec::new();
+    for p in phases {
+        // Interval edges in wall time with the operations done in each.
+        let mut edges = vec![(p.wall_origin, 0.0)];
+        let mut reported = 0.0;
+        for &(t, ops) in &p.reports {
+            let w = (p.wall_origin + t).min(p.wall_end);
+            edges.push((w, ops));
+            reported += ops;
+        }
+        let tail = p.ops as f64 - reported;
+        if tail > 0.0 || p.reports.is_empty() {
+            edges.push((p.wall_end, tail.max(0.0)));
+        }
+        let first = out.len();
+        let mut acc: Option<Interval> = None;
+        for w in edges.windows(2) {
+            let (ws, we, ops) = (w[0].0, w[1].0, w[1].1);
+            let ds = (device_at(samples, ws) - dev0) / 1e9;
+            let de = (device_at(samples, we) - dev0) / 1e9;
+            let cur = match acc.take() {
+                Some(mut i) => {
+                    i.wall_end_s = we;
+                    i.device_end_s = de;
+                    i.ops += ops;
+                    i
+                }
+                None => Interval {
+                    benchmark: p.benchmark.clone(),
+                    device_start_s: ds,
+                    device_end_s: de,
+                    wall_start_s: ws,
+                    wall_end_s: we,
+                    ops,
+                    ops_per_device_s: 0.0,
+                },
+            };
+            if cur.device_end_s - cur.device_start_s >= min_dev {
+                out.push(cur);
+            } else {
+                acc = Some(cur);
+            }
+        }
+        if let Some(rest) = acc {
+            if out.len() > first {
+                let last = out.last_mut().unwrap();
+                last.wall_end_s = rest.wall_end_s;
+                last.device_end_s = rest.device_end_s;
+                last.ops += rest.ops;
+            }
+        }
+    }
+    for i in &mut out {
+        i.ops_per_device_s = i.ops / (i.device_end_s - i.device_start_s);
+    }
+    out
+}
+
+/// Result of one drive.
+struct Run {
+    name: String,
+    /// What the drive is, for the table.
+    drive: String,
+    phases: Vec<Phase>,
+    /// Device seconds of each phase (reporter start to process end).
+    phase_device_s: Vec<f64>,
+    /// Device seconds of each process before its benchmark started (opening the database).
+    open_device_s: Vec<f64>,
+    /// Device seconds after the last db_bench ended (unmount, flush).
+    unmount_device_s: f64,
+    /// Device seconds from the first db_bench to the end of unmount.
+    device_s: f64,
+    /// Of which the drive was busy.
+    busy_s: f64,
+    wall_s: f64,
+    series: Vec<Interval>,
+    counters: BTreeMap<String, f64>,
+    notes: Vec<String>,
+}
+
+/// Runs every benchmark on the mounted file system at `dir`, sampling the drive.
+fn bench_all(
+    name: &str,
+    dir: &Path,
+    probe: &Probe,
+    a: &Args,
+    tmp: &Path,
+) -> Result<(Vec<Phase>, Sampler, Instant, Nanos, u64), String> {
+    let t0 = Instant::now();
+    let (dev0, busy0) = probe();
+    let sampler = Sampler::start(probe.clone(), t0);
+    let db = dir.join("db");
+    let mut phases = Vec::new();
+    for (i, b) in a.benchmarks.iter().enumerate() {
+        let p = match db_bench(&db, b, i > 0, a, tmp, t0) {
+            Ok(p) => p,
+            Err(e) => {
+                sampler.finish();
+                return Err(e);
+            }
+        };
+        eprintln!("{name}: {}", p.line);
+        phases.push(p);
+    }
+    Ok((phases, sampler, t0, dev0, busy0))
+}
+
+/// Turns the samples of a finished run into its figures.
+#[allow(clippy::too_many_arguments)]
+fn finish_run(
+    name: &str,
+    drive: String,
+    phases: Vec<Phase>,
+    samples: Vec<Sample>,
+    t0: Instant,
+    dev0: Nanos,
+    busy0: u64,
+    probe: &Probe,
+    min_dev: f64,
+) -> Run {
+    let (dev1, busy1) = probe();
+    let d0 = dev0 as f64;
+    let series = intervals(&phases, &samples, d0, min_dev);
+    let at = |t: f64| device_at(&samples, t);
+    let phase_device_s = phases
+        .iter()
+        .map(|p| (at(p.wall_end) - at(p.wall_origin)) / 1e9)
+        .collect();
+    let open_device_s = phases
+        .iter()
+        .map(|p| (at(p.wall_origin) - at(p.wall_start)) / 1e9)
+        .collect();
+    let last = phases.last().map_or(0.0, |p| at(p.wall_end));
+    Run {
+        name: name.into(),
+        drive,
+        phases,
+        phase_device_s,
+        open_device_s,
+        unmount_device_s: (dev1 as f64 - last) / 1e9,
+        device_s: (dev1 - dev0) as f64 / 1e9,
+        busy_s: (busy1 - busy0) as f64 / 1e9,
+        wall_s: t0.elapsed().as_secs_f64(),
+        series,
+        counters: BTreeMap::new(),
+        notes: Vec::new(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The three configurations
+
+fn tegula_run(a: &Args, tmp: &Path) -> Result<Run, String> {
+    let mut cfg = profile("hm-smr").map_err(|e| e.to_string())?;
+    cfg.capacity = a.capacity;
+    let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
+    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let fs = Fs::mkfs(dev.clone(), FsOptions::default()).map_err(|e| e.to_string())?;
+    let mp = tmp.join("tegula");
+    std::fs::create_dir_all(&mp).map_err(|e| e.to_string())?;
+    let (tx, rx) = mpsc::channel();
+    let opts = [fuser::MountOption::FSName("tegula-figure4".into())];
+    let session = fuser::Session::new(FuseFs::new(fs, tx), &mp, &opts)
+        .map_err(|e| format!("FUSE mount: {e}"))?
+        .spawn()
+        .map_err(|e| format!("FUSE mount: {e}"))?;
+    let d = disk.clone();
+    let probe: Probe = Arc::new(move || (d.now(), d.stats().busy_ns));
+    let mut c0 = BTreeMap::new();
+    disk_counters(&disk, &mut c0);
+    let name = "tegula fs on hm-smr";
+    let res = bench_all(name, &mp, &probe, a, tmp);
+    drop(session);
+    rx.recv_timeout(Duration::from_secs(600))
+        .map_err(|e| format!("unmount: {e}"))??;
+    let (phases, sampler, t0, dev0, busy0) = res?;
+    let samples = sampler.finish();
+    let mut r = finish_run(
+        name,
+        format!("hm-smr, {}", size_text(a.capacity)),
+        phases,
+        samples,
+        t0,
+        dev0,
+        busy0,
+        &probe,
+        a.min_interval,
+    );
+    let mut c1 = BTreeMap::new();
+    disk_counters(&disk, &mut c1);
+    r.counters = delta(&c0, &c1);
+    // What the run left on the drive.
+    let fs = Fs::open(
+        dev,
+        FsOptions {
+            read_only: true,
+            ..FsOptions::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let zs = fs.zone_stats();
+    let used = zs.iter().filter(|z| z.used > 0).count();
+    let dead: u64 = zs.iter().map(|z| z.dead).sum();
+    let live: u64 = zs.iter().map(|z| z.live).sum();
+    r.notes.push(format!(
+        "zones in use at the end: {used} of {} ({:.0} MiB live, {:.0} MiB dead); zone resets \
+         by the cleaner are among the `zone_ops`",
+        zs.len(),
+        live as f64 / MIB,
+        dead as f64 / MIB
+    ));
+    Ok(r)
+}
+
+fn size_text(b: u64) -> String {
+    if b & ((1 << 30) - 1) == 0 {
+        format!("{} GiB", b >> 30)
+    } else {
+        format!("{} MiB", b >> 20)
+    }
 }
 
 fn sh(cmd: &str) -> Result<String, String> {
@@ -95,276 +664,591 @@ fn sh(cmd: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Result of one configuration.
-struct Run {
-    name: String,
-    /// (benchmark, ops/s in wall time as db_bench reports it).
-    wall_lines: Vec<String>,
-    /// Device seconds from mount to the end of unmount.
-    device_s: f64,
-    busy_s: f64,
-    ops: u64,
-    /// Per-interval throughput in device time (ops per device second).
-    series: Vec<(f64, f64)>,
-    bytes_written: u64,
-    /// Device counters over the run.
-    counters: serde_json::Value,
+/// `crates/nbd`'s server on a Unix socket: an accept loop that can be stopped, each
+/// connection served by [`nbd::serve_connection`] on its own thread.
+struct NbdExport {
+    path: PathBuf,
+    stop: Arc<AtomicBool>,
+    accept: Option<JoinHandle<Vec<JoinHandle<()>>>>,
 }
 
-/// What the drive did between two snapshots of its counters.
-fn delta(a: &Stats, b: &Stats) -> serde_json::Value {
-    serde_json::json!({
-        "reads": b.reads - a.reads,
-        "writes": b.writes - a.writes,
-        "flushes": b.flushes - a.flushes,
-        "mib_read": (b.bytes_read - a.bytes_read) as f64 / (1 << 20) as f64,
-        "mib_written": (b.bytes_written - a.bytes_written) as f64 / (1 << 20) as f64,
-        "media_mib_written": (b.media_bytes_written - a.media_bytes_written) as f64 / (1 << 20) as f64,
-        "seeks": b.mech.seeks - a.mech.seeks,
-        "seek_s": (b.mech.seek_ns - a.mech.seek_ns) as f64 / 1e9,
-        "rotation_s": (b.mech.rotation_ns - a.mech.rotation_ns) as f64 / 1e9,
-        "transfer_s": (b.mech.transfer_ns - a.mech.transfer_ns) as f64 / 1e9,
-        "read_ahead_hits": b.mech.read_ahead_hits - a.mech.read_ahead_hits,
-    })
-}
-
-/// Runs db_bench on `dir` with per-second reports, sampling `disk`.
-fn bench(name: &str, disk: &Arc<Disk>, dir: &Path, a: &Args, tmp: &Path) -> Run {
-    let report = tmp.join(format!("{name}-report.csv"));
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = sampler(disk.clone(), stop.clone());
-    let t0 = Instant::now();
-    let out = Command::new("db_bench")
-        .arg(format!("--db={}", dir.join("db").display()))
-        .arg(format!("--benchmarks={}", a.benchmarks))
-        .arg(format!("--num={}", a.num))
-        .arg(format!("--value_size={}", a.value_size))
-        .arg("--threads=1")
-        .arg("--progress_reports=0")
-        .arg("--report_interval_seconds=1")
-        .arg(format!("--report_file={}", report.display()))
-        .output()
-        .expect("db_bench runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "db_bench failed: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let wall = t0.elapsed().as_secs_f64();
-    stop.store(true, Ordering::Relaxed);
-    let samples = s.join().unwrap();
-    let wall_lines: Vec<String> = text
-        .lines()
-        .filter(|l| l.contains("ops/sec"))
-        .map(str::to_string)
-        .collect();
-    // db_bench's report: secs_elapsed,interval_qps — one line per wall second.
-    let rep = std::fs::read_to_string(&report).unwrap_or_default();
-    let per_sec: Vec<(f64, f64)> = rep
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut it = l.split(',');
-            Some((
-                it.next()?.trim().parse().ok()?,
-                it.next()?.trim().parse().ok()?,
-            ))
+impl NbdExport {
+    fn start(path: &Path, dev: Arc<dyn BlockDevice>) -> Result<NbdExport, String> {
+        let _ = std::fs::remove_file(path);
+        let l = UnixListener::bind(path).map_err(|e| format!("binding {}: {e}", path.display()))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let accept = std::thread::spawn(move || {
+            let mut conns = Vec::new();
+            for c in l.incoming() {
+                if s.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Ok(c) = c else { continue };
+                let dev = dev.clone();
+                conns.push(std::thread::spawn(move || {
+                    let opts = ServerOptions::default();
+                    if let Ok(w) = c.try_clone() {
+                        if let Err(e) = serve_connection(c, w, dev.as_ref(), &opts) {
+                            if e.kind() != std::io::ErrorKind::UnexpectedEof {
+                                eprintln!("nbd connection ended: {e}");
+                            }
+                        }
+                    }
+                }));
+            }
+            conns
+        });
+        Ok(NbdExport {
+            path: path.to_path_buf(),
+            stop,
+            accept: Some(accept),
         })
-        .collect();
-    let dev_at = |t: f64| -> u64 {
-        samples
-            .iter()
-            .min_by(|x, y| (x.wall_s - t).abs().total_cmp(&(y.wall_s - t).abs()))
-            .map_or(0, |s| s.device_ns)
-    };
-    let mut series = Vec::new();
-    let mut prev_t = 0.0;
-    for &(t, qps) in &per_sec {
-        let d = dev_at(t).saturating_sub(dev_at(prev_t)) as f64 / 1e9;
-        let ops = qps * (t - prev_t);
-        if d > 0.0 {
-            series.push((t, ops / d));
-        }
-        prev_t = t;
     }
-    let first = samples.first().copied().unwrap();
-    let last = samples.last().copied().unwrap();
-    eprintln!("{name}: db_bench took {wall:.1} s wall");
-    Run {
-        name: name.into(),
-        wall_lines,
-        device_s: (last.device_ns - first.device_ns) as f64 / 1e9,
-        busy_s: (last.busy_ns - first.busy_ns) as f64 / 1e9,
-        ops: a.num * a.benchmarks.split(',').count() as u64,
-        series,
-        bytes_written: 0,
-        counters: serde_json::Value::Null,
+
+    /// Stops accepting and waits for every connection to end (the client disconnected).
+    fn stop(&mut self) {
+        if let Some(h) = self.accept.take() {
+            self.stop.store(true, Ordering::Relaxed);
+            let _ = UnixStream::connect(&self.path);
+            if let Ok(conns) = h.join() {
+                for c in conns {
+                    let _ = c.join();
+                }
+            }
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
-fn tegula_run(a: &Args, tmp: &Path) -> Run {
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = 8 << 30;
-    let disk = Arc::new(Disk::in_memory(cfg).unwrap());
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let fs = Fs::mkfs(dev, FsOptions::default()).unwrap();
-    let mp = tmp.join("tegula");
-    std::fs::create_dir_all(&mp).unwrap();
-    let (tx, rx) = mpsc::channel();
-    let opts = [fuser::MountOption::FSName("tegula-figure4".into())];
-    let session = fuser::Session::new(FuseFs::new(fs, tx), &mp, &opts)
-        .unwrap()
-        .spawn()
-        .unwrap();
-    let t_start = disk.now();
-    let s0 = disk.stats();
-    let busy0 = s0.busy_ns;
-    let mut r = bench("tegula-fs on hm-smr", &disk, &mp, a, tmp);
-    drop(session);
-    rx.recv_timeout(Duration::from_secs(600)).unwrap().unwrap();
-    // Include what the unmount wrote (buffers, checkpoint).
-    r.device_s = (disk.now() - t_start) as f64 / 1e9;
-    let s1 = disk.stats();
-    r.busy_s = (s1.busy_ns - busy0) as f64 / 1e9;
-    r.bytes_written = s1.bytes_written - s0.bytes_written;
-    r.counters = delta(&s0, &s1);
-    r
+impl Drop for NbdExport {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
-fn ext4_run(a: &Args, tmp: &Path) -> Result<Run, String> {
-    let mut cfg = profile("cmr-7200").map_err(|e| e.to_string())?;
-    cfg.capacity = 8 << 30;
-    let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
-    let sock = tmp.join("nbd.sock");
-    let dev: Arc<dyn BlockDevice> = disk.clone();
-    nbd::serve(&sock, dev).map_err(|e| format!("NBD server: {e}"))?;
-    let fuse_dir = tmp.join("nbdfuse");
-    let mnt = tmp.join("ext4");
-    std::fs::create_dir_all(&fuse_dir).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
-    let mut fuse = Command::new("nbdfuse")
-        .arg(&fuse_dir)
-        .arg(format!("nbd+unix:///?socket={}", sock.display()))
-        .spawn()
-        .map_err(|e| format!("nbdfuse: {e}"))?;
-    let file = fuse_dir.join("nbd");
-    for _ in 0..200 {
-        if file.exists() {
-            break;
+/// ext4 on `dev` through NBD, nbdfuse and a loop device; everything set up here is torn
+/// down by `Drop`, in reverse order, also when a step fails.
+struct Ext4Stack {
+    export: NbdExport,
+    fuse_dir: PathBuf,
+    nbdfuse: Option<std::process::Child>,
+    lo: Option<String>,
+    bdi: Option<(PathBuf, String, String)>,
+    mnt: PathBuf,
+    mounted: bool,
+}
+
+impl Ext4Stack {
+    fn new(tag: &str, dev: Arc<dyn BlockDevice>, a: &Args, tmp: &Path) -> Result<Self, String> {
+        for tool in ["nbdfuse", "losetup", "mkfs.ext4"] {
+            if sh(&format!("command -v {tool}")).is_err() {
+                return Err(format!("{tool} is not installed"));
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let lo = sh(&format!("losetup -f --show {}", file.display()))?
+        let sock = tmp.join(format!("{tag}.sock"));
+        let export = NbdExport::start(&sock, dev)?;
+        let fuse_dir = tmp.join(format!("{tag}-nbdfuse"));
+        let mnt = tmp.join(format!("{tag}-ext4"));
+        std::fs::create_dir_all(&fuse_dir).map_err(|e| e.to_string())?;
+        std::fs::create_dir_all(&mnt).map_err(|e| e.to_string())?;
+        let mut s = Ext4Stack {
+            export,
+            fuse_dir: fuse_dir.clone(),
+            nbdfuse: None,
+            lo: None,
+            bdi: None,
+            mnt: mnt.clone(),
+            mounted: false,
+        };
+        s.nbdfuse = Some(
+            Command::new("nbdfuse")
+                .arg(&fuse_dir)
+                .arg(format!("nbd+unix:///?socket={}", sock.display()))
+                .spawn()
+                .map_err(|e| format!("nbdfuse: {e}"))?,
+        );
+        let file = fuse_dir.join("nbd");
+        for _ in 0..400 {
+            if file.exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        // Direct I/O: no second page cache (nbdfuse's file) under the loop device.
+        let lo = sh(&format!(
+            "losetup -f --show --direct-io=on {}",
+            file.display()
+        ))
+        .or_else(|_| sh(&format!("losetup -f --show {}", file.display())))?
         .trim()
         .to_string();
-    let cleanup = |lo: &str, fuse: &mut std::process::Child| {
-        let _ = sh(&format!("umount {} 2>/dev/null", mnt.display()));
-        let _ = sh(&format!("losetup -d {lo}"));
-        let _ = sh(&format!("fusermount3 -u {}", fuse_dir.display()));
-        let _ = fuse.wait();
-    };
-    let res = (|| {
+        s.lo = Some(lo.clone());
+        if a.dirty_limit > 0 {
+            // Bound the dirty page cache of the loop device to the file system's write
+            // buffer limit, so that ext4 writes back while db_bench runs, as tegula fs does.
+            let name = lo.trim_start_matches("/dev/");
+            let bdi = PathBuf::from(format!("/sys/block/{name}/bdi"));
+            let rd = |f: &str| std::fs::read_to_string(bdi.join(f)).map(|s| s.trim().to_string());
+            if let (Ok(mb), Ok(sl)) = (rd("max_bytes"), rd("strict_limit")) {
+                s.bdi = Some((bdi.clone(), mb, sl));
+                std::fs::write(bdi.join("strict_limit"), "1").map_err(|e| e.to_string())?;
+                std::fs::write(bdi.join("max_bytes"), a.dirty_limit.to_string())
+                    .map_err(|e| e.to_string())?;
+            }
+        }
         sh(&format!(
             "mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 {lo}"
         ))?;
         sh(&format!("mount {lo} {}", mnt.display()))?;
-        let t_start = disk.now();
-        let s0 = disk.stats();
-        let busy0 = s0.busy_ns;
-        let mut r = bench("ext4 on cmr-7200", &disk, &mnt, a, tmp);
-        sh(&format!("umount {}", mnt.display()))?;
-        sh(&format!("blockdev --flushbufs {lo}")).ok();
-        r.device_s = (disk.now() - t_start) as f64 / 1e9;
-        let s1 = disk.stats();
-        r.busy_s = (s1.busy_ns - busy0) as f64 / 1e9;
-        r.bytes_written = s1.bytes_written - s0.bytes_written;
-        r.counters = delta(&s0, &s1);
-        Ok(r)
-    })();
-    cleanup(&lo, &mut fuse);
-    res
+        s.mounted = true;
+        Ok(s)
+    }
+
+    /// Unmounts and detaches everything (idempotent).
+    fn teardown(&mut self) {
+        if self.mounted {
+            if let Err(e) = sh(&format!("umount {}", self.mnt.display())) {
+                eprintln!("{e}");
+            }
+            self.mounted = false;
+        }
+        if let Some(lo) = self.lo.take() {
+            let _ = sh(&format!("blockdev --flushbufs {lo}"));
+            if let Some((bdi, mb, sl)) = self.bdi.take() {
+                let _ = std::fs::write(bdi.join("max_bytes"), mb);
+                let _ = std::fs::write(bdi.join("strict_limit"), sl);
+            }
+            if let Err(e) = sh(&format!("losetup -d {lo}")) {
+                eprintln!("{e}");
+            }
+        }
+        if let Some(mut c) = self.nbdfuse.take() {
+            let _ = sh(&format!("fusermount3 -u {}", self.fuse_dir.display()));
+            let _ = c.wait();
+        }
+        self.export.stop();
+    }
 }
 
-fn stats(xs: &[f64]) -> (f64, f64, f64) {
+impl Drop for Ext4Stack {
+    fn drop(&mut self) {
+        self.teardown();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ext4_run(
+    tag: &str,
+    name: &str,
+    drive: String,
+    dev: Arc<dyn BlockDevice>,
+    probe: Probe,
+    counters: Counters,
+    a: &Args,
+    tmp: &Path,
+) -> Result<Run, String> {
+    let mut stack = Ext4Stack::new(tag, dev.clone(), a, tmp)?;
+    // A drive that sat idle for a while after mkfs (the drive-managed drive cleans meanwhile).
+    dev.idle((a.idle_before * 1e9) as Nanos);
+    let c0 = counters();
+    let res = bench_all(name, &stack.mnt.clone(), &probe, a, tmp);
+    // The run ends when everything is on the drive: unmount, flush, detach.
+    stack.teardown();
+    let (phases, sampler, t0, dev0, busy0) = res?;
+    let samples = sampler.finish();
+    let mut r = finish_run(
+        name,
+        drive,
+        phases,
+        samples,
+        t0,
+        dev0,
+        busy0,
+        &probe,
+        a.min_interval,
+    );
+    r.counters = delta(&c0, &counters());
+    Ok(r)
+}
+
+fn cmr_run(a: &Args, tmp: &Path) -> Result<Run, String> {
+    let mut cfg = profile("cmr-7200").map_err(|e| e.to_string())?;
+    cfg.capacity = a.capacity;
+    let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
+    let inner: Arc<dyn BlockDevice> = disk.clone();
+    let counted = Arc::new(Counted::new(inner));
+    let d = disk.clone();
+    let probe: Probe = Arc::new(move || (d.now(), d.stats().busy_ns));
+    let (d, c) = (disk.clone(), counted.clone());
+    let counters: Counters = Arc::new(move || {
+        let mut m = BTreeMap::new();
+        disk_counters(&d, &mut m);
+        c.snapshot(&mut m);
+        m
+    });
+    ext4_run(
+        "cmr",
+        "ext4 on cmr-7200",
+        format!("cmr-7200, {}", size_text(a.capacity)),
+        counted,
+        probe,
+        counters,
+        a,
+        tmp,
+    )
+}
+
+/// The drive-managed SMR drive: `--dm-config` (the Seagate ST5000AS0011 journal STL with
+/// data) at `--capacity`, its persistent cache scaled by the same factor as the capacity, the
+/// volatile write cache on (as on the other two drives) and `--dm-set` overrides applied last.
+fn dm_config(a: &Args) -> Result<(DmConfig, Vec<String>), String> {
+    let text = std::fs::read_to_string(&a.dm_config)
+        .map_err(|e| format!("{}: {e}", a.dm_config.display()))?;
+    let mut cfg = DmConfig::from_toml(&text).map_err(|e| e.to_string())?;
+    let mut changes = Vec::new();
+    let full = cfg.capacity;
+    if a.capacity != full {
+        let cache = ((cfg.cache_size as f64 * a.capacity as f64 / full as f64) as u64) >> 20 << 20;
+        changes.push(format!(
+            "capacity {} (from {:.1} TB), cache_size {} MiB (from {} GiB, the same fraction)",
+            size_text(a.capacity),
+            full as f64 / 1e12,
+            cache >> 20,
+            cfg.cache_size >> 30
+        ));
+        cfg.capacity = a.capacity;
+        cfg.cache_size = cache;
+    }
+    if !cfg.volatile_cache {
+        let wc = profile("cmr-7200").map_err(|e| e.to_string())?.cache.size;
+        cfg.volatile_cache = true;
+        cfg.volatile_cache_size = wc;
+        changes.push(format!(
+            "volatile_cache on, {} MiB (as the other drives' write caches)",
+            wc >> 20
+        ));
+    }
+    for (k, v) in &a.dm_set {
+        cfg.set(k, v)
+            .map_err(|e| format!("--dm-set {k}={v}: {e}"))?;
+        changes.push(format!("{k} = {v}"));
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok((cfg, changes))
+}
+
+fn dm_run(a: &Args, tmp: &Path) -> Result<Run, String> {
+    let (cfg, changes) = dm_config(a)?;
+    let drive = Arc::new(DmDrive::new(cfg.clone()).map_err(|e| e.to_string())?);
+    let inner: Arc<dyn BlockDevice> = drive.clone();
+    let counted = Arc::new(Counted::new(inner));
+    let d = drive.clone();
+    let probe: Probe = Arc::new(move || (d.now(), d.media_stats().busy_ns));
+    let (d, c) = (drive.clone(), counted.clone());
+    let counters: Counters = Arc::new(move || {
+        let mut m = BTreeMap::new();
+        dm_counters(&d, &mut m);
+        c.snapshot(&mut m);
+        m
+    });
+    let file = a
+        .dm_config
+        .file_name()
+        .map_or_else(String::new, |f| f.to_string_lossy().into_owned());
+    let mut r = ext4_run(
+        "dm",
+        "ext4 on dm-smr",
+        format!("dm-smr ({file}: {})", changes.join("; ")),
+        counted,
+        probe,
+        counters,
+        a,
+        tmp,
+    )?;
+    let s = drive.stl_stats();
+    r.notes.push(format!(
+        "drive-managed SMR at the end: cache {} of {} MiB used, map {} of {} entries",
+        s.cache_used_bytes >> 20,
+        s.cache_bytes >> 20,
+        s.map_entries,
+        s.map_entries_max
+    ));
+    Ok(r)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+/// (mean, standard deviation, coefficient of variation, min, max).
+fn moments(xs: &[f64]) -> (f64, f64, f64, f64, f64) {
     if xs.is_empty() {
-        return (0.0, 0.0, 0.0);
+        return (0.0, 0.0, 0.0, 0.0, 0.0);
     }
     let mean = xs.iter().sum::<f64>() / xs.len() as f64;
     let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / xs.len() as f64;
-    (mean, var.sqrt(), var.sqrt() / mean.max(1e-9))
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, var.sqrt(), var.sqrt() / mean.max(1e-9), min, max)
+}
+
+fn plot(path: &Path, runs: &[Run], title: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let pts: Vec<Vec<(f64, f64)>> = runs
+        .iter()
+        .map(|r| {
+            r.series
+                .iter()
+                .map(|i| {
+                    (
+                        (i.device_start_s + i.device_end_s) / 2.0,
+                        i.ops_per_device_s,
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    let xmax = pts.iter().flatten().map(|p| p.0).fold(1.0f64, f64::max) * 1.02;
+    let ys = || pts.iter().flatten().map(|p| p.1).filter(|y| *y > 0.0);
+    let ymax = ys().fold(1.0f64, f64::max) * 2.0;
+    let ymin = (ys().fold(f64::INFINITY, f64::min) / 2.0).clamp(1.0, ymax / 10.0);
+    let mut c = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..xmax, (ymin..ymax).log_scale())?;
+    c.configure_mesh()
+        .x_desc("device time since the first db_bench started (s)")
+        .y_desc("operations per device second (log)")
+        .draw()?;
+    let colors = [
+        RGBColor(0, 114, 178),
+        RGBColor(213, 94, 0),
+        RGBColor(0, 158, 115),
+    ];
+    for (k, r) in runs.iter().enumerate() {
+        let color = colors[k % colors.len()];
+        let line: Vec<(f64, f64)> = pts[k].iter().map(|&(x, y)| (x, y.max(ymin))).collect();
+        c.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+            .label(r.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        c.draw_series(line.iter().map(|&p| Circle::new(p, 2, color.filled())))?;
+    }
+    c.configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn report(a: &Args, runs: &[Run], skipped: &[String]) -> (String, serde_json::Value) {
+    let mut md = String::new();
+    let w = &mut md;
+    writeln!(
+        w,
+        "db_bench `--benchmarks={}` (each its own process, the later ones with \
+         `--use_existing_db=1`) `--num={} --value_size={}` `--threads=1`{}. Device time is \
+         each drive's virtual clock from the start of the first db_bench to the end of the \
+         unmount (ext4: `umount`, loop device flushed and detached). Intervals are db_bench's \
+         one-second reports, merged until the drive advanced at least {} s.\n",
+        a.benchmarks.join(","),
+        a.num,
+        a.value_size,
+        if a.extra.is_empty() {
+            String::new()
+        } else {
+            format!(" `{}`", a.extra.join(" "))
+        },
+        a.min_interval
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "| configuration | device s | of which unmount | busy s | wall s | ops | ops / device s | \
+         intervals | per-interval ops / device s: mean | std dev | CV | min | max |"
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    let mut json = Vec::new();
+    for r in runs {
+        let ops: u64 = r.phases.iter().map(|p| p.ops).sum();
+        let ys: Vec<f64> = r.series.iter().map(|i| i.ops_per_device_s).collect();
+        let (mean, sd, cv, min, max) = moments(&ys);
+        writeln!(
+            w,
+            "| {} | {:.1} | {:.1} | {:.1} | {:.0} | {} | {:.0} | {} | {:.0} | {:.0} | {:.2} | {:.0} | {:.0} |",
+            r.name,
+            r.device_s,
+            r.unmount_device_s,
+            r.busy_s,
+            r.wall_s,
+            ops,
+            ops as f64 / r.device_s.max(1e-9),
+            ys.len(),
+            mean,
+            sd,
+            cv,
+            min,
+            max
+        )
+        .unwrap();
+        json.push(serde_json::json!({
+            "name": r.name, "drive": r.drive, "device_s": r.device_s, "busy_s": r.busy_s,
+            "unmount_device_s": r.unmount_device_s,
+            "wall_s": r.wall_s, "ops": ops,
+            "interval_stats": {"mean": mean, "sd": sd, "cv": cv, "min": min, "max": max,
+                               "n": ys.len()},
+            "phases": r.phases.iter().zip(&r.phase_device_s).zip(&r.open_device_s)
+                .map(|((p, d), o)| serde_json::json!({
+                "benchmark": p.benchmark, "ops": p.ops, "device_s": d, "open_device_s": o,
+                "db_bench": p.line, "reports": p.reports,
+            })).collect::<Vec<_>>(),
+            "intervals": r.series.iter().map(|i| serde_json::json!({
+                "benchmark": i.benchmark, "device_start_s": i.device_start_s,
+                "device_end_s": i.device_end_s, "wall_start_s": i.wall_start_s,
+                "wall_end_s": i.wall_end_s, "ops": i.ops,
+                "ops_per_device_s": i.ops_per_device_s,
+            })).collect::<Vec<_>>(),
+            "device_counters": r.counters, "notes": r.notes,
+        }));
+    }
+    writeln!(
+        w,
+        "\nPer benchmark: device seconds while db_bench opened the database (process start \
+         to the benchmark's start) and from the benchmark's start to the process's end; \
+         db_bench's wall-clock ops/sec for reference:\n"
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "| configuration | benchmark | open device s | device s | ops / device s | intervals | CV | min | max | db_bench wall ops/s |"
+    )
+    .unwrap();
+    writeln!(
+        w,
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    )
+    .unwrap();
+    for r in runs {
+        for ((p, d), o) in r.phases.iter().zip(&r.phase_device_s).zip(&r.open_device_s) {
+            let ys: Vec<f64> = r
+                .series
+                .iter()
+                .filter(|i| i.benchmark == p.benchmark)
+                .map(|i| i.ops_per_device_s)
+                .collect();
+            let (_, _, cv, min, max) = moments(&ys);
+            let wall = p
+                .line
+                .split(" ops/sec")
+                .next()
+                .and_then(|s| s.split_whitespace().last())
+                .unwrap_or("-");
+            let (cv, min, max) = if ys.is_empty() {
+                ("-".to_string(), "-".to_string(), "-".to_string())
+            } else {
+                (format!("{cv:.2}"), format!("{min:.0}"), format!("{max:.0}"))
+            };
+            writeln!(
+                w,
+                "| {} | {} | {:.2} | {:.2} | {:.0} | {} | {cv} | {min} | {max} | {wall} |",
+                r.name,
+                p.benchmark,
+                o,
+                d,
+                p.ops as f64 / d.max(1e-9),
+                ys.len()
+            )
+            .unwrap();
+        }
+    }
+    writeln!(w, "\nDrives:\n").unwrap();
+    for r in runs {
+        writeln!(w, "* {}: {}", r.name, r.drive).unwrap();
+    }
+    for r in runs {
+        writeln!(
+            w,
+            "\n{}: device counters over the run: `{}`",
+            r.name,
+            serde_json::to_string(&r.counters).unwrap()
+        )
+        .unwrap();
+        for n in &r.notes {
+            writeln!(w, "{}: {n}", r.name).unwrap();
+        }
+        writeln!(w, "\n```").unwrap();
+        for p in &r.phases {
+            writeln!(w, "{}", p.line).unwrap();
+        }
+        writeln!(w, "```").unwrap();
+    }
+    for s in skipped {
+        writeln!(w, "\nSKIPPED {s}").unwrap();
+    }
+    (md, serde_json::Value::Array(json))
 }
 
 fn main() {
     let a = args();
+    if let Err(e) = sh("command -v db_bench") {
+        eprintln!("SKIPPED: db_bench is not installed (Debian rocksdb-tools): {e}");
+        return;
+    }
     std::fs::create_dir_all(&a.out).unwrap();
     let tmp = PathBuf::from(format!("/tmp/tegula-figure4-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
-    let runs: Arc<Mutex<Vec<Run>>> = Arc::default();
-    runs.lock().unwrap().push(tegula_run(&a, &tmp));
-    if !a.skip_ext4 {
-        match ext4_run(&a, &tmp) {
-            Ok(r) => runs.lock().unwrap().push(r),
-            Err(e) => eprintln!("SKIPPED ext4 on cmr-7200: {e}"),
+    let runs: Mutex<Vec<Run>> = Mutex::default();
+    let mut skipped = Vec::new();
+    for d in &a.drives {
+        let r = match d.as_str() {
+            "tegula" => tegula_run(&a, &tmp),
+            "cmr" => cmr_run(&a, &tmp),
+            "dm" => dm_run(&a, &tmp),
+            other => Err(format!("unknown drive {other} (tegula, cmr, dm)")),
+        };
+        match r {
+            Ok(r) => {
+                eprintln!(
+                    "{}: {:.1} device s, {:.0} s wall",
+                    r.name, r.device_s, r.wall_s
+                );
+                runs.lock().unwrap().push(r);
+            }
+            Err(e) => {
+                eprintln!("SKIPPED {d}: {e}");
+                skipped.push(format!("{d}: {e}"));
+            }
         }
     }
-    let runs = runs.lock().unwrap();
-    let mut md = String::new();
-    writeln!(
-        md,
-        "db_bench `--benchmarks={} --num={} --value_size={}` (threads 1); device time is the \
-         drive's virtual clock from mount to the end of unmount.\n",
-        a.benchmarks, a.num, a.value_size
-    )
-    .unwrap();
-    writeln!(md, "| configuration | device s | busy s | ops / device s | host bytes written | per-interval ops/device-s: mean | std dev | CV |").unwrap();
-    writeln!(
-        md,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-    )
-    .unwrap();
-    let mut json = Vec::new();
-    for r in runs.iter() {
-        let ys: Vec<f64> = r.series.iter().map(|p| p.1).collect();
-        let (mean, sd, cv) = stats(&ys);
-        writeln!(
-            md,
-            "| {} | {:.1} | {:.1} | {:.0} | {:.1} MiB | {:.0} | {:.0} | {:.2} |",
-            r.name,
-            r.device_s,
-            r.busy_s,
-            r.ops as f64 / r.device_s.max(1e-9),
-            r.bytes_written as f64 / (1 << 20) as f64,
-            mean,
-            sd,
-            cv
-        )
-        .unwrap();
-        json.push(serde_json::json!({
-            "name": r.name, "device_s": r.device_s, "busy_s": r.busy_s, "ops": r.ops,
-            "bytes_written": r.bytes_written, "db_bench": r.wall_lines,
-            "series_wall_s_ops_per_device_s": r.series, "device_counters": r.counters,
-        }));
-    }
-    for r in runs.iter() {
-        writeln!(
-            md,
-            "\n{} device counters over the run: `{}`",
-            r.name, r.counters
-        )
-        .unwrap();
-        writeln!(md, "\n{} (db_bench's wall-clock lines):\n\n```", r.name).unwrap();
-        for l in &r.wall_lines {
-            writeln!(md, "{l}").unwrap();
-        }
-        writeln!(md, "```").unwrap();
-    }
+    let runs = runs.into_inner().unwrap();
+    let (md, json) = report(&a, &runs, &skipped);
     std::fs::write(a.out.join("figure4.md"), &md).unwrap();
     std::fs::write(
         a.out.join("figure4.json"),
         serde_json::to_string_pretty(&json).unwrap(),
     )
     .unwrap();
+    if !runs.is_empty() {
+        let title = format!(
+            "db_bench {} (num {}, value {} B): throughput over device time",
+            a.benchmarks.join(","),
+            a.num,
+            a.value_size
+        );
+        if let Err(e) = plot(&a.plot, &runs, &title) {
+            eprintln!("plot: {e}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&tmp);
     print!("{md}");
+    let _ = std::io::stdout().flush();
 }
