@@ -1,19 +1,78 @@
-//! LRU cache of decoded data blocks, charged by encoded block size.
+//! LRU cache of checked data blocks, charged by encoded block size.
+//!
+//! Blocks are shared (`Arc<[u8]>`): a GET that hits the cache searches the cached bytes in
+//! place, copying nothing but the value it returns. The recency list is intrusive over a slab
+//! of slots, so a hit or an insert moves a slot to the front without allocating.
 
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A data block's entry area, checked when it was read (see
 /// [`crate::band::block::block_entries`]); GETs search it in place.
-pub type Block = Arc<Vec<u8>>;
+pub type Block = Arc<[u8]>;
 
-#[derive(Debug, Default)]
+/// No slot (end of the recency list).
+const NIL: usize = usize::MAX;
+
+#[derive(Debug)]
+struct Slot {
+    key: (u64, u32),
+    block: Option<Block>,
+    charge: u64,
+    /// Towards the most recently used end.
+    prev: usize,
+    /// Towards the least recently used end.
+    next: usize,
+}
+
+#[derive(Debug)]
 struct Inner {
-    map: HashMap<(u64, u32), (Block, u64, u64)>,
-    lru: BTreeMap<u64, (u64, u32)>,
-    tick: u64,
+    map: HashMap<(u64, u32), usize>,
+    slots: Vec<Slot>,
+    free: Vec<usize>,
+    /// Most recently used slot.
+    head: usize,
+    /// Least recently used slot.
+    tail: usize,
     used: u64,
+}
+
+impl Inner {
+    fn unlink(&mut self, i: usize) {
+        let (p, n) = (self.slots[i].prev, self.slots[i].next);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.slots[p].next = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.slots[n].prev = p;
+        }
+    }
+
+    fn push_front(&mut self, i: usize) {
+        self.slots[i].prev = NIL;
+        self.slots[i].next = self.head;
+        if self.head != NIL {
+            self.slots[self.head].prev = i;
+        }
+        self.head = i;
+        if self.tail == NIL {
+            self.tail = i;
+        }
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.unlink(i);
+        let s = &mut self.slots[i];
+        s.block = None;
+        self.used -= s.charge;
+        self.map.remove(&s.key);
+        self.free.push(i);
+    }
 }
 
 /// The block cache, shared by all readers.
@@ -27,7 +86,14 @@ impl BlockCache {
     /// A cache of `capacity` bytes (0 disables caching).
     pub fn new(capacity: u64) -> Self {
         BlockCache {
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                slots: Vec::new(),
+                free: Vec::new(),
+                head: NIL,
+                tail: NIL,
+                used: 0,
+            }),
             capacity,
         }
     }
@@ -35,15 +101,12 @@ impl BlockCache {
     /// Looks a block up by band id and block number.
     pub fn get(&self, band: u64, block: u32) -> Option<Block> {
         let mut g = self.inner.lock();
-        let g = &mut *g;
-        g.tick += 1;
-        let t = g.tick;
-        let (b, _, old) = g.map.get_mut(&(band, block))?;
-        let b = b.clone();
-        g.lru.remove(old);
-        *old = t;
-        g.lru.insert(t, (band, block));
-        Some(b)
+        let i = *g.map.get(&(band, block))?;
+        if g.head != i {
+            g.unlink(i);
+            g.push_front(i);
+        }
+        g.slots[i].block.clone()
     }
 
     /// Inserts a block, evicting the least recently used ones beyond capacity.
@@ -53,21 +116,32 @@ impl BlockCache {
         }
         let mut g = self.inner.lock();
         let g = &mut *g;
-        g.tick += 1;
-        let t = g.tick;
-        if let Some((_, c, old)) = g.map.insert((band, block), (b, charge, t)) {
-            g.lru.remove(&old);
-            g.used -= c;
+        if let Some(&i) = g.map.get(&(band, block)) {
+            g.remove(i);
         }
-        g.lru.insert(t, (band, block));
-        g.used += charge;
-        while g.used > self.capacity {
-            let Some((_, k)) = g.lru.pop_first() else {
-                break;
-            };
-            if let Some((_, c, _)) = g.map.remove(&k) {
-                g.used -= c;
+        let slot = Slot {
+            key: (band, block),
+            block: Some(b),
+            charge,
+            prev: NIL,
+            next: NIL,
+        };
+        let i = match g.free.pop() {
+            Some(i) => {
+                g.slots[i] = slot;
+                i
             }
+            None => {
+                g.slots.push(slot);
+                g.slots.len() - 1
+            }
+        };
+        g.map.insert((band, block), i);
+        g.push_front(i);
+        g.used += charge;
+        while g.used > self.capacity && g.tail != NIL {
+            let t = g.tail;
+            g.remove(t);
         }
     }
 
@@ -81,15 +155,36 @@ impl BlockCache {
 mod tests {
     use super::*;
 
+    fn block() -> Block {
+        Arc::from(&b"x"[..])
+    }
+
     #[test]
     fn evicts_least_recently_used() {
         let c = BlockCache::new(100);
-        c.insert(1, 0, Arc::new(vec![]), 60);
-        c.insert(1, 1, Arc::new(vec![]), 30);
+        c.insert(1, 0, block(), 60);
+        c.insert(1, 1, block(), 30);
         assert!(c.get(1, 0).is_some());
-        c.insert(1, 2, Arc::new(vec![]), 30);
+        c.insert(1, 2, block(), 30);
         assert!(c.get(1, 1).is_none());
         assert!(c.get(1, 0).is_some() && c.get(1, 2).is_some());
         assert!(c.used() <= 100);
+    }
+
+    #[test]
+    fn reinsert_replaces_and_oversized_blocks_do_not_stay() {
+        let c = BlockCache::new(100);
+        c.insert(1, 0, block(), 40);
+        c.insert(1, 0, block(), 50);
+        assert_eq!(c.used(), 50);
+        c.insert(2, 0, block(), 500);
+        assert_eq!(c.used(), 0);
+        assert!(c.get(1, 0).is_none() && c.get(2, 0).is_none());
+        for i in 0..1000u32 {
+            c.insert(3, i, block(), 10);
+            assert!(c.get(3, i).is_some());
+            assert!(c.used() <= 100);
+        }
+        assert!(c.get(3, 999).is_some() && c.get(3, 990).is_some() && c.get(3, 989).is_none());
     }
 }

@@ -6,10 +6,10 @@ use crate::cache::BlockCache;
 use crate::compaction::{self, Plan};
 use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
-use crate::iter::{MemSource, Merge, Source};
+use crate::iter::{IterRefs, MemSource, Merge, MergeRefs, RefSource, Source};
 use crate::log;
 use crate::manifest::{BandMeta, Manifest};
-use crate::memtable::{Entry, Memtable};
+use crate::memtable::Memtable;
 use crate::options::{Mode, Options, WriteOptions};
 use crate::stats::{CheckReport, Counters, DbStats};
 use crate::superblock::Superblock;
@@ -295,7 +295,7 @@ impl Db {
     pub fn wait_for_compactions(&self) -> Result<()> {
         if self.inner.opts.background_compaction {
             loop {
-                self.inner.check_open()?;
+                self.inner.check_writable()?;
                 let idle = {
                     let sv = self.inner.current();
                     let ptrs = self.inner.meta.lock().m.compact_pointers.clone();
@@ -483,7 +483,7 @@ impl Inner {
         let zone_bytes = dev.zone_bytes();
         let memtable_limit = opts
             .memtable_bytes
-            .unwrap_or(zone_bytes - zone_bytes / 8)
+            .unwrap_or(zone_bytes - (zone_bytes / 64).clamp(64 << 10, zone_bytes / 2))
             .max(4096);
         // Open bands.
         let mut bands = Vec::with_capacity(m.bands.len());
@@ -1103,7 +1103,7 @@ impl Inner {
     #[allow(clippy::too_many_arguments)] // one call per kind of writer; a struct adds nothing
     fn write_bands(
         &self,
-        src: &mut dyn FnMut() -> Result<Option<Entry>>,
+        src: &mut dyn RefSource,
         level: u8,
         kind: IoKind,
         keep: usize,
@@ -1118,10 +1118,10 @@ impl Inner {
         let mut last_key: Vec<u8> = Vec::new();
         let mut have_last = false;
         let mut last_seq_for_key = u64::MAX;
-        while let Some(e) = src()? {
+        while let Some(e) = src.next_ref()? {
             if !have_last || last_key != e.key {
                 last_key.clear();
-                last_key.extend_from_slice(&e.key);
+                last_key.extend_from_slice(e.key);
                 have_last = true;
                 last_seq_for_key = u64::MAX;
             }
@@ -1130,12 +1130,12 @@ impl Inner {
             if shadowed {
                 continue;
             }
-            if e.value.is_none() && e.seq <= smallest_snap && drop_tombstone(&e.key) {
+            if e.value.is_none() && e.seq <= smallest_snap && drop_tombstone(e.key) {
                 continue;
             }
             let full = cur
                 .as_ref()
-                .is_some_and(|(w, _)| !w.is_empty() && !w.fits(&e));
+                .is_some_and(|(w, _)| !w.is_empty() && !w.fits(e));
             if full {
                 if let Some((w, id)) = cur.take() {
                     out.push(w.finish(id, level, self.dev.dev.now())?);
@@ -1146,7 +1146,7 @@ impl Inner {
                     let tight = self.meta.lock().free.len() <= keep + 1;
                     if tight && !out.is_empty() {
                         self.dev.flush(kind)?;
-                        cp(&mut out, &e.key, zones_out)?;
+                        cp(&mut out, e.key, zones_out)?;
                     }
                 }
                 let (z, id) = {
@@ -1160,7 +1160,7 @@ impl Inner {
                 cur = Some((BandWriter::new(&self.dev, z, kind, cfg), id));
             }
             if let Some((w, _)) = cur.as_mut() {
-                w.add(&e)?;
+                w.add(e)?;
             }
         }
         if let Some((w, id)) = cur.take() {
@@ -1175,17 +1175,19 @@ impl Inner {
         let Some(imm) = sv.imm.clone() else {
             return Ok(false);
         };
-        let mut it = imm.entries().into_iter();
         let mut zones = Vec::new();
-        let r = self.write_bands(
-            &mut || Ok(it.next()),
-            0,
-            IoKind::Flush,
-            self.flush_keep(),
-            &|_| false,
-            &mut zones,
-            None,
-        );
+        // Streamed from the immutable memtable: nothing is copied into an intermediate list.
+        let r = imm.with_iter(|it| {
+            self.write_bands(
+                &mut IterRefs(it),
+                0,
+                IoKind::Flush,
+                self.flush_keep(),
+                &|_| false,
+                &mut zones,
+                None,
+            )
+        });
         let bands = match r.and_then(|b| self.dev.flush(IoKind::Flush).map(|_| b)) {
             Ok(b) => b,
             Err(e) => {
@@ -1228,12 +1230,23 @@ impl Inner {
             }
         }
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        // Free the flushed memtable here rather than in whichever reader lets go of it last
+        // (a band's worth of versions takes milliseconds to free). Readers hold it for one
+        // GET; a scan may hold it longer, so the wait is bounded.
+        drop(sv);
+        let t0 = Instant::now();
+        while Arc::strong_count(&imm) > 1 && t0.elapsed() < Duration::from_millis(20) {
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        drop(imm);
         Ok(true)
     }
 
     fn flush_memtable(&self) -> Result<()> {
         self.check_writable()?;
         loop {
+            // The background thread may fail (and poison the handle) while we wait for it.
+            self.check_writable()?;
             {
                 let mut w = self.writer.lock();
                 let sv = self.current();
@@ -1458,7 +1471,7 @@ impl Inner {
             self.free_pending(&mut ms)
         };
         let r = self.write_bands(
-            &mut || merge.next_entry(),
+            &mut MergeRefs::new(&mut merge),
             level,
             IoKind::Compaction,
             0,
@@ -1600,6 +1613,10 @@ impl Inner {
                     Err(Error::NoSpace(m)) => b.nospace = Some(m),
                     Err(e) => {
                         tracing::warn!("smrdb background work failed: {e}");
+                        // A device error or corruption leaves the in-memory state unreliable:
+                        // poison the handle so that writers and waiters see the failure
+                        // instead of waiting for work that will never complete.
+                        let _ = self.fail::<()>(e);
                     }
                 }
             }

@@ -126,6 +126,22 @@ impl Dev {
         if len == 0 {
             return Ok(Vec::new());
         }
+        let (mut buf, skip) = self.read_span(zone, off, len, kind)?;
+        buf.drain(..skip);
+        buf.truncate(len);
+        Ok(buf)
+    }
+
+    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone`; returns
+    /// them and where the requested bytes start in them (callers that copy the bytes out
+    /// anyway save [`Dev::read_at`]'s move to the front).
+    pub fn read_span(
+        &self,
+        zone: u32,
+        off: u64,
+        len: usize,
+        kind: IoKind,
+    ) -> Result<(Vec<u8>, usize)> {
         let first = off / self.ss;
         let end = (off + len as u64).div_ceil(self.ss);
         if end > self.zone_sectors {
@@ -141,10 +157,7 @@ impl Dev {
             .read(self.zone_lba(zone) + first, &mut buf)
             .map_err(Error::Device)?;
         self.account(kind, buf.len() as u64, done, false);
-        let skip = (off - first * self.ss) as usize;
-        buf.drain(..skip);
-        buf.truncate(len);
-        Ok(buf)
+        Ok((buf, (off - first * self.ss) as usize))
     }
 
     /// Reads `sectors` whole sectors at an absolute LBA (the conventional area).

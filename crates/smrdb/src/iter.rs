@@ -2,7 +2,7 @@
 
 use crate::band::BandIter;
 use crate::error::Result;
-use crate::memtable::{BatchFrom, Entry, Memtable};
+use crate::memtable::{BatchFrom, Entry, EntryRef, Memtable};
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
@@ -16,6 +16,42 @@ pub trait Source: Send {
 impl Source for BandIter {
     fn next_entry(&mut self) -> Result<Option<Entry>> {
         BandIter::next_entry(self)
+    }
+}
+
+/// A sorted stream of borrowed entries (each valid until the next call): what band writers
+/// consume, so that a flush writes straight from the memtable without copying it.
+pub trait RefSource {
+    /// The next entry in internal key order.
+    fn next_ref(&mut self) -> Result<Option<EntryRef<'_>>>;
+}
+
+/// A [`RefSource`] over an iterator of borrowed entries (a memtable's).
+pub struct IterRefs<'i, 'a>(pub &'i mut dyn Iterator<Item = EntryRef<'a>>);
+
+impl RefSource for IterRefs<'_, '_> {
+    fn next_ref(&mut self) -> Result<Option<EntryRef<'_>>> {
+        Ok(self.0.next())
+    }
+}
+
+/// A [`RefSource`] lending the entries of a [`Merge`] one at a time.
+pub struct MergeRefs<'m> {
+    merge: &'m mut Merge,
+    cur: Option<Entry>,
+}
+
+impl<'m> MergeRefs<'m> {
+    /// Lends the entries of `merge`.
+    pub fn new(merge: &'m mut Merge) -> Self {
+        MergeRefs { merge, cur: None }
+    }
+}
+
+impl RefSource for MergeRefs<'_> {
+    fn next_ref(&mut self) -> Result<Option<EntryRef<'_>>> {
+        self.cur = self.merge.next_entry()?;
+        Ok(self.cur.as_ref().map(Entry::as_ref))
     }
 }
 

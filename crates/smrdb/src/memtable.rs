@@ -1,7 +1,16 @@
 //! The in-memory table: every version of every key written since the last flush, sorted by
 //! key ascending and sequence number descending (the internal key order shared by bands).
+//!
+//! A point lookup is one descent of the tree: the first version at or after the probe
+//! `(key, snap)` in internal order is the newest version of `key` visible at `snap`, if its
+//! user key is `key`. Each version carries the first 16 bytes of its key inline (as a
+//! big-endian integer), so the comparisons on the way down rarely leave the tree's nodes to
+//! read a key out of its heap allocation, and the probe borrows the caller's key instead of
+//! allocating a copy.
 
 use parking_lot::RwLock;
+use std::borrow::Borrow;
+use std::cmp::Ordering as CmpOrdering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,55 +29,198 @@ pub struct Entry {
 impl Entry {
     /// Bytes this entry occupies in a data block, roughly (key, value, header).
     pub fn encoded_len(&self) -> usize {
-        self.key.len() + self.value.as_ref().map_or(0, |v| v.len()) + 14
+        encoded_len(&self.key, self.value.as_deref())
+    }
+
+    /// The entry as borrowed parts.
+    pub fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            key: &self.key,
+            seq: self.seq,
+            value: self.value.as_deref(),
+        }
+    }
+}
+
+/// Bytes an entry occupies in a data block, roughly (key, value, header).
+pub fn encoded_len(key: &[u8], value: Option<&[u8]>) -> usize {
+    key.len() + value.map_or(0, |v| v.len()) + 14
+}
+
+/// One version of a key, borrowed (from a memtable, a data block or an [`Entry`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRef<'a> {
+    /// User key.
+    pub key: &'a [u8],
+    /// Sequence number of the write.
+    pub seq: u64,
+    /// Value, or `None` for a deletion.
+    pub value: Option<&'a [u8]>,
+}
+
+impl EntryRef<'_> {
+    /// Bytes this entry occupies in a data block, roughly (key, value, header).
+    pub fn encoded_len(&self) -> usize {
+        encoded_len(self.key, self.value)
+    }
+
+    /// An owned copy.
+    pub fn to_entry(&self) -> Entry {
+        Entry {
+            key: self.key.to_vec(),
+            seq: self.seq,
+            value: self.value.map(<[u8]>::to_vec),
+        }
+    }
+}
+
+impl<'a> From<&'a Entry> for EntryRef<'a> {
+    fn from(e: &'a Entry) -> Self {
+        e.as_ref()
+    }
+}
+
+/// The first 16 bytes of `key` as a big-endian integer, zero-padded. Keys compare like their
+/// prefixes whenever the prefixes differ (a zero pad sorts before any byte a longer key has
+/// there, as the shorter key does), so equal prefixes are the only case that needs the keys.
+fn prefix16(key: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = key.len().min(16);
+    b[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(b)
+}
+
+/// What the tree compares: a stored version ([`IKey`]) or a lookup probe ([`Probe`]).
+/// `IKey: Borrow<dyn Lookup>` lets a probe borrow the caller's key.
+trait Lookup {
+    fn prefix(&self) -> u128;
+    fn key(&self) -> &[u8];
+    fn seq(&self) -> u64;
+}
+
+/// Internal key order: user key ascending, then sequence number descending.
+fn cmp_lookup(a: &(impl Lookup + ?Sized), b: &(impl Lookup + ?Sized)) -> CmpOrdering {
+    match a.prefix().cmp(&b.prefix()) {
+        CmpOrdering::Equal => {}
+        o => return o,
+    }
+    let (ka, kb) = (a.key(), b.key());
+    // Equal prefixes of keys no longer than 16 bytes: equal keys iff equal lengths.
+    let keys = if ka.len() <= 16 && kb.len() <= 16 {
+        ka.len().cmp(&kb.len())
+    } else {
+        ka.cmp(kb)
+    };
+    keys.then_with(|| b.seq().cmp(&a.seq()))
+}
+
+impl PartialEq for dyn Lookup + '_ {
+    fn eq(&self, o: &Self) -> bool {
+        cmp_lookup(self, o) == CmpOrdering::Equal
+    }
+}
+impl Eq for dyn Lookup + '_ {}
+impl PartialOrd for dyn Lookup + '_ {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for dyn Lookup + '_ {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        cmp_lookup(self, o)
     }
 }
 
 /// One version in the memtable: key and value share one allocation (`data = key ++ value`),
-/// so an insert costs one allocation. Ordered by user key ascending, then sequence number
-/// descending (the internal key order).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// so an insert costs one allocation; the key's first 16 bytes are also kept inline.
+#[derive(Debug)]
 struct IKey {
+    prefix: u128,
     data: Box<[u8]>,
-    klen: u32,
     seq: u64,
+    klen: u32,
     /// Whether `data[klen..]` is a value (false: a tombstone).
     put: bool,
 }
 
 impl IKey {
     fn key(&self) -> &[u8] {
-        &self.data[..self.klen as usize]
+        self.data.get(..self.klen as usize).unwrap_or_default()
     }
     fn value(&self) -> Option<&[u8]> {
-        self.put.then(|| &self.data[self.klen as usize..])
+        self.put
+            .then(|| self.data.get(self.klen as usize..).unwrap_or_default())
     }
-    fn probe(key: &[u8], seq: u64) -> Self {
-        IKey {
-            data: key.into(),
-            klen: key.len() as u32,
-            seq,
-            put: false,
-        }
-    }
-    fn entry(&self) -> Entry {
-        Entry {
-            key: self.key().to_vec(),
+    fn entry_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            key: self.key(),
             seq: self.seq,
-            value: self.value().map(|v| v.to_vec()),
+            value: self.value(),
         }
     }
 }
 
-impl Ord for IKey {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.key().cmp(o.key()).then(o.seq.cmp(&self.seq))
+impl Lookup for IKey {
+    fn prefix(&self) -> u128 {
+        self.prefix
+    }
+    fn key(&self) -> &[u8] {
+        IKey::key(self)
+    }
+    fn seq(&self) -> u64 {
+        self.seq
     }
 }
 
+impl<'a> Borrow<dyn Lookup + 'a> for IKey {
+    fn borrow(&self) -> &(dyn Lookup + 'a) {
+        self
+    }
+}
+
+impl PartialEq for IKey {
+    fn eq(&self, o: &Self) -> bool {
+        cmp_lookup(self, o) == CmpOrdering::Equal
+    }
+}
+impl Eq for IKey {}
+impl Ord for IKey {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        cmp_lookup(self, o)
+    }
+}
 impl PartialOrd for IKey {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
         Some(self.cmp(o))
+    }
+}
+
+/// A lookup position `(key, seq)` borrowing the caller's key.
+struct Probe<'a> {
+    prefix: u128,
+    key: &'a [u8],
+    seq: u64,
+}
+
+impl<'a> Probe<'a> {
+    fn new(key: &'a [u8], seq: u64) -> Self {
+        Probe {
+            prefix: prefix16(key),
+            key,
+            seq,
+        }
+    }
+}
+
+impl Lookup for Probe<'_> {
+    fn prefix(&self) -> u128 {
+        self.prefix
+    }
+    fn key(&self) -> &[u8] {
+        self.key
+    }
+    fn seq(&self) -> u64 {
+        self.seq
     }
 }
 
@@ -98,19 +250,25 @@ impl Memtable {
         data.extend_from_slice(key);
         data.extend_from_slice(v);
         IKey {
+            prefix: prefix16(key),
             data: data.into_boxed_slice(),
-            klen: key.len() as u32,
             seq,
+            // Keys are limited to `MAX_KEY_LEN` (64 KiB) by every write path.
+            klen: key.len() as u32,
             put: value.is_some(),
         }
     }
 
+    /// Bytes charged for one version: key, value and a fixed overhead.
+    fn charge(key: &[u8], value: Option<&[u8]>) -> u64 {
+        (key.len() + value.map_or(0, |v| v.len()) + 32) as u64
+    }
+
     /// Adds one version.
     pub fn insert(&self, key: &[u8], seq: u64, value: Option<&[u8]>) {
-        let len = key.len() + value.map_or(0, |v| v.len()) + 32;
         let k = Self::make(key, seq, value);
         self.map.write().insert(k);
-        self.account(len as u64, seq, seq);
+        self.account(Self::charge(key, value), seq, seq);
     }
 
     /// Adds the versions `(key, value)` with consecutive sequence numbers from `seq0`, under
@@ -124,7 +282,7 @@ impl Memtable {
         let mut len = 0u64;
         let mut seq = seq0;
         for (k, v) in ops {
-            len += (k.len() + v.map_or(0, |v| v.len()) + 32) as u64;
+            len += Self::charge(k, v);
             m.insert(Self::make(k, seq, v));
             seq += 1;
         }
@@ -143,40 +301,53 @@ impl Memtable {
     /// The newest version of `key` with a sequence number ≤ `snap`: `Some((seq, value))`,
     /// where a `None` value is a tombstone.
     pub fn get(&self, key: &[u8], snap: u64) -> Option<(u64, Option<Vec<u8>>)> {
-        let from = IKey::probe(key, snap);
+        self.get_with(key, snap, |v| v.map(<[u8]>::to_vec))
+    }
+
+    /// Like [`Memtable::get`], handing the value (`None`: a tombstone) to `f` in place.
+    pub fn get_with<T>(
+        &self,
+        key: &[u8],
+        snap: u64,
+        f: impl FnOnce(Option<&[u8]>) -> T,
+    ) -> Option<(u64, T)> {
+        let probe = Probe::new(key, snap);
         let m = self.map.read();
-        let k = m.range(from..).next()?;
-        (k.key() == key).then(|| (k.seq, k.value().map(|v| v.to_vec())))
+        // The first version at or after (key, snap) in internal order: one descent.
+        let k = m
+            .range::<dyn Lookup, _>((Bound::Included(&probe as &dyn Lookup), Bound::Unbounded))
+            .next()?;
+        (k.key() == key).then(|| (k.seq, f(k.value())))
     }
 
     /// Up to `limit` entries in internal order starting after (`after`) or at (`start`) a
     /// position; used by iterators that fetch in batches without holding the lock.
     pub fn batch(&self, from: BatchFrom<'_>, limit: usize) -> Vec<Entry> {
-        let lower = match from {
-            BatchFrom::Start(k) => Bound::Included(IKey::probe(k, u64::MAX)),
-            BatchFrom::After(k, seq) => Bound::Excluded(IKey::probe(k, seq)),
+        let (probe, incl) = match from {
+            BatchFrom::Start(k) => (Probe::new(k, u64::MAX), true),
+            BatchFrom::After(k, seq) => (Probe::new(k, seq), false),
+        };
+        let p: &dyn Lookup = &probe;
+        let lower = if incl {
+            Bound::Included(p)
+        } else {
+            Bound::Excluded(p)
         };
         let m = self.map.read();
-        m.range((lower, Bound::Unbounded))
+        m.range::<dyn Lookup, _>((lower, Bound::Unbounded))
             .take(limit)
-            .map(IKey::entry)
+            .map(|k| k.entry_ref().to_entry())
             .collect()
     }
 
-    /// Every entry in internal order (flush).
-    pub fn entries(&self) -> Vec<Entry> {
-        self.map.read().iter().map(IKey::entry).collect()
-    }
-
-    /// Calls `f` on every entry in internal order, without copying (flush). The memtable
-    /// must not be written meanwhile (it is immutable by then); readers may proceed.
-    pub fn for_each(&self, mut f: impl FnMut(&[u8], u64, Option<&[u8]>) -> bool) {
+    /// Runs `f` on an iterator over every version in internal order, without copying (a
+    /// flush streams the memtable into band writers this way). The read lock is held
+    /// meanwhile: the memtable must not be written (it is immutable by then); readers may
+    /// proceed.
+    pub fn with_iter<R>(&self, f: impl FnOnce(&mut dyn Iterator<Item = EntryRef<'_>>) -> R) -> R {
         let m = self.map.read();
-        for k in m.iter() {
-            if !f(k.key(), k.seq, k.value()) {
-                break;
-            }
-        }
+        let mut it = m.iter().map(IKey::entry_ref);
+        f(&mut it)
     }
 
     /// Approximate bytes held.
@@ -212,6 +383,11 @@ pub enum BatchFrom<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    fn all(m: &Memtable) -> Vec<Entry> {
+        m.with_iter(|it| it.map(|e| e.to_entry()).collect())
+    }
 
     #[test]
     fn newest_visible_version_wins() {
@@ -225,10 +401,57 @@ mod tests {
         assert_eq!(m.get(b"a", 2), Some((1, Some(b"x".to_vec()))));
         assert_eq!(m.get(b"a", 0), None);
         assert_eq!(m.get(b"c", 10), None);
-        let all = m.entries();
+        let all = all(&m);
         assert_eq!(all.len(), 4);
         assert_eq!((all[0].seq, all[3].key.as_slice()), (5, &b"b"[..]));
         let rest = m.batch(BatchFrom::After(b"a", 3), 10);
         assert_eq!(rest[0].seq, 1);
+    }
+
+    /// Keys that differ only past the inline 16-byte prefix, keys that are prefixes of
+    /// others, trailing zero bytes (which the prefix's padding cannot tell apart from a
+    /// shorter key) and the empty key: order and lookups agree with plain byte order.
+    #[test]
+    fn inline_prefix_keeps_byte_order() {
+        let mut keys: Vec<Vec<u8>> = vec![
+            vec![],
+            vec![0],
+            vec![0, 0],
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            b"a\0\0".to_vec(),
+            b"0123456789abcdef".to_vec(),
+            b"0123456789abcdef\0".to_vec(),
+            b"0123456789abcdefA".to_vec(),
+            b"0123456789abcdefB".to_vec(),
+            b"0123456789abcdeg".to_vec(),
+            b"0123456789abcde".to_vec(),
+            vec![0xff; 20],
+            vec![0xff; 16],
+        ];
+        for i in 0..200u32 {
+            keys.push(format!("user{:020}", i.wrapping_mul(2_654_435_761)).into_bytes());
+        }
+        let m = Memtable::new();
+        let mut model = BTreeMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            let seq = i as u64 + 1;
+            m.insert(k, seq, Some(k));
+            model.insert((k.clone(), u64::MAX - seq), ());
+        }
+        let got: Vec<Vec<u8>> = all(&m).into_iter().map(|e| e.key).collect();
+        let want: Vec<Vec<u8>> = model.keys().map(|(k, _)| k.clone()).collect();
+        assert_eq!(got, want);
+        for k in &keys {
+            assert_eq!(m.get(k, u64::MAX).and_then(|(_, v)| v), Some(k.clone()));
+            let mut missing = k.clone();
+            missing.push(1);
+            if !keys.contains(&missing) {
+                assert_eq!(m.get(&missing, u64::MAX), None, "{missing:?}");
+            }
+        }
+        let from = m.batch(BatchFrom::Start(b"a\0"), 2);
+        assert_eq!(from[0].key, b"a\0".to_vec());
+        assert_eq!(from[1].key, b"a\0\0".to_vec());
     }
 }

@@ -21,8 +21,11 @@ pub struct Options {
     /// Organisation and compaction policy. Default [`Mode::Soc`].
     pub mode: Mode,
     /// Bytes of key-value data buffered in the memtable before it is flushed to a band.
-    /// Default `None` = the band (zone) capacity less room for the band's index, filter and
-    /// histogram, so that one memtable fills one band, as the paper does.
+    /// Default `None` = the band (zone) capacity less 1/64 of it (at least 64 KiB) for the
+    /// band's index, filter, histogram and footer, so that one memtable fills one band, as
+    /// the paper does (a memtable is charged 32 bytes per version beyond its key and value,
+    /// more than a version's header in a data block, so its data fits in the rest; a flush
+    /// that outgrows a band continues in another).
     pub memtable_bytes: Option<u64>,
     /// Log buffer: records are written to the log band when this many bytes are buffered, or
     /// at a synced write. Default 1 MiB (the paper's value). Larger buffers mean fewer, larger

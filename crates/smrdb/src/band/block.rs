@@ -6,7 +6,7 @@
 //! (masked crc32c) covers everything before it.
 
 use crate::codec::{crc, put_bytes, put_u32, put_varint, Reader};
-use crate::memtable::Entry;
+use crate::memtable::{Entry, EntryRef};
 
 /// Appends entries and produces an encoded block.
 #[derive(Debug, Default)]
@@ -17,10 +17,11 @@ pub struct BlockBuilder {
 
 impl BlockBuilder {
     /// Adds an entry (callers add in internal key order).
-    pub fn add(&mut self, e: &Entry) {
-        put_bytes(&mut self.buf, &e.key);
+    pub fn add<'e>(&mut self, e: impl Into<EntryRef<'e>>) {
+        let e = e.into();
+        put_bytes(&mut self.buf, e.key);
         put_varint(&mut self.buf, (e.seq << 1) | e.value.is_some() as u64);
-        if let Some(v) = &e.value {
+        if let Some(v) = e.value {
             put_bytes(&mut self.buf, v);
         }
         self.count += 1;
@@ -117,9 +118,6 @@ pub fn block_entries(buf: &[u8], verify_crc: bool) -> Result<&[u8], String> {
     Ok(&body[..body.len() - 4])
 }
 
-/// One entry decoded in place.
-pub type EntryRef<'a> = (&'a [u8], u64, Option<&'a [u8]>);
-
 /// Decodes the entry at the reader's position.
 fn next_ref<'a>(r: &mut Reader<'a>) -> Result<EntryRef<'a>, String> {
     let at = r.pos();
@@ -131,7 +129,11 @@ fn next_ref<'a>(r: &mut Reader<'a>) -> Result<EntryRef<'a>, String> {
     } else {
         None
     };
-    Ok((key, sk >> 1, value))
+    Ok(EntryRef {
+        key,
+        seq: sk >> 1,
+        value,
+    })
 }
 
 /// Finds, in an entry area, the first entry at or after internal key `(key, snap)`, without
@@ -144,7 +146,7 @@ pub fn search_block<'a>(
     let mut r = Reader::new(entries);
     while !r.is_empty() {
         let e = next_ref(&mut r)?;
-        if crate::band::reader::cmp_ikey(e.0, e.1, key, snap) != std::cmp::Ordering::Less {
+        if crate::band::reader::cmp_ikey(e.key, e.seq, key, snap) != std::cmp::Ordering::Less {
             return Ok(Some(e));
         }
     }

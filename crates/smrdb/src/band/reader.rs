@@ -111,12 +111,13 @@ impl Band {
             .index
             .get(i)
             .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
-        let mut buf = dev.read_at(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
-        let n = block_entries(&buf, verify)
-            .map_err(|w| Error::corruption(self.meta.zone, e.offset, format!("data block: {w}")))?
-            .len();
-        buf.truncate(n);
-        let b = Arc::new(buf);
+        let (buf, skip) = dev.read_span(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
+        let raw = buf
+            .get(skip..skip + e.len as usize)
+            .ok_or_else(|| Error::corruption(self.meta.zone, e.offset, "short block read"))?;
+        let area = block_entries(raw, verify)
+            .map_err(|w| Error::corruption(self.meta.zone, e.offset, format!("data block: {w}")))?;
+        let b: Block = Arc::from(area);
         if let Some(c) = cache {
             c.insert(self.meta.id, i as u32, b.clone(), e.len as u64);
         }
@@ -150,8 +151,8 @@ impl Band {
                 let off = self.index.get(i).map_or(0, |e| e.offset);
                 Error::corruption(self.meta.zone, off, format!("data block: {w}"))
             })?;
-            if let Some((k, seq, v)) = found {
-                return Ok((k == key).then(|| (seq, v.map(|v| v.to_vec()))));
+            if let Some(e) = found {
+                return Ok((e.key == key).then(|| (e.seq, e.value.map(<[u8]>::to_vec))));
             }
             i += 1;
         }

@@ -8,7 +8,7 @@ use super::reader::Band;
 use crate::error::Result;
 use crate::io::{Dev, IoKind};
 use crate::manifest::BandMeta;
-use crate::memtable::Entry;
+use crate::memtable::EntryRef;
 
 /// Format parameters of a band writer.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +78,8 @@ impl<'a> BandWriter<'a> {
     }
 
     /// Whether `e` can still be added without the band outgrowing its zone.
-    pub fn fits(&self, e: &Entry) -> bool {
+    pub fn fits<'e>(&self, e: impl Into<EntryRef<'e>>) -> bool {
+        let e = e.into();
         let n = (self.hashes.len() + 1) as u64;
         let est = self.offset
             + self.block.len() as u64
@@ -93,17 +94,18 @@ impl<'a> BandWriter<'a> {
     }
 
     /// Adds an entry (in internal key order).
-    pub fn add(&mut self, e: &Entry) -> Result<()> {
+    pub fn add<'e>(&mut self, e: impl Into<EntryRef<'e>>) -> Result<()> {
+        let e = e.into();
         if self.block.len() >= self.cfg.block_size {
             self.finish_block()?;
         }
         if self.entries == 0 {
-            self.smallest = e.key.clone();
+            self.smallest = e.key.to_vec();
         }
         if self.entries == 0 || self.last_user_key != e.key {
-            self.hashes.push(hash(&e.key));
+            self.hashes.push(hash(e.key));
             self.last_user_key.clear();
-            self.last_user_key.extend_from_slice(&e.key);
+            self.last_user_key.extend_from_slice(e.key);
         }
         self.block.add(e);
         self.block_last_seq = e.seq;
