@@ -9,15 +9,16 @@
 //! `nbdfuse` and a loop device, formatted with `mkfs.ext4`. Every drive is emulated in this
 //! process in virtual time. A sampler reads each drive's clock every 20 ms while db_bench runs;
 //! db_bench's own per-second report (`--report_interval_seconds=1`) gives the operations done
-//! in each wall second, so the throughput of an interval is operations / device seconds the
-//! drive spent in that interval. Each benchmark is its own db_bench process (the report file
-//! only holds the last benchmark of a process), the later ones with `--use_existing_db=1`.
+//! in each wall second; together they give operations against device time, and throughput
+//! over time is operations per device second in fixed windows of device time (`--window`).
+//! All benchmarks run in one db_bench process; its report file, rewritten at the start of
+//! each benchmark, is read every 10 ms.
 //!
 //! ```text
 //! cargo run --release -p tegula-fs --example figure4 -- [--num 200000] [--value-size 400]
 //!     [--benchmarks fillrandom,overwrite,readrandom] [--drives tegula,cmr,dm] [--out DIR]
 //!     [--plot FILE.svg] [--capacity 8GiB] [--dm-config FILE.toml] [--dm-set KEY=VALUE]...
-//!     [--dirty-limit 64MiB] [--idle-before 60] [--min-interval 0.05]
+//!     [--dirty-limit 64MiB] [--idle-before 60] [--window 0.25] [--db-bench-arg ARG]...
 //! ```
 //!
 //! Needs root, /dev/fuse, fusermount3 and db_bench; the ext4 drives also nbdfuse, losetup,
@@ -60,7 +61,7 @@ struct Args {
     dm_set: Vec<(String, String)>,
     dirty_limit: u64,
     idle_before: f64,
-    min_interval: f64,
+    window: f64,
     extra: Vec<String>,
 }
 
@@ -121,7 +122,7 @@ fn args() -> Args {
             .collect(),
         dirty_limit: get("--dirty-limit").map_or(64 << 20, |s| parse_size(&s)),
         idle_before: get("--idle-before").map_or(60.0, |s| s.parse().unwrap()),
-        min_interval: get("--min-interval").map_or(0.05, |s| s.parse().unwrap()),
+        window: get("--window").map_or(0.25, |s| s.parse().unwrap()),
         extra: all("--db-bench-arg"),
     }
 }
@@ -129,8 +130,17 @@ fn args() -> Args {
 // ---------------------------------------------------------------------------------------------
 // Drives
 
-/// Reads a drive's virtual clock and busy time (ns).
-type Probe = Arc<dyn Fn() -> (Nanos, u64) + Send + Sync>;
+/// A drive's virtual clock, busy time (ns) and the bytes the host read and wrote.
+#[derive(Clone, Copy, Default)]
+struct Clock {
+    now: Nanos,
+    busy: u64,
+    read: u64,
+    written: u64,
+}
+
+/// Reads a drive's [`Clock`].
+type Probe = Arc<dyn Fn() -> Clock + Send + Sync>;
 /// Reads a drive's cumulative counters.
 type Counters = Arc<dyn Fn() -> BTreeMap<String, f64> + Send + Sync>;
 
@@ -262,6 +272,8 @@ fn delta(a: &BTreeMap<String, f64>, b: &BTreeMap<String, f64>) -> BTreeMap<Strin
 struct Sample {
     wall_s: f64,
     device_ns: Nanos,
+    read: u64,
+    written: u64,
 }
 
 /// Samples a drive's clock every 20 ms until stopped.
@@ -277,10 +289,12 @@ impl Sampler {
         let handle = std::thread::spawn(move || {
             let mut out = Vec::new();
             loop {
-                let (now, _) = probe();
+                let c = probe();
                 out.push(Sample {
                     wall_s: t0.elapsed().as_secs_f64(),
-                    device_ns: now,
+                    device_ns: c.now,
+                    read: c.read,
+                    written: c.written,
                 });
                 if s.load(Ordering::Relaxed) {
                     return out;
@@ -314,14 +328,29 @@ fn device_at(samples: &[Sample], t: f64) -> f64 {
         + (b.device_ns as f64 - a.device_ns as f64) * (t - a.wall_s) / (b.wall_s - a.wall_s)
 }
 
-/// One db_bench process (one benchmark).
+/// The first sample taken at or after wall time `t` (the last one if none).
+fn sample_after(samples: &[Sample], t: f64) -> Sample {
+    let i = samples.partition_point(|s| s.wall_s < t);
+    samples
+        .get(i)
+        .or(samples.last())
+        .copied()
+        .unwrap_or(Sample {
+            wall_s: t,
+            device_ns: 0,
+            read: 0,
+            written: 0,
+        })
+}
+
+/// One benchmark of the db_bench process.
 struct Phase {
     benchmark: String,
     /// db_bench's result line (wall-clock throughput).
     line: String,
     ops: u64,
-    /// Wall seconds (from the run's start) when the process started, when db_bench's
-    /// reporter started (the database is open) and when the process ended.
+    /// Wall seconds (from the run's start) when the previous benchmark ended (or the process
+    /// started), when this benchmark's reporter started, and when its result line appeared.
     wall_start: f64,
     wall_origin: f64,
     wall_end: f64,
@@ -329,65 +358,8 @@ struct Phase {
     reports: Vec<(f64, f64)>,
 }
 
-/// Runs one benchmark in its own db_bench process.
-fn db_bench(
-    db: &Path,
-    benchmark: &str,
-    existing: bool,
-    a: &Args,
-    tmp: &Path,
-    t0: Instant,
-) -> Result<Phase, String> {
-    let report = tmp.join(format!("report-{benchmark}.csv"));
-    let _ = std::fs::remove_file(&report);
-    let out_path = tmp.join(format!("db_bench-{benchmark}.out"));
-    let out_file = std::fs::File::create(&out_path).map_err(|e| e.to_string())?;
-    let err_file = out_file.try_clone().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new("db_bench");
-    cmd.arg(format!("--db={}", db.display()))
-        .arg(format!("--benchmarks={benchmark}"))
-        .arg(format!("--num={}", a.num))
-        .arg(format!("--value_size={}", a.value_size))
-        .arg(format!("--use_existing_db={}", u8::from(existing)))
-        .arg("--threads=1")
-        .arg("--progress_reports=0")
-        .arg("--report_interval_seconds=1")
-        .arg(format!("--report_file={}", report.display()))
-        .args(&a.extra)
-        .stdout(Stdio::from(out_file))
-        .stderr(Stdio::from(err_file));
-    let start = t0.elapsed().as_secs_f64();
-    let mut child = cmd.spawn().map_err(|e| format!("db_bench: {e}"))?;
-    // The reporter creates its file when the benchmark starts (after the database is open).
-    let mut origin = None;
-    let status = loop {
-        if origin.is_none() && report.exists() {
-            origin = Some(t0.elapsed().as_secs_f64());
-        }
-        if let Some(st) = child.try_wait().map_err(|e| e.to_string())? {
-            break st;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let end = t0.elapsed().as_secs_f64();
-    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
-    if !status.success() {
-        return Err(format!("db_bench --benchmarks={benchmark} failed:\n{text}"));
-    }
-    let line = text
-        .lines()
-        .find(|l| l.starts_with(benchmark) && l.contains("ops/sec"))
-        .unwrap_or_default()
-        .to_string();
-    let ops = line
-        .split(" operations")
-        .next()
-        .and_then(|s| s.split_whitespace().last())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(a.num);
-    let rep = std::fs::read_to_string(&report).unwrap_or_default();
-    let reports = rep
-        .lines()
+fn parse_report(text: &str) -> Vec<(f64, f64)> {
+    text.lines()
         .skip(1)
         .filter_map(|l| {
             let mut it = l.split(',');
@@ -396,90 +368,196 @@ fn db_bench(
                 it.next()?.trim().parse().ok()?,
             ))
         })
-        .collect();
-    Ok(Phase {
-        benchmark: benchmark.into(),
-        line,
-        ops,
-        wall_start: start,
-        wall_origin: origin.unwrap_or(start),
-        wall_end: end,
-        reports,
-    })
+        .collect()
 }
 
-/// Throughput of one interval.
+/// Runs every benchmark in one db_bench process, as one would by hand. db_bench rewrites its
+/// report file (`--report_file`) at the start of each benchmark, so the file is read every
+/// 10 ms and a new benchmark is recognised by the file getting shorter; each benchmark's end
+/// is the moment its result line appears on db_bench's standard output.
+fn db_bench(db: &Path, a: &Args, tmp: &Path, t0: Instant) -> Result<Vec<Phase>, String> {
+    let report = tmp.join("report.csv");
+    let _ = std::fs::remove_file(&report);
+    let mut cmd = Command::new("db_bench");
+    cmd.arg(format!("--db={}", db.display()))
+        .arg(format!("--benchmarks={}", a.benchmarks.join(",")))
+        .arg(format!("--num={}", a.num))
+        .arg(format!("--value_size={}", a.value_size))
+        .arg("--threads=1")
+        .arg("--progress_reports=0")
+        .arg("--report_interval_seconds=1")
+        .arg(format!("--report_file={}", report.display()))
+        .args(&a.extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = t0.elapsed().as_secs_f64();
+    let mut child = cmd.spawn().map_err(|e| format!("db_bench: {e}"))?;
+    let stdout = child.stdout.take().ok_or("db_bench: no stdout")?;
+    let stderr = child.stderr.take().ok_or("db_bench: no stderr")?;
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(|l| l.ok())
+            .map(|l| (t0.elapsed().as_secs_f64(), l))
+            .collect::<Vec<_>>()
+    });
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut s);
+        s
+    });
+    // (time the generation was first seen, its latest contents)
+    let mut gens: Vec<(f64, String)> = Vec::new();
+    let status = loop {
+        let done = child.try_wait().map_err(|e| e.to_string())?;
+        if let Ok(text) = std::fs::read_to_string(&report) {
+            let now = t0.elapsed().as_secs_f64();
+            match gens.last_mut() {
+                Some((_, old)) if text.len() >= old.len() => *old = text,
+                _ => gens.push((now, text)),
+            }
+        }
+        if let Some(st) = done {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let lines = lines
+        .join()
+        .map_err(|_| "db_bench output reader panicked")?;
+    let errors = errors.join().unwrap_or_default();
+    if !status.success() {
+        let out: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();
+        return Err(format!("db_bench failed:\n{}\n{errors}", out.join("\n")));
+    }
+    let mut phases = Vec::new();
+    let mut prev_end = start;
+    let mut results = lines
+        .iter()
+        .filter(|(_, l)| l.contains("ops/sec") && l.contains(" : "));
+    for (k, b) in a.benchmarks.iter().enumerate() {
+        let (t_end, line) = results
+            .next()
+            .ok_or_else(|| format!("no result line for {b} from db_bench"))?;
+        if !line.starts_with(b.as_str()) {
+            return Err(format!("expected {b}, db_bench printed: {line}"));
+        }
+        let ops = line
+            .split(" operations")
+            .next()
+            .and_then(|s| s.split_whitespace().last())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(a.num);
+        let (origin, reports) = match gens.get(k) {
+            Some((t, text)) if *t <= *t_end => (*t, parse_report(text)),
+            _ => (prev_end, Vec::new()),
+        };
+        phases.push(Phase {
+            benchmark: b.clone(),
+            line: line.clone(),
+            ops,
+            wall_start: prev_end,
+            wall_origin: origin.max(prev_end),
+            wall_end: *t_end,
+            reports,
+        });
+        prev_end = *t_end;
+    }
+    Ok(phases)
+}
+
+/// Throughput in one window of device time.
 #[derive(Clone, Debug)]
-struct Interval {
-    benchmark: String,
-    /// Device seconds from the start of the run to the start and end of the interval.
+struct Window {
+    /// Device seconds from the start of the run to the window's start and end.
     device_start_s: f64,
     device_end_s: f64,
-    wall_start_s: f64,
-    wall_end_s: f64,
+    /// Operations done while the drive's clock crossed the window (interpolated).
     ops: f64,
     ops_per_device_s: f64,
 }
 
-/// Splits the phases into intervals of db_bench's reports; intervals in which the drive
-/// advanced less than `min_dev` seconds are merged into the next (and a short tail into the
-/// previous), so that every interval's throughput has a device time to divide by. A phase in
-/// which the drive did (almost) nothing gives no interval.
-fn intervals(phases: &[Phase], samples: &[Sample], dev0: f64, min_dev: f64) -> Vec<Interval> {
-    let mut out = Vec::new();
+/// Operations done by wall time `t`: db_bench's one-second reports give the count at each
+/// report; between reports (and from the last report to the end of the process) the count is
+/// interpolated linearly; before a process's benchmark starts it is the previous total.
+fn ops_at(phases: &[Phase], t: f64) -> f64 {
+    let mut done = 0.0;
     for p in phases {
-        // Interval edges in wall time with the operations done in each.
-        let mut edges = vec![(p.wall_origin, 0.0)];
-        let mut reported = 0.0;
-        for &(t, ops) in &p.reports {
-            let w = (p.wall_origin + t).min(p.wall_end);
-            edges.push((w, ops));
-            reported += ops;
+        if t <= p.wall_origin {
+            return done;
         }
-        let tail = p.ops as f64 - reported;
-        if tail > 0.0 || p.reports.is_empty() {
-            edges.push((p.wall_end, tail.max(0.0)));
+        let mut pts = vec![(p.wall_origin, 0.0)];
+        let mut cum = 0.0;
+        for &(s, ops) in &p.reports {
+            cum += ops;
+            pts.push(((p.wall_origin + s).min(p.wall_end), cum.min(p.ops as f64)));
         }
-        let first = out.len();
-        let mut acc: Option<Interval> = None;
-        for w in edges.windows(2) {
-            let (ws, we, ops) = (w[0].0, w[1].0, w[1].1);
-            let ds = (device_at(samples, ws) - dev0) / 1e9;
-            let de = (device_at(samples, we) - dev0) / 1e9;
-            let cur = match acc.take() {
-                Some(mut i) => {
-                    i.wall_end_s = we;
-                    i.device_end_s = de;
-                    i.ops += ops;
-                    i
-                }
-                None => Interval {
-                    benchmark: p.benchmark.clone(),
-                    device_start_s: ds,
-                    device_end_s: de,
-                    wall_start_s: ws,
-                    wall_end_s: we,
-                    ops,
-                    ops_per_device_s: 0.0,
-                },
-            };
-            if cur.device_end_s - cur.device_start_s >= min_dev {
-                out.push(cur);
+        pts.push((p.wall_end, p.ops as f64));
+        if t < p.wall_end {
+            let i = pts.partition_point(|q| q.0 < t).clamp(1, pts.len() - 1);
+            let (a, b) = (pts[i - 1], pts[i]);
+            let f = if b.0 > a.0 {
+                (t - a.0) / (b.0 - a.0)
             } else {
-                acc = Some(cur);
-            }
+                1.0
+            };
+            return done + a.1 + (b.1 - a.1) * f.clamp(0.0, 1.0);
         }
-        if let Some(rest) = acc {
-            if out.len() > first {
-                let last = out.last_mut().unwrap();
-                last.wall_end_s = rest.wall_end_s;
-                last.device_end_s = rest.device_end_s;
-                last.ops += rest.ops;
-            }
-        }
+        done += p.ops as f64;
     }
-    for i in &mut out {
-        i.ops_per_device_s = i.ops / (i.device_end_s - i.device_start_s);
+    done
+}
+
+/// Throughput over device time: windows of `width` device seconds from the start of the first
+/// db_bench to the end of the last; each window's operations are the cumulative count
+/// (`ops_at`, per 20 ms clock sample) interpolated at the window's edges. The gaps between
+/// benchmarks (db_bench opening the database) are windows with few or no operations.
+fn windows(phases: &[Phase], samples: &[Sample], dev0: f64, width: f64) -> Vec<Window> {
+    let Some(last) = phases.last() else {
+        return Vec::new();
+    };
+    let pts: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|s| s.wall_s <= last.wall_end)
+        .map(|s| ((s.device_ns as f64 - dev0) / 1e9, ops_at(phases, s.wall_s)))
+        .chain(std::iter::once((
+            (device_at(samples, last.wall_end) - dev0) / 1e9,
+            ops_at(phases, last.wall_end),
+        )))
+        .collect();
+    let end = pts.last().map_or(0.0, |p| p.0);
+    // Operations done by device time `d`: the count at the first sample that reached `d`,
+    // interpolated from the one before (the drive's clock only moves while it works).
+    let at = |d: f64| -> f64 {
+        let i = pts.partition_point(|p| p.0 < d);
+        if i == 0 {
+            return pts.first().map_or(0.0, |p| p.1);
+        }
+        if i >= pts.len() {
+            return pts.last().map_or(0.0, |p| p.1);
+        }
+        let (a, b) = (pts[i - 1], pts[i]);
+        if b.0 <= a.0 {
+            b.1
+        } else {
+            a.1 + (b.1 - a.1) * (d - a.0) / (b.0 - a.0)
+        }
+    };
+    let mut out = Vec::new();
+    let mut t = 0.0;
+    while t < end {
+        let e = (t + width).min(end);
+        if e - t >= width * 0.5 {
+            let ops = at(e) - at(t);
+            out.push(Window {
+                device_start_s: t,
+                device_end_s: e,
+                ops,
+                ops_per_device_s: ops / (e - t),
+            });
+        }
+        t += width;
     }
     out
 }
@@ -490,10 +568,12 @@ struct Run {
     /// What the drive is, for the table.
     drive: String,
     phases: Vec<Phase>,
-    /// Device seconds of each phase (reporter start to process end).
+    /// Device seconds of each benchmark (reporter start to result line).
     phase_device_s: Vec<f64>,
-    /// Device seconds of each process before its benchmark started (opening the database).
+    /// Device seconds before each benchmark started (after the previous one or the process start).
     open_device_s: Vec<f64>,
+    /// MiB the host read and wrote during each benchmark (sample resolution, 20 ms).
+    phase_io: Vec<(f64, f64)>,
     /// Device seconds after the last db_bench ended (unmount, flush).
     unmount_device_s: f64,
     /// Device seconds from the first db_bench to the end of unmount.
@@ -501,7 +581,9 @@ struct Run {
     /// Of which the drive was busy.
     busy_s: f64,
     wall_s: f64,
-    series: Vec<Interval>,
+    series: Vec<Window>,
+    /// Device seconds from the run's start to each benchmark's start and end.
+    phase_span: Vec<(f64, f64)>,
     counters: BTreeMap<String, f64>,
     notes: Vec<String>,
 }
@@ -515,20 +597,21 @@ fn bench_all(
     tmp: &Path,
 ) -> Result<(Vec<Phase>, Sampler, Instant, Nanos, u64), String> {
     let t0 = Instant::now();
-    let (dev0, busy0) = probe();
+    let Clock {
+        now: dev0,
+        busy: busy0,
+        ..
+    } = probe();
     let sampler = Sampler::start(probe.clone(), t0);
-    let db = dir.join("db");
-    let mut phases = Vec::new();
-    for (i, b) in a.benchmarks.iter().enumerate() {
-        let p = match db_bench(&db, b, i > 0, a, tmp, t0) {
-            Ok(p) => p,
-            Err(e) => {
-                sampler.finish();
-                return Err(e);
-            }
-        };
+    let phases = match db_bench(&dir.join("db"), a, tmp, t0) {
+        Ok(p) => p,
+        Err(e) => {
+            sampler.finish();
+            return Err(e);
+        }
+    };
+    for p in &phases {
         eprintln!("{name}: {}", p.line);
-        phases.push(p);
     }
     Ok((phases, sampler, t0, dev0, busy0))
 }
@@ -544,11 +627,24 @@ fn finish_run(
     dev0: Nanos,
     busy0: u64,
     probe: &Probe,
-    min_dev: f64,
+    window: f64,
 ) -> Run {
-    let (dev1, busy1) = probe();
+    let Clock {
+        now: dev1,
+        busy: busy1,
+        ..
+    } = probe();
     let d0 = dev0 as f64;
-    let series = intervals(&phases, &samples, d0, min_dev);
+    let series = windows(&phases, &samples, d0, window);
+    let phase_span = phases
+        .iter()
+        .map(|p| {
+            (
+                (device_at(&samples, p.wall_origin) - d0) / 1e9,
+                (device_at(&samples, p.wall_end) - d0) / 1e9,
+            )
+        })
+        .collect();
     let at = |t: f64| device_at(&samples, t);
     let phase_device_s = phases
         .iter()
@@ -559,17 +655,32 @@ fn finish_run(
         .map(|p| (at(p.wall_origin) - at(p.wall_start)) / 1e9)
         .collect();
     let last = phases.last().map_or(0.0, |p| at(p.wall_end));
+    let phase_io = phases
+        .iter()
+        .map(|p| {
+            let (a, b) = (
+                sample_after(&samples, p.wall_origin),
+                sample_after(&samples, p.wall_end),
+            );
+            (
+                b.read.saturating_sub(a.read) as f64 / MIB,
+                b.written.saturating_sub(a.written) as f64 / MIB,
+            )
+        })
+        .collect();
     Run {
         name: name.into(),
         drive,
         phases,
         phase_device_s,
         open_device_s,
+        phase_io,
         unmount_device_s: (dev1 as f64 - last) / 1e9,
         device_s: (dev1 - dev0) as f64 / 1e9,
         busy_s: (busy1 - busy0) as f64 / 1e9,
         wall_s: t0.elapsed().as_secs_f64(),
         series,
+        phase_span,
         counters: BTreeMap::new(),
         notes: Vec::new(),
     }
@@ -593,7 +704,15 @@ fn tegula_run(a: &Args, tmp: &Path) -> Result<Run, String> {
         .spawn()
         .map_err(|e| format!("FUSE mount: {e}"))?;
     let d = disk.clone();
-    let probe: Probe = Arc::new(move || (d.now(), d.stats().busy_ns));
+    let probe: Probe = Arc::new(move || {
+        let s = d.stats();
+        Clock {
+            now: d.now(),
+            busy: s.busy_ns,
+            read: s.bytes_read,
+            written: s.bytes_written,
+        }
+    });
     let mut c0 = BTreeMap::new();
     disk_counters(&disk, &mut c0);
     let name = "tegula fs on hm-smr";
@@ -612,7 +731,7 @@ fn tegula_run(a: &Args, tmp: &Path) -> Result<Run, String> {
         dev0,
         busy0,
         &probe,
-        a.min_interval,
+        a.window,
     );
     let mut c1 = BTreeMap::new();
     disk_counters(&disk, &mut c1);
@@ -734,6 +853,8 @@ struct Ext4Stack {
     fuse_dir: PathBuf,
     nbdfuse: Option<std::process::Child>,
     lo: Option<String>,
+    /// The loop device's writeback settings to restore: (directory, max_ratio_fine,
+    /// strict_limit).
     bdi: Option<(PathBuf, String, String)>,
     mnt: PathBuf,
     mounted: bool,
@@ -790,7 +911,7 @@ impl Ext4Stack {
             let name = lo.trim_start_matches("/dev/");
             let bdi = PathBuf::from(format!("/sys/block/{name}/bdi"));
             let rd = |f: &str| std::fs::read_to_string(bdi.join(f)).map(|s| s.trim().to_string());
-            if let (Ok(mb), Ok(sl)) = (rd("max_bytes"), rd("strict_limit")) {
+            if let (Ok(mb), Ok(sl)) = (rd("max_ratio_fine"), rd("strict_limit")) {
                 s.bdi = Some((bdi.clone(), mb, sl));
                 std::fs::write(bdi.join("strict_limit"), "1").map_err(|e| e.to_string())?;
                 std::fs::write(bdi.join("max_bytes"), a.dirty_limit.to_string())
@@ -816,7 +937,7 @@ impl Ext4Stack {
         if let Some(lo) = self.lo.take() {
             let _ = sh(&format!("blockdev --flushbufs {lo}"));
             if let Some((bdi, mb, sl)) = self.bdi.take() {
-                let _ = std::fs::write(bdi.join("max_bytes"), mb);
+                let _ = std::fs::write(bdi.join("max_ratio_fine"), mb);
                 let _ = std::fs::write(bdi.join("strict_limit"), sl);
             }
             if let Err(e) = sh(&format!("losetup -d {lo}")) {
@@ -858,15 +979,7 @@ fn ext4_run(
     let (phases, sampler, t0, dev0, busy0) = res?;
     let samples = sampler.finish();
     let mut r = finish_run(
-        name,
-        drive,
-        phases,
-        samples,
-        t0,
-        dev0,
-        busy0,
-        &probe,
-        a.min_interval,
+        name, drive, phases, samples, t0, dev0, busy0, &probe, a.window,
     );
     r.counters = delta(&c0, &counters());
     Ok(r)
@@ -878,8 +991,13 @@ fn cmr_run(a: &Args, tmp: &Path) -> Result<Run, String> {
     let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
     let inner: Arc<dyn BlockDevice> = disk.clone();
     let counted = Arc::new(Counted::new(inner));
-    let d = disk.clone();
-    let probe: Probe = Arc::new(move || (d.now(), d.stats().busy_ns));
+    let (d, c) = (disk.clone(), counted.clone());
+    let probe: Probe = Arc::new(move || Clock {
+        now: d.now(),
+        busy: d.stats().busy_ns,
+        read: c.bytes_read.load(Ordering::Relaxed),
+        written: c.bytes_written.load(Ordering::Relaxed),
+    });
     let (d, c) = (disk.clone(), counted.clone());
     let counters: Counters = Arc::new(move || {
         let mut m = BTreeMap::new();
@@ -943,8 +1061,13 @@ fn dm_run(a: &Args, tmp: &Path) -> Result<Run, String> {
     let drive = Arc::new(DmDrive::new(cfg.clone()).map_err(|e| e.to_string())?);
     let inner: Arc<dyn BlockDevice> = drive.clone();
     let counted = Arc::new(Counted::new(inner));
-    let d = drive.clone();
-    let probe: Probe = Arc::new(move || (d.now(), d.media_stats().busy_ns));
+    let (d, c) = (drive.clone(), counted.clone());
+    let probe: Probe = Arc::new(move || Clock {
+        now: d.now(),
+        busy: d.media_stats().busy_ns,
+        read: c.bytes_read.load(Ordering::Relaxed),
+        written: c.bytes_written.load(Ordering::Relaxed),
+    });
     let (d, c) = (drive.clone(), counted.clone());
     let counters: Counters = Arc::new(move || {
         let mut m = BTreeMap::new();
@@ -1020,8 +1143,17 @@ fn plot(path: &Path, runs: &[Run], title: &str) -> Result<(), Box<dyn std::error
         .y_label_area_size(70)
         .build_cartesian_2d(0f64..xmax, (ymin..ymax).log_scale())?;
     c.configure_mesh()
+        .y_label_formatter(&|y| {
+            if *y >= 1e6 {
+                format!("{}M", y / 1e6)
+            } else if *y >= 1e3 {
+                format!("{}k", y / 1e3)
+            } else {
+                format!("{y}")
+            }
+        })
         .x_desc("device time since the first db_bench started (s)")
-        .y_desc("operations per device second (log)")
+        .y_desc("operations per device second (log; 0 drawn at the bottom)")
         .draw()?;
     let colors = [
         RGBColor(0, 114, 178),
@@ -1031,10 +1163,14 @@ fn plot(path: &Path, runs: &[Run], title: &str) -> Result<(), Box<dyn std::error
     for (k, r) in runs.iter().enumerate() {
         let color = colors[k % colors.len()];
         let line: Vec<(f64, f64)> = pts[k].iter().map(|&(x, y)| (x, y.max(ymin))).collect();
-        c.draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))?
+        c.draw_series(LineSeries::new(line.clone(), color.stroke_width(1)))?
             .label(r.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         c.draw_series(line.iter().map(|&p| Circle::new(p, 2, color.filled())))?;
+        // The end of each benchmark, as a faint vertical line in the drive's colour.
+        c.draw_series(r.phase_span.iter().map(|&(_, e)| {
+            PathElement::new(vec![(e, ymin), (e, ymax)], color.mix(0.35).stroke_width(1))
+        }))?;
     }
     c.configure_series_labels()
         .background_style(WHITE.mix(0.8))
@@ -1050,11 +1186,13 @@ fn report(a: &Args, runs: &[Run], skipped: &[String]) -> (String, serde_json::Va
     let w = &mut md;
     writeln!(
         w,
-        "db_bench `--benchmarks={}` (each its own process, the later ones with \
-         `--use_existing_db=1`) `--num={} --value_size={}` `--threads=1`{}. Device time is \
+        "db_bench `--benchmarks={} --num={} --value_size={}` `--threads=1`{} (one process). \
+         Device time is \
          each drive's virtual clock from the start of the first db_bench to the end of the \
-         unmount (ext4: `umount`, loop device flushed and detached). Intervals are db_bench's \
-         one-second reports, merged until the drive advanced at least {} s.\n",
+         unmount (ext4: `umount`, loop device flushed and detached). Throughput over time: \
+         operations per device second in windows of {} device s from the start of the first \
+         db_bench to the end of the last (the operations of db_bench's one-second reports \
+         spread over the drive's clock samples).\n",
         a.benchmarks.join(","),
         a.num,
         a.value_size,
@@ -1063,13 +1201,13 @@ fn report(a: &Args, runs: &[Run], skipped: &[String]) -> (String, serde_json::Va
         } else {
             format!(" `{}`", a.extra.join(" "))
         },
-        a.min_interval
+        a.window
     )
     .unwrap();
     writeln!(
         w,
         "| configuration | device s | of which unmount | busy s | wall s | ops | ops / device s | \
-         intervals | per-interval ops / device s: mean | std dev | CV | min | max |"
+         windows | per-window ops / device s: mean | std dev | CV | min | max |"
     )
     .unwrap();
     writeln!(
@@ -1104,45 +1242,52 @@ fn report(a: &Args, runs: &[Run], skipped: &[String]) -> (String, serde_json::Va
             "name": r.name, "drive": r.drive, "device_s": r.device_s, "busy_s": r.busy_s,
             "unmount_device_s": r.unmount_device_s,
             "wall_s": r.wall_s, "ops": ops,
-            "interval_stats": {"mean": mean, "sd": sd, "cv": cv, "min": min, "max": max,
+            "window_stats": {"mean": mean, "sd": sd, "cv": cv, "min": min, "max": max,
                                "n": ys.len()},
             "phases": r.phases.iter().zip(&r.phase_device_s).zip(&r.open_device_s)
                 .map(|((p, d), o)| serde_json::json!({
                 "benchmark": p.benchmark, "ops": p.ops, "device_s": d, "open_device_s": o,
                 "db_bench": p.line, "reports": p.reports,
             })).collect::<Vec<_>>(),
-            "intervals": r.series.iter().map(|i| serde_json::json!({
-                "benchmark": i.benchmark, "device_start_s": i.device_start_s,
-                "device_end_s": i.device_end_s, "wall_start_s": i.wall_start_s,
-                "wall_end_s": i.wall_end_s, "ops": i.ops,
-                "ops_per_device_s": i.ops_per_device_s,
+            "window_s": a.window,
+            "windows": r.series.iter().map(|i| serde_json::json!({
+                "device_start_s": i.device_start_s, "device_end_s": i.device_end_s,
+                "ops": i.ops, "ops_per_device_s": i.ops_per_device_s,
             })).collect::<Vec<_>>(),
             "device_counters": r.counters, "notes": r.notes,
         }));
     }
     writeln!(
         w,
-        "\nPer benchmark: device seconds while db_bench opened the database (process start \
-         to the benchmark's start) and from the benchmark's start to the process's end; \
-         db_bench's wall-clock ops/sec for reference:\n"
+        "\nPer benchmark: device seconds before the benchmark started (the first: opening the \
+         database; the others: from the end of the previous one) and from its start to its \
+         result line; \
+         the windows inside the benchmark; db_bench's wall-clock ops/sec for reference:\n"
     )
     .unwrap();
     writeln!(
         w,
-        "| configuration | benchmark | open device s | device s | ops / device s | intervals | CV | min | max | db_bench wall ops/s |"
+        "| configuration | benchmark | before device s | device s | ops / device s | MiB read / written | windows | CV | min | max | db_bench wall ops/s |"
     )
     .unwrap();
     writeln!(
         w,
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     )
     .unwrap();
     for r in runs {
-        for ((p, d), o) in r.phases.iter().zip(&r.phase_device_s).zip(&r.open_device_s) {
+        for ((((p, d), o), span), io) in r
+            .phases
+            .iter()
+            .zip(&r.phase_device_s)
+            .zip(&r.open_device_s)
+            .zip(&r.phase_span)
+            .zip(&r.phase_io)
+        {
             let ys: Vec<f64> = r
                 .series
                 .iter()
-                .filter(|i| i.benchmark == p.benchmark)
+                .filter(|i| i.device_start_s >= span.0 - 1e-9 && i.device_end_s <= span.1 + 1e-9)
                 .map(|i| i.ops_per_device_s)
                 .collect();
             let (_, _, cv, min, max) = moments(&ys);
@@ -1157,14 +1302,20 @@ fn report(a: &Args, runs: &[Run], skipped: &[String]) -> (String, serde_json::Va
             } else {
                 (format!("{cv:.2}"), format!("{min:.0}"), format!("{max:.0}"))
             };
+            let tput = if *d < 1e-3 {
+                "no device time".to_string()
+            } else {
+                format!("{:.0}", p.ops as f64 / d)
+            };
             writeln!(
                 w,
-                "| {} | {} | {:.2} | {:.2} | {:.0} | {} | {cv} | {min} | {max} | {wall} |",
+                "| {} | {} | {:.2} | {:.2} | {tput} | {:.0} / {:.0} | {} | {cv} | {min} | {max} | {wall} |",
                 r.name,
                 p.benchmark,
                 o,
                 d,
-                p.ops as f64 / d.max(1e-9),
+                io.0,
+                io.1,
                 ys.len()
             )
             .unwrap();
