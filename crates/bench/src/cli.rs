@@ -80,6 +80,11 @@ pub struct EngineArgs {
     /// `l1_overlap_trigger=8`); repeatable.
     #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = crate::engine::parse_engine_option)]
     pub smrdb_option: Vec<(String, serde_json::Value)>,
+    /// Write without the write-ahead log (db_bench's flag): SMRDB's and RocksDB's writes are
+    /// then durable only once flushed. LevelDB has no such option and refuses it; cannot be
+    /// combined with synced writes (--sync, --sync_every, fillsync).
+    #[arg(long = "disable_wal", alias = "disable-wal")]
+    pub disable_wal: bool,
     /// Worker (client) threads.
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -196,6 +201,7 @@ impl EngineArgs {
             bloom_bits: self.bloom_bits,
             statistics: self.statistics,
             smrdb_options: self.smrdb_option.clone(),
+            disable_wal: self.disable_wal,
             ..EngineOptions::default()
         })
     }
@@ -328,14 +334,20 @@ pub fn compare(args: &DbArgs) -> Result<Vec<BenchResult>> {
         progress: args.engine.progress(),
     };
     dbbench::validate(&cfg)?;
+    if args.engine.disable_wal
+        && (cfg.sync || cfg.sync_every > 0 || cfg.benchmarks.iter().any(|b| b == "fillsync"))
+    {
+        bail!("--disable_wal cannot be combined with synced writes (--sync, --sync_every, fillsync): a synced write needs the log");
+    }
     let factories = args.engine.factories()?;
     println!(
-        "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}",
+        "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}",
         cfg.key_size,
         cfg.value_size,
         cfg.num,
         cfg.threads,
-        args.engine.engine
+        args.engine.engine,
+        if args.engine.disable_wal { "disabled" } else { "enabled" }
     );
     let mut sink = Sink {
         json: args.engine.json.as_ref(),
@@ -453,6 +465,34 @@ mod tests {
         assert_eq!(a.sync_every, 10);
         assert_eq!(a.engine.capacity, Some(16 << 30));
         assert_eq!(a.engine.cache_size, 8 << 20);
+    }
+
+    #[test]
+    fn disable_wal_parses_and_refuses_synced_writes() {
+        let c = Cli::try_parse_from([
+            "bench",
+            "db",
+            "--engine",
+            "memory",
+            "--disable_wal",
+            "--sync_every",
+            "10",
+            "--no_progress",
+        ])
+        .expect("parse");
+        let BenchCommand::Db(a) = c.cmd else {
+            panic!("not db")
+        };
+        assert!(a.engine.disable_wal);
+        let e = compare(&a).expect_err("sync needs the log");
+        assert!(e.to_string().contains("--disable_wal"), "{e}");
+        let c = Cli::try_parse_from(["bench", "ycsb", "--engine", "leveldb", "--disable-wal"])
+            .expect("parse");
+        let BenchCommand::Ycsb(a) = c.cmd else {
+            panic!("not ycsb")
+        };
+        let e = a.engine.factories().expect_err("leveldb has no disableWAL");
+        assert!(e.to_string().contains("LevelDB"), "{e}");
     }
 
     #[test]

@@ -181,6 +181,10 @@ pub struct EngineOptions {
     /// SMRDB options by name (`smrdb::Options` field = JSON value), applied after the settings
     /// above: `--smrdb_option l1_overlap_trigger=8`. Ignored by the other engines.
     pub smrdb_options: Vec<(String, serde_json::Value)>,
+    /// Write without the write-ahead log (db_bench's `--disable_wal`): SMRDB's
+    /// `WriteOptions::disable_wal`, RocksDB's `WriteOptions::disableWAL`; writes are durable
+    /// once flushed. LevelDB has no such option: opening it with this set fails.
+    pub disable_wal: bool,
 }
 
 impl Default for EngineOptions {
@@ -194,6 +198,7 @@ impl Default for EngineOptions {
             l0_slowdown: None,
             l0_stop: None,
             smrdb_options: Vec::new(),
+            disable_wal: false,
         }
     }
 }
@@ -235,6 +240,13 @@ impl EngineFactory {
             bail!(
                 "engine {} needs tegula-bench built with the `smrdb` feature",
                 kind.name()
+            );
+        }
+        if kind == EngineKind::Leveldb && opts.disable_wal {
+            bail!(
+                "engine leveldb cannot run with --disable_wal: LevelDB has no option to write \
+                 without its log (RocksDB's disableWAL has no LevelDB counterpart); run it \
+                 without the flag, or leave leveldb out"
             );
         }
         if matches!(kind, EngineKind::Rocksdb | EngineKind::Leveldb) && !cfg!(feature = "compare") {

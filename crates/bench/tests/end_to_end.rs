@@ -225,6 +225,30 @@ mod compare {
         }
     }
 
+    /// RocksDB runs with its WAL disabled (and the flushed data is all there); LevelDB, which
+    /// has no such option, refuses the flag with a reason.
+    #[test]
+    fn disable_wal_runs_on_rocksdb_and_is_refused_by_leveldb() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let o = EngineOptions {
+            disable_wal: true,
+            ..EngineOptions::default()
+        };
+        let f = EngineFactory::new(
+            EngineKind::Rocksdb,
+            Target::Dir(Some(dir.path().to_path_buf())),
+            o.clone(),
+        )
+        .expect("factory");
+        let mut c = cfg("fillseq,readrandom");
+        c.flush_after_write = true;
+        let out = dbbench::run(&f, &c, &mut |_| {}).expect("run");
+        assert_eq!(out[1].found, Some(NUM));
+        let e = EngineFactory::new(EngineKind::Leveldb, Target::Dir(None), o)
+            .expect_err("leveldb has no disableWAL");
+        assert!(e.to_string().contains("LevelDB has no option"), "{e}");
+    }
+
     #[test]
     fn fresh_runs_destroy_the_previous_database() {
         let dir = tempfile::tempdir().expect("tmp");
@@ -271,6 +295,35 @@ mod smrdb {
             assert!(r.write_amp.is_some());
             check_json(&out);
         }
+    }
+
+    /// With the log disabled and the flush timed in, the device receives the data once: the
+    /// log bands get nothing, and every key is readable afterwards.
+    #[test]
+    fn disable_wal_writes_each_byte_once() {
+        let mut written = Vec::new();
+        for disable_wal in [false, true] {
+            let f = EngineFactory::new(
+                EngineKind::Tegula,
+                Target::Emulated(small_drive()),
+                EngineOptions {
+                    disable_wal,
+                    ..EngineOptions::default()
+                },
+            )
+            .expect("factory");
+            let mut c = cfg("fillseq,readrandom");
+            c.flush_after_write = true;
+            let out = dbbench::run(&f, &c, &mut |_| {}).expect("run");
+            assert_eq!(out[1].found, Some(NUM));
+            let stats = out[0].engine_stats.as_ref().expect("engine stats");
+            let log = stats["log_bytes"].as_u64().expect("log_bytes");
+            assert_eq!(log == 0, disable_wal, "log bytes {log}");
+            written.push(out[0].device_bytes_written.expect("bytes"));
+        }
+        // The log's copy is gone: well under the logged run's bytes, at least the data.
+        assert!(written[1] * 10 < written[0] * 7, "{written:?}");
+        assert!(written[1] >= NUM * 116, "{written:?}");
     }
 
     #[test]

@@ -192,7 +192,13 @@ pub fn run_args(args: DbArgs) -> anyhow::Result<()> {
             let db = open_db(&image, spec)?;
             let mut b = WriteBatch::new();
             b.put(key.as_bytes(), value.as_bytes());
-            db.write(b, WriteOptions { sync: true })?;
+            db.write(
+                b,
+                WriteOptions {
+                    sync: true,
+                    ..WriteOptions::default()
+                },
+            )?;
             db.close()?;
         }
         DbCommand::Get { image, key } => {
@@ -207,7 +213,13 @@ pub fn run_args(args: DbArgs) -> anyhow::Result<()> {
             let db = open_db(&image, spec)?;
             let mut b = WriteBatch::new();
             b.delete(key.as_bytes());
-            db.write(b, WriteOptions { sync: true })?;
+            db.write(
+                b,
+                WriteOptions {
+                    sync: true,
+                    ..WriteOptions::default()
+                },
+            )?;
             db.close()?;
         }
         DbCommand::Scan {

@@ -120,6 +120,10 @@ struct WriteState {
     active: Option<(u32, u64)>,
     /// Log bands of the mutable memtable.
     mem_zones: Vec<u32>,
+    /// The unlogged write (`WriteOptions::disable_wal`) that the last gap marker written to
+    /// the log names, 0 if none: a logged write after an unlogged one that is not yet in a
+    /// band needs a marker before it (see `write_inner`).
+    marked_gap: u64,
 }
 
 struct MetaState {
@@ -163,6 +167,11 @@ pub(crate) struct Inner {
     /// Fast-path mirror of `poisoned.is_some()`.
     is_poisoned: AtomicBool,
     closed: AtomicBool,
+    /// Flushed memtables that readers may still hold; the background thread frees them.
+    retired: Mutex<Vec<Arc<Memtable>>>,
+    /// Recovery stopped at this unlogged write (a gap marker): the log bands still hold
+    /// records after it until `Db::open` flushes the replayed memtable.
+    recovered_gap: Option<u64>,
     pub(crate) counters: Counters,
 }
 
@@ -191,6 +200,14 @@ impl Db {
     /// replay; zones written but not recorded are reset).
     pub fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Db> {
         let inner = Arc::new(Inner::open(device, opts)?);
+        if inner.recovered_gap.is_some() {
+            // Put what was replayed into a band and drop the log bands, whose records after
+            // the gap must never be replayed (a crash in between repeats the same recovery).
+            let mut w = inner.writer.lock();
+            inner.rotate(&mut w)?;
+            drop(w);
+            inner.flush_imm()?;
+        }
         let bg = if inner.opts.background_compaction {
             let i = inner.clone();
             let h = std::thread::Builder::new()
@@ -331,10 +348,12 @@ impl Db {
         }
     }
 
-    /// Stops background work and makes everything written durable.
+    /// Stops background work and makes everything written durable (writes made without the
+    /// log are flushed to a band).
     pub fn close(self) -> Result<()> {
+        let flushed = self.inner.flush_unlogged();
         self.stop_bg();
-        let r = self.inner.sync_all();
+        let r = flushed.and_then(|_| self.inner.sync_all());
         self.inner.closed.store(true, Ordering::Release);
         r
     }
@@ -342,6 +361,12 @@ impl Db {
 
 impl Drop for Db {
     fn drop(&mut self) {
+        let open = !self.inner.closed.load(Ordering::Acquire);
+        if open && self.inner.poisoned.lock().is_none() {
+            if let Err(e) = self.inner.flush_unlogged() {
+                tracing::debug!("smrdb drop: {e}");
+            }
+        }
         self.stop_bg();
         if !self.inner.closed.swap(true, Ordering::AcqRel) && self.inner.poisoned.lock().is_none() {
             if let Err(e) = self.inner.sync_all() {
@@ -533,11 +558,22 @@ impl Inner {
             last_seq = last_seq.max(b.band.meta.max_seq);
         }
         let mut active = None;
-        for (i, &z) in m.log_zones.iter().enumerate() {
+        let mut gap = None;
+        'zones: for (i, &z) in m.log_zones.iter().enumerate() {
             let zi = dev.dev.zone(z).map_err(Error::Device)?;
             let wp = zi.write_pointer_lba - zi.start_lba;
             let r = log::replay_zone(&dev, z, wp)?;
             for (seq0, ops) in r.batches {
+                if ops.is_empty() {
+                    // A gap marker: the write `seq0` was not logged. Unless a flush put it in
+                    // a band, it is lost, and so is everything logged after it (replaying
+                    // those would not give the state after a prefix of the writes).
+                    if seq0 > m.flushed_seq {
+                        gap = Some(seq0);
+                        break 'zones;
+                    }
+                    continue;
+                }
                 for (j, (k, v)) in ops.iter().enumerate() {
                     let s = seq0 + j as u64;
                     if s > m.flushed_seq {
@@ -550,6 +586,15 @@ impl Inner {
                 // A clean tail: keep appending here.
                 active = Some((z, wp));
             }
+        }
+        if let Some(g) = gap {
+            tracing::info!(
+                "smrdb recovery: write {g} was not logged and not flushed; \
+                 the log after it is discarded"
+            );
+            // The records after the marker stay in these log bands: never append behind
+            // them. `Db::open` flushes what was replayed and drops the bands.
+            active = None;
         }
         let mem_zones = m.log_zones.clone();
         let sv = SuperVersion {
@@ -567,6 +612,7 @@ impl Inner {
                 buf: Vec::new(),
                 active,
                 mem_zones,
+                marked_gap: 0,
             }),
             sync_lock: Mutex::new(()),
             durable_seq: AtomicU64::new(last_seq),
@@ -588,6 +634,8 @@ impl Inner {
             is_poisoned: AtomicBool::new(false),
             delete_pressure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            retired: Mutex::new(Vec::new()),
+            recovered_gap: gap,
             counters: Counters::default(),
             opts,
         };
@@ -762,6 +810,11 @@ impl Inner {
 
     fn write_inner(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
         let zone_bytes = self.dev.zone_bytes();
+        if wo.sync && wo.disable_wal {
+            return Err(Error::InvalidArgument(
+                "a synced write needs the log (sync with disable_wal)".into(),
+            ));
+        }
         if batch.max_key > MAX_KEY_LEN {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes (limit {MAX_KEY_LEN})",
@@ -777,12 +830,34 @@ impl Inner {
         }
         let mut w = self.make_room_for_write()?;
         let seq0 = w.last_seq + 1;
-        let rec_len = log::record_len(seq0, batch.count, &batch.rep);
-        if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
-            return self.fail(e);
-        }
-        log::append_record(&mut w.buf, seq0, batch.count, &batch.rep);
+        // The reader view cannot switch memtables while the writer lock is held.
         let sv = self.current();
+        if wo.disable_wal {
+            sv.mem.mark_unlogged(seq0);
+        } else {
+            // After an unlogged write that no flush has put in a band yet, the log gets a gap
+            // marker (a record of no operations naming it) before the next logged record:
+            // recovery replays nothing after a marker whose write is lost, so that the
+            // recovered state is always that after a prefix of the writes.
+            let gap = [sv.imm.as_deref(), Some(&*sv.mem)]
+                .into_iter()
+                .flatten()
+                .filter_map(Memtable::first_unlogged)
+                .min()
+                .filter(|&g| g != w.marked_gap);
+            let mut rec_len = log::record_len(seq0, batch.count, &batch.rep);
+            if let Some(g) = gap {
+                rec_len += log::record_len(g, 0, &[]);
+            }
+            if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
+                return self.fail(e);
+            }
+            if let Some(g) = gap {
+                log::append_record(&mut w.buf, g, 0, &[]);
+                w.marked_gap = g;
+            }
+            log::append_record(&mut w.buf, seq0, batch.count, &batch.rep);
+        }
         sv.mem.insert_many(seq0, batch.iter());
         drop(sv);
         w.last_seq += batch.count as u64;
@@ -803,7 +878,12 @@ impl Inner {
         }
         drop(w);
         if wo.sync {
-            self.sync_to(my_seq)?;
+            if self.has_unlogged() {
+                // Unlogged writes before this one are durable only in a band.
+                self.flush_memtable()?;
+            } else {
+                self.sync_to(my_seq)?;
+            }
         }
         if !self.opts.background_compaction {
             let needs = {
@@ -819,6 +899,16 @@ impl Inner {
             }
         }
         Ok(())
+    }
+
+    /// Whether a memtable holds writes that are in no log (`WriteOptions::disable_wal`).
+    fn has_unlogged(&self) -> bool {
+        let sv = self.current();
+        sv.mem.first_unlogged().is_some()
+            || sv
+                .imm
+                .as_ref()
+                .is_some_and(|m| m.first_unlogged().is_some())
     }
 
     fn l0_count(sv: &SuperVersion) -> usize {
@@ -982,6 +1072,14 @@ impl Inner {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         self.durable_seq.fetch_max(target, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Flushes the memtables if they hold writes that are in no log (close).
+    fn flush_unlogged(&self) -> Result<()> {
+        if self.is_poisoned.load(Ordering::Acquire) || !self.has_unlogged() {
+            return Ok(());
+        }
+        self.flush_memtable()
     }
 
     fn sync_all(&self) -> Result<()> {
@@ -1230,16 +1328,27 @@ impl Inner {
             }
         }
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        // Free the flushed memtable here rather than in whichever reader lets go of it last
-        // (a band's worth of versions takes milliseconds to free). Readers hold it for one
-        // GET; a scan may hold it longer, so the wait is bounded.
         drop(sv);
-        let t0 = Instant::now();
-        while Arc::strong_count(&imm) > 1 && t0.elapsed() < Duration::from_millis(20) {
-            std::thread::sleep(Duration::from_micros(50));
+        if self.opts.background_compaction {
+            // Free the flushed memtable on the background thread rather than in whichever
+            // reader lets go of it last (a band's worth of versions takes milliseconds).
+            self.retired.lock().push(imm);
+            self.free_retired();
         }
-        drop(imm);
         Ok(true)
+    }
+
+    /// Frees the flushed memtables no reader holds any more.
+    fn free_retired(&self) {
+        let done: Vec<Arc<Memtable>> = {
+            let mut r = self.retired.lock();
+            let (done, keep) = std::mem::take(&mut *r)
+                .into_iter()
+                .partition(|m| Arc::strong_count(m) == 1);
+            *r = keep;
+            done
+        };
+        drop(done);
     }
 
     fn flush_memtable(&self) -> Result<()> {
@@ -1600,6 +1709,7 @@ impl Inner {
                     break;
                 }
             }
+            self.free_retired();
             if self.poisoned.lock().is_some() {
                 self.done_cv.notify_all();
                 std::thread::sleep(Duration::from_millis(5));

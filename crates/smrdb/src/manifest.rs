@@ -10,8 +10,12 @@ use crate::codec::{crc, put_bytes, put_u32, put_u64, put_varint, Reader};
 
 /// Manifest magic.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
-/// Manifest format version.
-pub const MANIFEST_VERSION: u32 = 1;
+/// Manifest format version written. Version 2: the log bands it lists may hold gap markers
+/// (records of no operations, written after unlogged writes), which an engine that knows only
+/// version 1 would replay past; such an engine refuses a version 2 manifest instead.
+pub const MANIFEST_VERSION: u32 = 2;
+/// Oldest manifest version read (version 1 logs hold no gap markers; nothing else differs).
+pub const MANIFEST_MIN_VERSION: u32 = 1;
 /// Bytes before the body.
 pub const MANIFEST_HEADER: usize = 8 + 4 + 8 + 4;
 
@@ -134,7 +138,7 @@ impl Manifest {
         let bad = || "malformed manifest".to_string();
         r.u64().ok_or_else(bad)?;
         let v = r.u32().ok_or_else(bad)?;
-        if v != MANIFEST_VERSION {
+        if !(MANIFEST_MIN_VERSION..=MANIFEST_VERSION).contains(&v) {
             return Err(format!("unknown manifest version {v}"));
         }
         let generation = r.u64().ok_or_else(bad)?;
@@ -222,5 +226,24 @@ mod tests {
         for n in 0..enc.len() {
             assert!(Manifest::decode(&enc[..n]).is_err());
         }
+    }
+
+    /// A copy with `version` in place of the current one, checksum recomputed.
+    fn with_version(version: u32) -> Vec<u8> {
+        let mut enc = sample().encode();
+        enc[8..12].copy_from_slice(&version.to_le_bytes());
+        let n = enc.len() - 4;
+        let c = crc(&enc[..n]);
+        enc[n..].copy_from_slice(&c.to_le_bytes());
+        enc
+    }
+
+    #[test]
+    fn version_1_copies_still_decode_and_newer_ones_are_refused() {
+        assert_eq!(Manifest::decode(&with_version(1)).unwrap(), sample());
+        assert_eq!(Manifest::decode(&with_version(2)).unwrap(), sample());
+        let e = Manifest::decode(&with_version(3)).unwrap_err();
+        assert!(e.contains("version 3"), "{e}");
+        assert!(Manifest::decode(&with_version(0)).is_err());
     }
 }

@@ -225,12 +225,15 @@ impl Lookup for Probe<'_> {
 }
 
 /// A sorted, concurrently readable memtable.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Memtable {
     map: RwLock<BTreeSet<IKey>>,
     bytes: AtomicU64,
     min_seq: AtomicU64,
     max_seq: AtomicU64,
+    /// Sequence number of the first write inserted without a log record
+    /// (`WriteOptions::disable_wal`), `u64::MAX` if none.
+    first_unlogged: AtomicU64,
 }
 
 impl Memtable {
@@ -241,7 +244,20 @@ impl Memtable {
             bytes: AtomicU64::new(0),
             min_seq: AtomicU64::new(u64::MAX),
             max_seq: AtomicU64::new(0),
+            first_unlogged: AtomicU64::new(u64::MAX),
         }
+    }
+
+    /// Records that the write with sequence number `seq` is in no log.
+    pub fn mark_unlogged(&self, seq: u64) {
+        self.first_unlogged.fetch_min(seq, Ordering::AcqRel);
+    }
+
+    /// The first write held here without a log record, if any: until this memtable is in a
+    /// band, a crash loses it.
+    pub fn first_unlogged(&self) -> Option<u64> {
+        let s = self.first_unlogged.load(Ordering::Acquire);
+        (s != u64::MAX).then_some(s)
     }
 
     fn make(key: &[u8], seq: u64, value: Option<&[u8]>) -> IKey {
@@ -368,6 +384,12 @@ impl Memtable {
     /// Largest sequence number inserted (0 when empty).
     pub fn max_seq(&self) -> u64 {
         self.max_seq.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for Memtable {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

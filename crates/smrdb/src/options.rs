@@ -125,5 +125,19 @@ impl Options {
 pub struct WriteOptions {
     /// Make the write durable (log written and device cache flushed) before returning.
     /// Concurrent synced writers share one device flush (group commit). Default false.
+    ///
+    /// A synced write that follows writes made with `disable_wal` whose memtable has not
+    /// been flushed yet flushes the memtable first (those writes are in no log), so that a
+    /// synced write is durable together with everything acknowledged before it.
     pub sync: bool,
+    /// Do not write this batch to the log (RocksDB's `disableWAL`). Default false.
+    ///
+    /// The batch is applied to the memtable and visible at once, but it is **durable only
+    /// once its memtable is flushed to a band**: by a memtable switch when the memtable is
+    /// full, by [`crate::Db::flush`], by a later synced write (see `sync`), or by
+    /// [`crate::Db::close`]. A crash before that loses it, and with it every write made
+    /// after it (logged or not), so that recovery still yields the state after a prefix of
+    /// the acknowledged writes. It saves the log's copy of every byte: sequential loads
+    /// write each byte to the disk once instead of twice. Cannot be combined with `sync`.
+    pub disable_wal: bool,
 }

@@ -99,7 +99,13 @@ fn a_plain_file_banded_like_smr_holds_a_database() {
         )
         .unwrap();
     }
-    banded(DbCommand::Compact { image: file.clone() }, None).unwrap();
+    banded(
+        DbCommand::Compact {
+            image: file.clone(),
+        },
+        None,
+    )
+    .unwrap();
     banded(
         DbCommand::Get {
             image: file.clone(),
@@ -108,10 +114,25 @@ fn a_plain_file_banded_like_smr_holds_a_database() {
         None,
     )
     .unwrap();
-    banded(DbCommand::Check { image: file.clone() }, None).unwrap();
+    banded(
+        DbCommand::Check {
+            image: file.clone(),
+        },
+        None,
+    )
+    .unwrap();
     // Without --banded the file is not a disk image; --capacity is for `create` only.
-    let e = run(DbCommand::Check { image: file.clone() }).unwrap_err();
+    let e = run(DbCommand::Check {
+        image: file.clone(),
+    })
+    .unwrap_err();
     assert!(format!("{e:#}").contains("--banded"), "{e:#}");
-    assert!(banded(DbCommand::Check { image: file.clone() }, Some("64MiB")).is_err());
+    assert!(banded(
+        DbCommand::Check {
+            image: file.clone()
+        },
+        Some("64MiB")
+    )
+    .is_err());
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 32 << 20);
 }

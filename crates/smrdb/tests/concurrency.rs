@@ -34,7 +34,14 @@ fn run(mode: Mode) {
                 if i % 97 == 0 {
                     let mut b = smrdb::WriteBatch::new();
                     b.put(k.as_bytes(), v.as_bytes());
-                    db.write(b, WriteOptions { sync: true }).unwrap();
+                    db.write(
+                        b,
+                        WriteOptions {
+                            sync: true,
+                            ..WriteOptions::default()
+                        },
+                    )
+                    .unwrap();
                 } else {
                     db.put(k.as_bytes(), v.as_bytes()).unwrap();
                 }

@@ -1,5 +1,5 @@
-//! Model-based randomized tests against a `BTreeMap`: puts, deletes, batches, scans,
-//! snapshots, flushes, compactions and reopen, in both organisations.
+//! Model-based randomized tests against a `BTreeMap`: puts, deletes, batches (synced, logged
+//! or unlogged), scans, snapshots, flushes, compactions and reopen, in both organisations.
 #![allow(clippy::unwrap_used)] // tests fail loudly on any error
 
 mod common;
@@ -70,13 +70,12 @@ fn run_model(mode: Mode, seed: u64, ops: usize, keys: u64, max_value: u64) {
                         model.insert(k, v);
                     }
                 }
-                db.write(
-                    b,
-                    WriteOptions {
-                        sync: rng.below(4) == 0,
-                    },
-                )
-                .unwrap();
+                let sync = rng.below(4) == 0;
+                let wo = WriteOptions {
+                    sync,
+                    disable_wal: !sync && rng.below(3) == 0,
+                };
+                db.write(b, wo).unwrap();
             }
             85..=89 => verify(&db, &model, &mut rng, keys),
             90..=92 => {

@@ -95,6 +95,10 @@ impl RocksEngine {
                 statistics: o.statistics,
             };
             ffi::rocksdb_writeoptions_set_sync(engine.wo_sync, 1);
+            if o.disable_wal {
+                // Unsynced writes only: RocksDB refuses a synced write without the WAL.
+                ffi::rocksdb_writeoptions_disable_WAL(engine.wo, 1);
+            }
             let mut err = ptr::null_mut();
             if fresh {
                 ffi::rocksdb_destroy_db(opts, name.as_ptr(), &mut err);

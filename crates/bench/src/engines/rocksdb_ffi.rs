@@ -117,6 +117,8 @@ extern "C" {
     pub fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t;
     pub fn rocksdb_writeoptions_destroy(o: *mut rocksdb_writeoptions_t);
     pub fn rocksdb_writeoptions_set_sync(o: *mut rocksdb_writeoptions_t, v: c_uchar);
+    #[allow(non_snake_case)] // the C API's own name
+    pub fn rocksdb_writeoptions_disable_WAL(o: *mut rocksdb_writeoptions_t, disable: c_int);
     pub fn rocksdb_readoptions_create() -> *mut rocksdb_readoptions_t;
     pub fn rocksdb_readoptions_destroy(o: *mut rocksdb_readoptions_t);
     pub fn rocksdb_flushoptions_create() -> *mut rocksdb_flushoptions_t;

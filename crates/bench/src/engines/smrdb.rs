@@ -12,6 +12,8 @@ pub struct SmrdbEngine {
     db: Option<Db>,
     disk: Arc<Disk>,
     name: &'static str,
+    /// Unsynced writes skip the log (`--disable_wal`).
+    disable_wal: bool,
 }
 
 impl SmrdbEngine {
@@ -37,11 +39,20 @@ impl SmrdbEngine {
             db: Some(db),
             disk,
             name: if loc { "tegula-loc" } else { "tegula" },
+            disable_wal: o.disable_wal,
         })
     }
 
     fn db(&self) -> Result<&Db> {
         self.db.as_ref().context("SMRDB is closed")
+    }
+
+    /// Write options of an unsynced write.
+    fn unsynced(&self) -> WriteOptions {
+        WriteOptions {
+            sync: false,
+            disable_wal: self.disable_wal,
+        }
     }
 }
 
@@ -71,7 +82,9 @@ impl KvEngine for SmrdbEngine {
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.db()?.put(key, value)?)
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 12);
+        b.put(key, value);
+        Ok(self.db()?.write(b, self.unsynced())?)
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -79,7 +92,9 @@ impl KvEngine for SmrdbEngine {
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
-        Ok(self.db()?.delete(key)?)
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        Ok(self.db()?.write(b, self.unsynced())?)
     }
 
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
@@ -90,7 +105,15 @@ impl KvEngine for SmrdbEngine {
                 BatchOp::Delete(k) => b.delete(k),
             }
         }
-        Ok(self.db()?.write(b, WriteOptions { sync })?)
+        let wo = if sync {
+            WriteOptions {
+                sync: true,
+                disable_wal: false,
+            }
+        } else {
+            self.unsynced()
+        };
+        Ok(self.db()?.write(b, wo)?)
     }
 
     fn scan(
