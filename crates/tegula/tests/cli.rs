@@ -664,7 +664,7 @@ fn demo_runs() {
     // The stack tour: SMRDB's check is clean, the synced writes survive the power cut and the
     // unsynced one is gone, the journal drive shows its two map merges in 480 writes.
     for key in [
-        "check: 3 bands",
+        "entries verified",
         "no problems",
         "a -> \"put before the synced batch\"",
         "b -> \"in the synced batch\"",
