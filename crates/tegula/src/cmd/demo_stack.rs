@@ -136,7 +136,6 @@ fn smrdb_tour(n: u32) -> Result<()> {
             b.put(b"b", b"in the synced batch");
             b
         },
-        #[allow(clippy::needless_update)] // WriteOptions may grow fields
         smrdb::WriteOptions {
             sync: true,
             ..Default::default()
