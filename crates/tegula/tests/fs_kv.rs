@@ -114,10 +114,7 @@ mod on_the_mount {
     impl Drop for Mount {
         fn drop(&mut self) {
             if self.pid.is_some() {
-                let _ = Command::new("fusermount3")
-                    .arg("-u")
-                    .arg(&self.mp)
-                    .output();
+                let _ = Command::new("fusermount3").arg("-u").arg(&self.mp).output();
             }
         }
     }
@@ -176,8 +173,7 @@ mod on_the_mount {
     }
 
     #[test]
-    fn leveldb_and_rocksdb_run_on_the_mount_through_the_harness_and_read_back_after_a_remount(
-    ) {
+    fn leveldb_and_rocksdb_run_on_the_mount_through_the_harness_and_read_back_after_a_remount() {
         if let Some(why) = fuse_missing() {
             eprintln!("SKIPPED: {why}");
             return;
