@@ -41,6 +41,10 @@ pub enum FsCommand {
         /// Worker threads serving FUSE requests.
         #[arg(long, default_value_t = crate::fuse::DEFAULT_THREADS)]
         threads: usize,
+        /// Do not use the kernel's writeback cache (every write call becomes a request, and
+        /// pages written in pieces are not kept in the page cache).
+        #[arg(long)]
+        no_writeback_cache: bool,
     },
     /// Live and dead bytes per zone (the analogue of ShingledFS's edistats).
     Stats {
@@ -177,10 +181,11 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             buffer,
             log,
             threads,
+            no_writeback_cache,
         } => {
             let buffer = parse_size(&buffer).map_err(anyhow::Error::msg)? as usize;
             if foreground {
-                mount_foreground(&image, &mountpoint, buffer, threads)
+                mount_foreground(&image, &mountpoint, buffer, threads, !no_writeback_cache)
             } else {
                 mount_background(&mountpoint, log)
             }
@@ -299,6 +304,7 @@ fn mount_foreground(
     mountpoint: &Path,
     buffer: usize,
     threads: usize,
+    writeback: bool,
 ) -> anyhow::Result<()> {
     let _lock = ImageLock::exclusive(image)?;
     let dev = open_dev(image, false)?;
@@ -317,7 +323,8 @@ fn mount_foreground(
         fuser::MountOption::DefaultPermissions,
         fuser::MountOption::NoAtime,
     ];
-    let session = fuser::Session::new(FuseFs::with_threads(fs, tx, threads), mountpoint, &options)
+    let fuse = FuseFs::with_threads(fs, tx, threads).writeback_cache(writeback);
+    let session = fuser::Session::new(fuse, mountpoint, &options)
         .with_context(|| format!("FUSE mount on {}", mountpoint.display()))?;
     let bg = session.spawn()?;
     let stop = Arc::new(AtomicBool::new(false));

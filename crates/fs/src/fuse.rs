@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -47,6 +47,10 @@ struct Shared {
     max_write_seen: AtomicU64,
     /// Requests served.
     requests: AtomicU64,
+    /// Whether the kernel runs its writeback cache for this mount (see
+    /// [`FuseFs::writeback_cache`]): it then keeps written pages, sends page-sized writes at
+    /// explicit offsets, and handles `O_APPEND` itself.
+    writeback: AtomicBool,
 }
 
 impl Shared {
@@ -70,7 +74,9 @@ impl Shared {
             fh,
             Handle {
                 ino,
-                append: flags & libc::O_APPEND != 0,
+                // With the writeback cache the kernel turns appends into writes at its own
+                // end of file, in whatever order it writes pages back.
+                append: flags & libc::O_APPEND != 0 && !self.writeback.load(Ordering::Relaxed),
             },
         );
         fh
@@ -89,6 +95,8 @@ pub struct FuseFs {
     tx: Option<mpsc::Sender<Job>>,
     workers: Vec<JoinHandle<()>>,
     threads: usize,
+    /// Ask the kernel for its writeback cache at `init`.
+    want_writeback: bool,
     done: Option<mpsc::Sender<Result<(), String>>>,
 }
 
@@ -152,6 +160,7 @@ impl FuseFs {
             next_fh: AtomicU64::new(1),
             max_write_seen: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            writeback: AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
@@ -177,8 +186,24 @@ impl FuseFs {
             tx: Some(tx),
             workers,
             threads,
+            want_writeback: true,
             done: Some(done),
         }
+    }
+
+    /// Whether to ask the kernel for its writeback cache (default: yes). With it, `write`
+    /// calls land in the kernel's page cache and reach the file system as page-aligned
+    /// writes of up to [`MAX_WRITE`] bytes when the kernel writes back (at `fsync`, `close`,
+    /// memory pressure or after its writeback delay), so small writes cost no request each
+    /// and every written page stays cached; the kernel keeps file sizes and modification
+    /// times while data is dirty. Without it, each `write` is a request and a page that no
+    /// single write covered whole is not kept, so data written in small unaligned pieces
+    /// (LevelDB's tables, RocksDB's log) is read back from the drive. `fsync` means the same
+    /// either way: the kernel writes the file's dirty pages, then the file system makes them
+    /// durable.
+    pub fn writeback_cache(mut self, on: bool) -> Self {
+        self.want_writeback = on;
+        self
     }
 
     /// Queues a request for the workers (runs it here if they are gone).
@@ -239,6 +264,11 @@ impl Filesystem for FuseFs {
         // Ask for 1 MiB writes and read-ahead; the kernel settles on what it supports.
         let _ = config.set_max_write(MAX_WRITE);
         let _ = config.set_max_readahead(MAX_WRITE);
+        let wb = self.want_writeback
+            && config
+                .add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE)
+                .is_ok();
+        self.shared.writeback.store(wb, Ordering::Relaxed);
         Ok(())
     }
 
