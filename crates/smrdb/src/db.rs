@@ -115,7 +115,7 @@ impl Drop for Snapshot {
 
 struct WriteState {
     last_seq: u64,
-    buf: Vec<u8>,
+    buf: log::LogBuffer,
     /// Active log band and the next sector to write in it.
     active: Option<(u32, u64)>,
     /// Log bands of the mutable memtable.
@@ -609,7 +609,7 @@ impl Inner {
             sv: RwLock::new(Arc::new(sv)),
             writer: Mutex::new(WriteState {
                 last_seq,
-                buf: Vec::new(),
+                buf: log::LogBuffer::default(),
                 active,
                 mem_zones,
                 marked_gap: 0,
@@ -853,10 +853,10 @@ impl Inner {
                 return self.fail(e);
             }
             if let Some(g) = gap {
-                log::append_record(&mut w.buf, g, 0, &[]);
+                w.buf.append_record(g, 0, &[]);
                 w.marked_gap = g;
             }
-            log::append_record(&mut w.buf, seq0, batch.count, &batch.rep);
+            w.buf.append_record(seq0, batch.count, &batch.rep);
         }
         sv.mem.insert_many(seq0, batch.iter());
         drop(sv);
@@ -1041,9 +1041,10 @@ impl Inner {
                 "log buffer without a log band".into(),
             ));
         };
-        let chunk = log::frame(&w.buf, self.dev.ss);
-        self.dev.write_at(z, next, &chunk, IoKind::Log)?;
-        w.active = Some((z, next + chunk.len() as u64 / self.dev.ss));
+        let chunk = w.buf.framed(self.dev.ss);
+        let sectors = chunk.len() as u64 / self.dev.ss;
+        self.dev.write_at(z, next, chunk, IoKind::Log)?;
+        w.active = Some((z, next + sectors));
         w.buf.clear();
         Ok(())
     }

@@ -125,6 +125,65 @@ pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, String> {
     Ok(out)
 }
 
+/// The log buffer: batch records gathered behind room for a chunk header, so that a chunk is
+/// framed in place (no copy of the buffer per log write).
+#[derive(Debug, Clone)]
+pub struct LogBuffer {
+    /// Header room, records, and (once framed) the padding to a sector.
+    buf: Vec<u8>,
+    /// End of the records in `buf`.
+    end: usize,
+}
+
+impl Default for LogBuffer {
+    fn default() -> Self {
+        LogBuffer {
+            buf: vec![0; CHUNK_HEADER],
+            end: CHUNK_HEADER,
+        }
+    }
+}
+
+impl LogBuffer {
+    /// Bytes of records gathered.
+    pub fn len(&self) -> usize {
+        self.end - CHUNK_HEADER
+    }
+
+    /// Whether no record was gathered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends a batch record (see [`append_record`]).
+    pub fn append_record(&mut self, first_seq: u64, count: usize, ops: &[u8]) {
+        // Drop the padding of a framing whose write failed.
+        self.buf.truncate(self.end);
+        append_record(&mut self.buf, first_seq, count, ops);
+        self.end = self.buf.len();
+    }
+
+    /// The gathered records framed as one chunk padded to whole sectors of `ss` bytes (the
+    /// bytes [`frame`] would return); call [`LogBuffer::clear`] once it is written.
+    pub fn framed(&mut self, ss: u64) -> &[u8] {
+        self.buf.truncate(self.end);
+        let len = self.len();
+        self.buf[..4].copy_from_slice(&LOG_MAGIC.to_le_bytes());
+        self.buf[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+        let c = crc(&self.buf[8..]);
+        self.buf[4..8].copy_from_slice(&c.to_le_bytes());
+        let n = (self.buf.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
+        self.buf.resize(n as usize, 0);
+        &self.buf
+    }
+
+    /// Drops the gathered records (the buffer keeps its capacity).
+    pub fn clear(&mut self) {
+        self.buf.truncate(CHUNK_HEADER);
+        self.end = CHUNK_HEADER;
+    }
+}
+
 /// Frames a payload as a chunk padded to whole sectors.
 pub fn frame(payload: &[u8], ss: u64) -> Vec<u8> {
     let mut b = Vec::with_capacity(payload.len() + CHUNK_HEADER + ss as usize);
@@ -242,5 +301,21 @@ mod tests {
         let f = frame(&p, 512);
         assert_eq!(f.len(), 512);
         assert_eq!(&f[..4], b"SLOG");
+        // The in-place buffer frames the same bytes, and again after a clear.
+        let mut lb = LogBuffer::default();
+        for _ in 0..2 {
+            let rep: Vec<u8> = ops.iter().fold(Vec::new(), |mut b, (k, v)| {
+                encode_op(&mut b, k, v.as_deref());
+                b
+            });
+            lb.append_record(5, ops.len(), &rep);
+            lb.append_record(7, 1, &rep[..rep.len() - 3]);
+            assert_eq!(lb.len(), p.len());
+            assert_eq!(lb.framed(512), &f[..]);
+            // Framing again (a retried write) gives the same chunk.
+            assert_eq!(lb.framed(512), &f[..]);
+            lb.clear();
+            assert!(lb.is_empty());
+        }
     }
 }
