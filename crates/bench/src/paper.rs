@@ -47,9 +47,9 @@ use tegula_device::{
 pub enum Scale {
     /// Seconds: 1 MiB bands, a few MiB per figure (the tests use it).
     Tiny,
-    /// About a minute: 4 MiB bands, 256 MiB of random puts (the default).
+    /// About half a minute: 4 MiB bands, 256 MiB of random puts (the default).
     Small,
-    /// About ten minutes: 16 MiB bands, 1 GiB of random puts, the paper's 100 KiB values too.
+    /// About three minutes: 16 MiB bands, 1 GiB of random puts, the paper's 100 KiB values too.
     Full,
 }
 
