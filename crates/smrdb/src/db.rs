@@ -1360,7 +1360,12 @@ impl Inner {
             {
                 let mut w = self.writer.lock();
                 let sv = self.current();
-                if sv.imm.is_none() {
+                // Forced flushes (synced writes after unlogged ones, `Db::flush`) respect the L0
+                // stop like writes do, or they could pile up bands faster than compaction.
+                let stopped = self.opts.background_compaction
+                    && Self::l0_count(&sv) >= self.opts.l0_stop
+                    && !sv.mem.is_empty();
+                if sv.imm.is_none() && !stopped {
                     if sv.mem.is_empty() {
                         return Ok(());
                     }
