@@ -3,6 +3,9 @@
 //! plus the command contract's flags and the JSON key names the issue fixes.
 #![allow(clippy::unwrap_used)]
 
+#[cfg(not(feature = "compare"))]
+use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
+
 use clap::Parser;
 use tegula_bench::cli::BenchCommand;
 use tegula_bench::paper::{self, PaperArgs, Scale};
@@ -195,7 +198,8 @@ fn the_command_contract_parses() {
 #[cfg(not(feature = "compare"))]
 #[test]
 fn compare_engines_are_skipped_without_the_feature() {
-    eprintln!(
+    let _ =
+        writeln!(std::io::stderr(),
         "SKIPPED: RocksDB and LevelDB tests need `cargo test -p tegula-bench --features compare` \
          (Debian librocksdb-dev, libleveldb-dev)"
     );

@@ -5,6 +5,8 @@
 //! message where FUSE, root/fusermount3 or db_bench are missing.
 #![allow(clippy::unwrap_used)]
 
+use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{mpsc, Arc};
@@ -122,7 +124,7 @@ fn found(text: &str) -> (u64, u64) {
 #[test]
 fn rocksdb_db_bench_runs_on_the_mount_and_reads_everything_back_after_a_remount() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -132,7 +134,7 @@ fn rocksdb_db_bench_runs_on_the_mount_and_reads_everything_back_after_a_remount(
     let m = match mount(&img, &mp) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("SKIPPED: FUSE mount failed: {e}");
+            let _ = writeln!(std::io::stderr(), "SKIPPED: FUSE mount failed: {e}");
             return;
         }
     };

@@ -3,6 +3,8 @@
 //! unavailable.
 #![allow(clippy::unwrap_used)]
 
+use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -91,7 +93,7 @@ fn image(dir: &Path) -> PathBuf {
 #[test]
 fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -117,7 +119,7 @@ fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
     let m = match mount(&img, &mp) {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("SKIPPED: FUSE mount failed: {e}");
+            let _ = writeln!(std::io::stderr(), "SKIPPED: FUSE mount failed: {e}");
             return;
         }
     };
@@ -195,7 +197,7 @@ fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
 fn appends_unaligned_writes_and_truncates_are_right_with_and_without_the_writeback_cache() {
     use std::io::{Seek, SeekFrom, Write};
     if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
+        let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
         return;
     }
     for writeback in [true, false] {
@@ -206,7 +208,7 @@ fn appends_unaligned_writes_and_truncates_are_right_with_and_without_the_writeba
         let m = match mount_with(&img, &mp, writeback) {
             Ok(m) => m,
             Err(e) => {
-                eprintln!("SKIPPED: FUSE mount failed: {e}");
+                let _ = writeln!(std::io::stderr(), "SKIPPED: FUSE mount failed: {e}");
                 return;
             }
         };
