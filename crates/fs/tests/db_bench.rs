@@ -7,6 +7,8 @@
 
 use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{mpsc, Arc};
@@ -163,16 +165,7 @@ fn rocksdb_db_bench_runs_on_the_mount_and_reads_everything_back_after_a_remount(
     assert_eq!(hit, asked, "keys missing after the remount:\n{text}");
     m.unmount();
 
-    let disk = Disk::open_image(&img, OpenOptions { read_only: true }).unwrap();
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    let mut fs = Fs::open(
-        dev,
-        FsOptions {
-            read_only: true,
-            ..FsOptions::default()
-        },
-    )
-    .unwrap();
+    let mut fs = common::open_read_only(&img);
     let zones_written = fs.zone_stats().iter().filter(|z| z.used > 0).count();
     let r = fs.check(true).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);

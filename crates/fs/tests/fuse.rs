@@ -174,16 +174,7 @@ fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
         "test $(stat -c %s mnt/a) = 10 && rm -r mnt/copy && test -z \"$(ls mnt/ | grep copy)\"",
     );
     m.unmount();
-    let disk = Disk::open_image(&img, OpenOptions { read_only: true }).unwrap();
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    let mut fs = Fs::open(
-        dev,
-        FsOptions {
-            read_only: true,
-            ..FsOptions::default()
-        },
-    )
-    .unwrap();
+    let mut fs = common::open_read_only(&img);
     let r = fs.check(true).unwrap();
     assert!(r.problems.is_empty(), "{:?}", r.problems);
 }
@@ -265,16 +256,7 @@ fn appends_unaligned_writes_and_truncates_are_right_with_and_without_the_writeba
         );
         assert!(std::fs::read(mp.join("log")).unwrap() == log, "{writeback}");
         m.unmount();
-        let disk = Disk::open_image(&img, OpenOptions { read_only: true }).unwrap();
-        let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-        let mut fs = Fs::open(
-            dev,
-            FsOptions {
-                read_only: true,
-                ..FsOptions::default()
-            },
-        )
-        .unwrap();
+        let mut fs = common::open_read_only(&img);
         let r = fs.check(true).unwrap();
         assert!(r.problems.is_empty(), "{writeback}: {:?}", r.problems);
     }

@@ -1,8 +1,9 @@
 //! Shared helpers of the file-system tests: a tiny host-managed drive and path helpers.
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::path::Path;
 use std::sync::Arc;
-use tegula_device::{profile, Disk, ZonedDevice};
+use tegula_device::{profile, Disk, OpenOptions, ZonedDevice};
 use tegula_fs::{Fs, FsOptions, Kind, ROOT};
 
 /// A small host-managed drive: `zones` zones of `zone_mib` MiB, two conventional.
@@ -60,4 +61,18 @@ pub fn dump(fs: &mut Fs) -> std::collections::BTreeMap<String, Option<Vec<u8>>> 
         }
     }
     out
+}
+
+/// Opens the file system on the image at `img` read-only (after an unmount).
+pub fn open_read_only(img: &Path) -> Fs {
+    let disk = Disk::open_image(img, OpenOptions { read_only: true }).unwrap();
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    Fs::open(
+        dev,
+        FsOptions {
+            read_only: true,
+            ..FsOptions::default()
+        },
+    )
+    .unwrap()
 }
