@@ -730,11 +730,16 @@ impl Media {
         let ready = arrival + self.mech.overhead();
         let mut prev = arrival;
         for (i, r) in reqs.into_iter().enumerate() {
+            let start = if i == 0 { ready } else { prev.max(ready) };
+            // While the host transfers queued commands, the heads destage cached writes (as
+            // between single commands), so a queued stream is no slower than one at a time.
+            if i > 0 {
+                self.run_background(start);
+            }
             if !self.powered {
                 out.push(Err(DeviceError::PowerLoss));
                 continue;
             }
-            let start = if i == 0 { ready } else { prev.max(ready) };
             let res = match r {
                 Request::Read { lba, sectors } => {
                     let len = (sectors * self.sector) as usize;
