@@ -985,26 +985,37 @@ fn ext4_run(
     Ok(r)
 }
 
+/// Wraps a drive for an ext4 run: the byte-counting device the NBD server serves, the clock
+/// probe the sampler reads, and the end-of-run counters.
+fn instrument<D: BlockDevice + Send + Sync + 'static>(
+    dev: Arc<D>,
+    busy: fn(&D) -> u64,
+    drive_counters: fn(&D, &mut BTreeMap<String, f64>),
+) -> (Arc<Counted>, Probe, Counters) {
+    let inner: Arc<dyn BlockDevice> = dev.clone();
+    let counted = Arc::new(Counted::new(inner));
+    let (d, c) = (dev.clone(), counted.clone());
+    let probe: Probe = Arc::new(move || Clock {
+        now: d.now(),
+        busy: busy(&d),
+        read: c.bytes_read.load(Ordering::Relaxed),
+        written: c.bytes_written.load(Ordering::Relaxed),
+    });
+    let c = counted.clone();
+    let counters: Counters = Arc::new(move || {
+        let mut m = BTreeMap::new();
+        drive_counters(&dev, &mut m);
+        c.snapshot(&mut m);
+        m
+    });
+    (counted, probe, counters)
+}
+
 fn cmr_run(a: &Args, tmp: &Path) -> Result<Run, String> {
     let mut cfg = profile("cmr-7200").map_err(|e| e.to_string())?;
     cfg.capacity = a.capacity;
     let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
-    let inner: Arc<dyn BlockDevice> = disk.clone();
-    let counted = Arc::new(Counted::new(inner));
-    let (d, c) = (disk.clone(), counted.clone());
-    let probe: Probe = Arc::new(move || Clock {
-        now: d.now(),
-        busy: d.stats().busy_ns,
-        read: c.bytes_read.load(Ordering::Relaxed),
-        written: c.bytes_written.load(Ordering::Relaxed),
-    });
-    let (d, c) = (disk.clone(), counted.clone());
-    let counters: Counters = Arc::new(move || {
-        let mut m = BTreeMap::new();
-        disk_counters(&d, &mut m);
-        c.snapshot(&mut m);
-        m
-    });
+    let (counted, probe, counters) = instrument(disk, |d: &Disk| d.stats().busy_ns, disk_counters);
     ext4_run(
         "cmr",
         "ext4 on cmr-7200",
@@ -1059,22 +1070,11 @@ fn dm_config(a: &Args) -> Result<(DmConfig, Vec<String>), String> {
 fn dm_run(a: &Args, tmp: &Path) -> Result<Run, String> {
     let (cfg, changes) = dm_config(a)?;
     let drive = Arc::new(DmDrive::new(cfg.clone()).map_err(|e| e.to_string())?);
-    let inner: Arc<dyn BlockDevice> = drive.clone();
-    let counted = Arc::new(Counted::new(inner));
-    let (d, c) = (drive.clone(), counted.clone());
-    let probe: Probe = Arc::new(move || Clock {
-        now: d.now(),
-        busy: d.media_stats().busy_ns,
-        read: c.bytes_read.load(Ordering::Relaxed),
-        written: c.bytes_written.load(Ordering::Relaxed),
-    });
-    let (d, c) = (drive.clone(), counted.clone());
-    let counters: Counters = Arc::new(move || {
-        let mut m = BTreeMap::new();
-        dm_counters(&d, &mut m);
-        c.snapshot(&mut m);
-        m
-    });
+    let (counted, probe, counters) = instrument(
+        drive.clone(),
+        |d: &DmDrive| d.media_stats().busy_ns,
+        dm_counters,
+    );
     let file = a
         .dm_config
         .file_name()
