@@ -76,7 +76,7 @@ pub struct EngineArgs {
     /// Collect RocksDB statistics (costs a little time; gives write-amp and compaction bytes).
     #[arg(long)]
     pub statistics: bool,
-    /// An SMRDB option for the tegula engines, NAME=VALUE (a field of `smrdb::Options`, e.g.
+    /// An SMRDB option for the tegula engines, NAME=VALUE (a field of `tegula_smrdb::Options`, e.g.
     /// `l1_overlap_trigger=8`); repeatable.
     #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = crate::engine::parse_engine_option)]
     pub smrdb_option: Vec<(String, serde_json::Value)>,

@@ -178,7 +178,7 @@ pub struct EngineOptions {
     /// L0 count at which writes stop until compaction catches up (`None`: 12 for LevelDB and
     /// SMRDB, 36 for RocksDB).
     pub l0_stop: Option<usize>,
-    /// SMRDB options by name (`smrdb::Options` field = JSON value), applied after the settings
+    /// SMRDB options by name (`tegula_smrdb::Options` field = JSON value), applied after the settings
     /// above: `--smrdb_option l1_overlap_trigger=8`. Ignored by the other engines.
     pub smrdb_options: Vec<(String, serde_json::Value)>,
     /// Write without the write-ahead log (db_bench's `--disable_wal`): SMRDB's

@@ -77,7 +77,7 @@ pub struct PaperArgs {
     /// Drive capacity, overriding the scale's.
     #[arg(long, value_parser = crate::cli::size_arg)]
     pub capacity: Option<u64>,
-    /// An SMRDB option for every run, NAME=VALUE (a field of `smrdb::Options`); repeatable.
+    /// An SMRDB option for every run, NAME=VALUE (a field of `tegula_smrdb::Options`); repeatable.
     #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = crate::engine::parse_engine_option)]
     pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Random seed.

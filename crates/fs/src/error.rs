@@ -1,7 +1,7 @@
 //! Typed errors of the file system, each with its POSIX errno.
 
 use tegula_device::DeviceError;
-use zea::ZeaError;
+use tegula_zea::ZeaError;
 
 /// Everything a file-system operation can fail with.
 #[derive(Debug, thiserror::Error)]

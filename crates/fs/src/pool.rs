@@ -8,7 +8,7 @@ use crate::state::Piece;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tegula_device::ZonedDevice;
-use zea::{ExtentMeta, Options, Placed, Zea};
+use tegula_zea::{ExtentMeta, Options, Placed, Zea};
 
 const META_CACHE_MAX: usize = 16 * 1024;
 /// Bytes of recently read extent data kept (verified against their chunk checksums).

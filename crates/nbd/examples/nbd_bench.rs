@@ -5,10 +5,10 @@
 //! (`dm`: an in-memory journal drive with its volatile cache on; `dm-image`: the same drive in
 //! a drive image file in the temporary directory.)
 
-use nbd::{Listener, ServerOptions};
 use std::process::Command;
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk};
+use tegula_nbd::{Listener, ServerOptions};
 
 fn main() -> anyhow::Result<()> {
     let size_mib: u64 = std::env::args()
@@ -23,13 +23,13 @@ fn main() -> anyhow::Result<()> {
              volatile_cache_size = \"64MiB\"\nband_size = \"32MiB\"\ncache_size = \"256MiB\"\n"
         );
         if kind == "dm-image" {
-            let cfg = stl::DmConfig::from_toml(&text)?;
-            Arc::new(stl::DmDrive::create_image(
+            let cfg = tegula_stl::DmConfig::from_toml(&text)?;
+            Arc::new(tegula_stl::DmDrive::create_image(
                 &dir.path().join("drive.img"),
                 cfg,
             )?)
         } else {
-            Arc::new(stl::DmDrive::from_toml(&text)?)
+            Arc::new(tegula_stl::DmDrive::from_toml(&text)?)
         }
     } else {
         let mut c = profile("cmr-7200")?;

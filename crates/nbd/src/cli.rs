@@ -5,8 +5,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
-use stl::{DmConfig, DmDrive};
 use tegula_device::{BlockDevice, ClockMode, Disk, DiskConfig, OpenOptions};
+use tegula_stl::{DmConfig, DmDrive};
 
 /// Serve an emulated drive over NBD (fixed newstyle; READ, WRITE with FUA, FLUSH, TRIM,
 /// WRITE_ZEROES, DISC).
@@ -57,7 +57,7 @@ pub fn open_device(
         d.set_clock(mode);
         return Ok(Arc::new(d));
     }
-    if stl::is_dm_image(image) {
+    if tegula_stl::is_dm_image(image) {
         let d = DmDrive::open_image(image, readonly)
             .with_context(|| format!("opening {}", image.display()))?;
         d.set_clock(mode);

@@ -2,14 +2,14 @@
 //! against hand-made malformed requests. A test whose tool is missing prints a visible
 //! `SKIPPED: <reason>` line and passes.
 
-use nbd::{Listener, ServerOptions};
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use stl::DmDrive;
 use tegula_device::{profile, BlockDevice, Disk};
+use tegula_nbd::{Listener, ServerOptions};
+use tegula_stl::DmDrive;
 
 fn have(tool: &str) -> bool {
     Command::new("sh")
@@ -130,7 +130,7 @@ fn a_dm_smr_image_served_over_nbd_keeps_what_nbdcopy_wrote() {
     }
     let dir = tempfile::tempdir().expect("tmp");
     let img = dir.path().join("drive.img");
-    let cfg = stl::DmConfig::from_toml(
+    let cfg = tegula_stl::DmConfig::from_toml(
         "kind = \"dm-smr\"\ncapacity = \"16MiB\"\nband_size = \"4MiB\"\ncache_size = \"8MiB\"\n\
          journal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\njournal_entry_max = \"1MiB\"\n\
          journal_oob = \"64KiB\"\nmap_entries = 4000\nmap_entry_bytes = 16\n",
@@ -181,7 +181,7 @@ fn handshake(s: &mut UnixStream) -> u64 {
     s.write_all(&3u32.to_be_bytes()).expect("flags");
     // NBD_OPT_GO with an empty name and no info requests.
     let mut o = Vec::new();
-    o.extend_from_slice(&nbd::proto::IHAVEOPT.to_be_bytes());
+    o.extend_from_slice(&tegula_nbd::proto::IHAVEOPT.to_be_bytes());
     o.extend_from_slice(&7u32.to_be_bytes());
     o.extend_from_slice(&6u32.to_be_bytes());
     o.extend_from_slice(&0u32.to_be_bytes());
@@ -201,7 +201,7 @@ fn handshake(s: &mut UnixStream) -> u64 {
 
 fn request(kind: u16, handle: u64, offset: u64, length: u32) -> Vec<u8> {
     let mut b = Vec::new();
-    b.extend_from_slice(&nbd::proto::REQUEST_MAGIC.to_be_bytes());
+    b.extend_from_slice(&tegula_nbd::proto::REQUEST_MAGIC.to_be_bytes());
     b.extend_from_slice(&0u16.to_be_bytes());
     b.extend_from_slice(&kind.to_be_bytes());
     b.extend_from_slice(&handle.to_be_bytes());

@@ -5,9 +5,9 @@
 //! `cargo run --release -p tegula-smrdb --example smrdb_bench -- [num] [value_size] [capacity_gib] [zone_mib] [seq,soc,loc]`
 #![allow(clippy::unwrap_used)] // a measurement tool: fail loudly
 
-use smrdb::{Db, Mode, Options};
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk, ZoneFilter, ZonedDevice};
+use tegula_smrdb::{Db, Mode, Options};
 
 fn disk(cap_gib: u64, zone_mib: u64) -> Arc<Disk> {
     let mut cfg = profile("hm-smr").unwrap();

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use smrdb::{Db, Options};
+//! use tegula_smrdb::{Db, Options};
 //! use tegula_device::{profile, Disk};
 //! let mut cfg = profile("hm-smr").unwrap();
 //! cfg.zones.zone_size = 1 << 20;

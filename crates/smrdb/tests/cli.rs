@@ -1,8 +1,8 @@
 //! The `tegula db` commands on a disk image.
 #![allow(clippy::unwrap_used)] // tests fail loudly on any error
 
-use smrdb::cli::{run, run_args, DbArgs, DbCommand};
 use tegula_device::{profile, Disk};
+use tegula_smrdb::cli::{run, run_args, DbArgs, DbCommand};
 
 #[test]
 fn create_put_get_scan_compact_check_on_an_image() {

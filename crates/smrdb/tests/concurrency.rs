@@ -4,10 +4,10 @@
 mod common;
 
 use common::*;
-use smrdb::{Db, Mode, Options, WriteOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
+use tegula_smrdb::{Db, Mode, Options, WriteOptions};
 
 fn bg_opts(mode: Mode) -> Options {
     Options {
@@ -32,7 +32,7 @@ fn run(mode: Mode) {
                 let k = format!("w{w}-{:04}", rng.below(500));
                 let v = format!("{i:08}-{}", "x".repeat(rng.below(300) as usize));
                 if i % 97 == 0 {
-                    let mut b = smrdb::WriteBatch::new();
+                    let mut b = tegula_smrdb::WriteBatch::new();
                     b.put(k.as_bytes(), v.as_bytes());
                     db.write(
                         b,

@@ -17,10 +17,10 @@
 mod common;
 
 use common::*;
-use smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::{BlockDevice, ZonedDevice};
+use tegula_smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -105,7 +105,7 @@ fn apply(
     mode: Mode,
     op: &Op,
     model: &Model,
-) -> smrdb::Result<()> {
+) -> tegula_smrdb::Result<()> {
     if let Op::Reopen = op {
         if let Some(old) = slot.take() {
             old.close()?;
@@ -461,7 +461,7 @@ fn unlogged_writes_are_durable_after_a_sync_flush_or_close() {
         };
         assert!(matches!(
             db.write(put_batch(b"x", b"y"), both),
-            Err(smrdb::Error::InvalidArgument(_))
+            Err(tegula_smrdb::Error::InvalidArgument(_))
         ));
         disk.power_cut();
         drop(db);

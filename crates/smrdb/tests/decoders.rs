@@ -5,16 +5,18 @@
 mod common;
 
 use common::*;
-use smrdb::band::block::{decode_block, decode_index, encode_index, BlockBuilder, IndexEntry};
-use smrdb::band::bloom::Bloom;
-use smrdb::band::footer::Footer;
-use smrdb::band::histogram::Histogram;
-use smrdb::manifest::Manifest;
-use smrdb::memtable::Entry;
-use smrdb::superblock::Superblock;
-use smrdb::{Db, Mode};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, ZonedDevice};
+use tegula_smrdb::band::block::{
+    decode_block, decode_index, encode_index, BlockBuilder, IndexEntry,
+};
+use tegula_smrdb::band::bloom::Bloom;
+use tegula_smrdb::band::footer::Footer;
+use tegula_smrdb::band::histogram::Histogram;
+use tegula_smrdb::manifest::Manifest;
+use tegula_smrdb::memtable::Entry;
+use tegula_smrdb::superblock::Superblock;
+use tegula_smrdb::{Db, Mode};
 
 fn all_decoders(b: &[u8]) {
     let _ = decode_block(b, true);
@@ -25,7 +27,7 @@ fn all_decoders(b: &[u8]) {
     let _ = Footer::decode(b);
     let _ = Manifest::decode(b);
     let _ = Superblock::decode(b);
-    let _ = smrdb::log::decode_payload(b);
+    let _ = tegula_smrdb::log::decode_payload(b);
 }
 
 #[test]
@@ -129,7 +131,7 @@ mod prop {
     //! or a value, never a panic; mutations of valid structures are detected.
     use super::*;
     use proptest::prelude::*;
-    use smrdb::log::{decode_chunk, encode_batch, frame};
+    use tegula_smrdb::log::{decode_chunk, encode_batch, frame};
 
     fn valid_structures() -> Vec<Vec<u8>> {
         let mut bb = BlockBuilder::default();
@@ -146,7 +148,9 @@ mod prop {
             offset: 0,
             len: 99,
         }];
-        let hashes: Vec<u32> = (0..12).map(|i| smrdb::band::bloom::hash(&key(i))).collect();
+        let hashes: Vec<u32> = (0..12)
+            .map(|i| tegula_smrdb::band::bloom::hash(&key(i)))
+            .collect();
         let m = Manifest {
             generation: 9,
             next_band_id: 5,

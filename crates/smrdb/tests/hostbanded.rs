@@ -5,10 +5,10 @@
 mod common;
 
 use common::*;
-use smrdb::{Db, Mode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::{HostBanded, HostBandedOptions, ZonedDevice};
+use tegula_smrdb::{Db, Mode};
 
 fn open(path: &std::path::Path) -> Arc<dyn ZonedDevice> {
     let opts = HostBandedOptions {

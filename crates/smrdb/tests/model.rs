@@ -5,10 +5,10 @@
 mod common;
 
 use common::*;
-use smrdb::{Db, Mode, WriteBatch, WriteOptions};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::ZonedDevice;
+use tegula_smrdb::{Db, Mode, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -43,7 +43,7 @@ fn run_model(mode: Mode, seed: u64, ops: usize, keys: u64, max_value: u64) {
     let mut db = Db::open(dev.clone(), tiny_opts(mode)).unwrap();
     let mut model = Model::new();
     let mut rng = Rng(seed);
-    let mut snaps: Vec<(smrdb::Snapshot, Model)> = Vec::new();
+    let mut snaps: Vec<(tegula_smrdb::Snapshot, Model)> = Vec::new();
     for i in 0..ops {
         match rng.below(100) {
             0..=59 => {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use smrdb::{Db, Error, Mode};
+use tegula_smrdb::{Db, Error, Mode};
 
 #[test]
 fn full_device_reports_nospace_and_stays_readable() {

@@ -1,7 +1,7 @@
 //! Prints the QD1 random-write latency signature of a configured drive (a quick look, not a test).
 use rand::{Rng, SeedableRng};
-use stl::DmDrive;
 use tegula_device::{BlockDevice, MS};
+use tegula_stl::DmDrive;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()

@@ -6,9 +6,9 @@
 //! `cargo run --release -p tegula-stl --example signatures -- configs/dm-smr/seagate-5tb.toml`
 
 use rand::{Rng, SeedableRng};
-use stl::DmDrive;
 use tegula_device::media::Request;
 use tegula_device::{BlockDevice, MS, SEC};
+use tegula_stl::DmDrive;
 
 fn ms(ns: u64) -> f64 {
     ns as f64 / MS as f64

@@ -5,8 +5,8 @@
 //! `cargo run --release -p tegula-stl --example stl_bench [-- WRITES [CONFIG]]`
 
 use rand::{Rng, SeedableRng};
-use stl::{DmConfig, DmDrive};
 use tegula_device::BlockDevice;
+use tegula_stl::{DmConfig, DmDrive};
 
 fn run(d: &DmDrive, n: u64, backing: &str) -> Result<(), Box<dyn std::error::Error>> {
     let cap = d.info().capacity_sectors;

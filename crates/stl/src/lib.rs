@@ -8,7 +8,7 @@
 //! power cut loses nothing acknowledged.
 //!
 //! ```
-//! use stl::{DmConfig, DmDrive};
+//! use tegula_stl::{DmConfig, DmDrive};
 //! use tegula_device::BlockDevice;
 //! let cfg = DmConfig::from_toml(
 //!     "kind = \"dm-smr\"\ncapacity = \"256MiB\"\ncache_size = \"64MiB\"\nmap_entries = 1000\n",

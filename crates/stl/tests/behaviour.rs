@@ -5,9 +5,9 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use stl::DmDrive;
 use tegula_device::media::Request;
 use tegula_device::{profile, BlockDevice, Disk, MS, SEC};
+use tegula_stl::DmDrive;
 
 fn drive(name: &str) -> DmDrive {
     let path = format!("{}/../../configs/dm-smr/{name}", env!("CARGO_MANIFEST_DIR"));

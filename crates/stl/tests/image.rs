@@ -8,8 +8,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use stl::{DmConfig, DmDrive, StlError};
 use tegula_device::{BlockDevice, DeviceError, SEC};
+use tegula_stl::{DmConfig, DmDrive, StlError};
 
 const SS: usize = 4096;
 
@@ -262,16 +262,16 @@ fn corrupt_and_foreign_images_give_typed_errors() {
     assert!(matches!(open_err(&path), StlError::Image { .. }));
     restore();
     // Both drive-state slots destroyed.
-    let slot = stl::image::DM_STATE_SLOT;
-    f().write_all_at(&[0u8; 64], stl::image::DM_HEADER_REGION)
+    let slot = tegula_stl::image::DM_STATE_SLOT;
+    f().write_all_at(&[0u8; 64], tegula_stl::image::DM_HEADER_REGION)
         .unwrap();
-    f().write_all_at(&[0u8; 64], stl::image::DM_HEADER_REGION + slot)
+    f().write_all_at(&[0u8; 64], tegula_stl::image::DM_HEADER_REGION + slot)
         .unwrap();
     let e = open_err(&path);
     assert!(e.to_string().contains("no valid drive state"), "{e}");
     restore();
     // Both metadata checkpoints destroyed.
-    let h = stl::image::decode_header(&good[..64 << 10]).unwrap();
+    let h = tegula_stl::image::decode_header(&good[..64 << 10]).unwrap();
     f().write_all_at(&[0xFFu8; 32], h.meta_offset).unwrap();
     f().write_all_at(&[0xFFu8; 32], h.meta_offset + h.meta_slot)
         .unwrap();
@@ -284,7 +284,7 @@ fn corrupt_and_foreign_images_give_typed_errors() {
     // Not an image at all.
     std::fs::write(&path, b"hello, world").unwrap();
     assert!(matches!(open_err(&path), StlError::Image { .. }));
-    assert!(!stl::is_dm_image(&path));
+    assert!(!tegula_stl::is_dm_image(&path));
     // Missing.
     assert!(matches!(
         open_err(&dir.path().join("missing.img")),
@@ -302,7 +302,7 @@ fn random_bytes_in_the_metadata_region_never_panic() {
     }
     d.close().unwrap();
     let good = std::fs::read(&path).unwrap();
-    let h = stl::image::decode_header(&good[..64 << 10]).unwrap();
+    let h = tegula_stl::image::decode_header(&good[..64 << 10]).unwrap();
     let mut rng = SmallRng::seed_from_u64(99);
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     for _ in 0..40 {

@@ -7,9 +7,9 @@
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use stl::{DmConfig, DmDrive};
 use tegula_device::media::Request;
 use tegula_device::{BlockDevice, DeviceError, MS, SEC};
+use tegula_stl::{DmConfig, DmDrive};
 
 const SS: usize = 4096;
 
@@ -112,9 +112,9 @@ fn verify_all(d: &DmDrive, m: &Model, what: &str) {
 }
 
 /// Runs `ops` random operations; with `cuts`, power fails at random media writes.
-fn run(cfg: DmConfig, seed: u64, ops: usize, cuts: bool) -> stl::StlStats {
+fn run(cfg: DmConfig, seed: u64, ops: usize, cuts: bool) -> tegula_stl::StlStats {
     // Flash caches write the media only when cleaning: cut sooner.
-    let max_cut = if cfg.cache_media == stl::CacheMedia::Flash {
+    let max_cut = if cfg.cache_media == tegula_stl::CacheMedia::Flash {
         12
     } else {
         300

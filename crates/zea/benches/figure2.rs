@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 use tegula_device::{profile, BlockDevice, Disk, ZonedDevice};
-use zea::{Options, Zea};
+use tegula_zea::{Options, Zea};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;

@@ -14,7 +14,7 @@
 //! cfg.capacity = 256 << 20;
 //! cfg.zones.zone_size = 16 << 20;
 //! let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
-//! let mut z = zea::Zea::open(disk, 3, zea::Options::default()).unwrap();
+//! let mut z = tegula_zea::Zea::open(disk, 3, tegula_zea::Options::default()).unwrap();
 //! let p = z.put(42, b"hello").unwrap();
 //! assert_eq!(z.get(p.lba, 5).unwrap(), b"hello");
 //! assert_eq!(z.iter_forward().next().unwrap().unwrap().zba, 42);

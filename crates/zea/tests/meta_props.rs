@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use proptest::prelude::*;
-use zea::meta::{chunk_bytes_for, chunk_crcs, ExtentMeta};
+use tegula_zea::meta::{chunk_bytes_for, chunk_crcs, ExtentMeta};
 
 fn block(len: u64, back: Vec<u64>, seq: u64, zba: u64) -> (ExtentMeta, Vec<u8>) {
     let data: Vec<u8> = (0..len).map(|i| (i * 13) as u8).collect();

@@ -6,7 +6,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk, ZonedDevice};
-use zea::{Options, Zea, ZeaError};
+use tegula_zea::{Options, Zea, ZeaError};
 
 fn disk() -> Arc<Disk> {
     let mut cfg = profile("hm-smr").unwrap();
@@ -199,7 +199,7 @@ fn crash_at_random_points_loses_nothing_acknowledged_and_ignores_the_torn_extent
                     .take()
                     .expect("an extra extent needs a put in flight");
                 assert_eq!(z.get(m.data_lba, m.data_len).unwrap(), data);
-                let p = zea::Placed {
+                let p = tegula_zea::Placed {
                     lba: m.data_lba,
                     len: m.data_len,
                     meta_lba: m.meta_lba,

@@ -3,9 +3,9 @@
 
 use crate::engine::{BatchOp, DeviceCounters, EngineOptions, KvEngine};
 use anyhow::{Context, Result};
-use smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, ZonedDevice};
+use tegula_smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
 
 /// An open SMRDB database and the emulated disk under it.
 pub struct SmrdbEngine {

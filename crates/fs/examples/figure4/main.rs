@@ -26,7 +26,6 @@
 //! `figure4.json` and the plot `figure4.svg` to DIR (default `target/figure4`).
 #![allow(clippy::unwrap_used)]
 
-use nbd::{serve_connection, ServerOptions};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -38,13 +37,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use stl::{DmConfig, DmDrive};
 use tegula_device::{
     profile, BlockDevice, Completion, DeviceError, DeviceInfo, Disk, IoDone, Nanos, Request,
     WriteFlags, ZonedDevice,
 };
 use tegula_fs::fuse::FuseFs;
 use tegula_fs::{Fs, FsOptions};
+use tegula_nbd::{serve_connection, ServerOptions};
+use tegula_stl::{DmConfig, DmDrive};
 
 // ---------------------------------------------------------------------------------------------
 // Arguments
@@ -784,7 +784,7 @@ fn sh(cmd: &str) -> Result<String, String> {
 }
 
 /// `crates/nbd`'s server on a Unix socket: an accept loop that can be stopped, each
-/// connection served by [`nbd::serve_connection`] on its own thread.
+/// connection served by [`tegula_nbd::serve_connection`] on its own thread.
 struct NbdExport {
     path: PathBuf,
     stop: Arc<AtomicBool>,

@@ -4,10 +4,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smrdb::band::block::{block_entries, decode_block, decode_index, encode_index, search_block};
-use smrdb::band::bloom::Bloom;
-use smrdb::band::footer::Footer;
-use smrdb::band::histogram::Histogram;
+use tegula_smrdb::band::block::{block_entries, decode_block, decode_index, encode_index, search_block};
+use tegula_smrdb::band::bloom::Bloom;
+use tegula_smrdb::band::footer::Footer;
+use tegula_smrdb::band::histogram::Histogram;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(entries) = decode_block(data, false) {

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smrdb::log::{decode_chunk, decode_payload, encode_batch, frame};
+use tegula_smrdb::log::{decode_chunk, decode_payload, encode_batch, frame};
 
 fuzz_target!(|data: &[u8]| {
     let _ = decode_chunk(data, 512);

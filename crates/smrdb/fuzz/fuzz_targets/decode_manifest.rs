@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smrdb::manifest::Manifest;
+use tegula_smrdb::manifest::Manifest;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(m) = Manifest::decode(data) {

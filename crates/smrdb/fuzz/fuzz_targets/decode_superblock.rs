@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use smrdb::superblock::Superblock;
+use tegula_smrdb::superblock::Superblock;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(Some(sb)) = Superblock::decode(data) {

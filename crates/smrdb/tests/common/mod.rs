@@ -3,9 +3,9 @@
 #![allow(missing_docs)]
 #![allow(dead_code)]
 
-use smrdb::{Mode, Options};
 use std::sync::Arc;
 use tegula_device::{profile, Disk};
+use tegula_smrdb::{Mode, Options};
 
 /// A tiny host-managed SMR disk: 1 MiB zones, `mib` MiB, write cache on.
 pub fn tiny_disk(mib: u64) -> Arc<Disk> {

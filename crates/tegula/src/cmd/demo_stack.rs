@@ -7,11 +7,11 @@
 use crate::output::{mb_s, ms};
 use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
-use smrdb::{Db, Options};
 use std::sync::Arc;
 use std::time::Instant;
-use stl::DmDrive;
 use tegula_device::{format_size, profile, BlockDevice, Disk, Nanos, MS, SEC};
+use tegula_smrdb::{Db, Options};
+use tegula_stl::DmDrive;
 
 /// The built-in journal drive: Skylight's 5 TB Seagate (Table III), metadata only.
 const SEAGATE_5TB: &str = include_str!("../../../../configs/dm-smr/seagate-5tb.toml");
@@ -132,11 +132,11 @@ fn smrdb_tour(n: u32) -> Result<()> {
     db.put(b"a", b"put before the synced batch")?;
     db.write(
         {
-            let mut b = smrdb::WriteBatch::new();
+            let mut b = tegula_smrdb::WriteBatch::new();
             b.put(b"b", b"in the synced batch");
             b
         },
-        smrdb::WriteOptions {
+        tegula_smrdb::WriteOptions {
             sync: true,
             ..Default::default()
         },

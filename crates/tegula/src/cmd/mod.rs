@@ -16,7 +16,7 @@ pub enum Command {
     #[command(subcommand)]
     Disk(disk::DiskCommand),
     /// The SMRDB key-value engine on a zoned disk image.
-    Db(smrdb::cli::DbArgs),
+    Db(tegula_smrdb::cli::DbArgs),
     /// Benchmarks: db_bench-style, YCSB, and the seed papers' figures, engine against engine.
     #[command(subcommand)]
     Bench(tegula_bench::cli::BenchCommand),
@@ -34,7 +34,7 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {
     /// Serve an emulated drive over NBD (Unix socket or loopback TCP).
-    Nbd(nbd::cli::ServeNbd),
+    Nbd(tegula_nbd::cli::ServeNbd),
 }
 
 impl Command {
@@ -42,9 +42,9 @@ impl Command {
     pub fn run(self) -> Result<()> {
         match self {
             Command::Disk(c) => c.run(),
-            Command::Db(a) => smrdb::cli::run_args(a),
+            Command::Db(a) => tegula_smrdb::cli::run_args(a),
             Command::Bench(c) => tegula_bench::cli::run(c),
-            Command::Serve(ServeCommand::Nbd(a)) => nbd::cli::run(&a),
+            Command::Serve(ServeCommand::Nbd(a)) => tegula_nbd::cli::run(&a),
             Command::Fs(c) => tegula_fs::cli::run(c),
             Command::Demo(a) => demo::run(a),
         }

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use zea::ExtentMeta;
+use tegula_zea::ExtentMeta;
 
 fuzz_target!(|data: &[u8]| {
     if data.len() < 9 {

@@ -11,13 +11,13 @@ use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use stl::image::{decode_drive_state, decode_header, scan_metadata, DM_HEADER_REGION};
-use stl::{DmConfig, DmDrive, StlStats};
 use tegula_device::{format_size, BlockDevice, DeviceInfo, Nanos, Stats, WriteFlags};
+use tegula_stl::image::{decode_drive_state, decode_header, scan_metadata, DM_HEADER_REGION};
+use tegula_stl::{DmConfig, DmDrive, StlStats};
 
 /// Whether `path` is a drive-managed SMR image.
 pub fn is_dm(path: &Path) -> bool {
-    stl::is_dm_image(path)
+    tegula_stl::is_dm_image(path)
 }
 
 /// Whether a configuration file asks for a drive-managed drive.
@@ -120,7 +120,7 @@ fn summary(d: &DmDrive, path: &Path) -> Vec<(String, String)> {
                 "{} on {}{}",
                 format_size(c.cache_size),
                 format!("{:?}", c.cache_media).to_lowercase(),
-                if c.cache_media == stl::CacheMedia::Disk {
+                if c.cache_media == tegula_stl::CacheMedia::Disk {
                     format!(" at {}", format!("{:?}", c.cache_location).to_lowercase())
                 } else {
                     String::new()
@@ -169,9 +169,9 @@ fn summary(d: &DmDrive, path: &Path) -> Vec<(String, String)> {
 
 fn stl_name(c: &DmConfig) -> &'static str {
     match c.stl {
-        stl::StlKind::Journal => "journal",
-        stl::StlKind::SetAssociative => "set-associative",
-        stl::StlKind::FullyAssociative => "fully-associative",
+        tegula_stl::StlKind::Journal => "journal",
+        tegula_stl::StlKind::SetAssociative => "set-associative",
+        tegula_stl::StlKind::FullyAssociative => "fully-associative",
     }
 }
 
@@ -443,7 +443,7 @@ pub fn dump(path: &Path) -> Result<()> {
     println!("\n== configuration ==");
     print!("{}", h.config.to_toml());
     println!("\n== drive state slots ==");
-    let mut best: Option<stl::image::DriveState> = None;
+    let mut best: Option<tegula_stl::image::DriveState> = None;
     for (i, name) in ['A', 'B'].into_iter().enumerate() {
         let off = h.state_offset + i as u64 * h.state_slot;
         let mut b = vec![0u8; h.state_slot.min(64 << 20) as usize];
