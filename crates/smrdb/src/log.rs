@@ -5,11 +5,13 @@
 //!
 //! where the crc (masked crc32c) covers `len | payload`, and the payload is a run of batch
 //! records `varint rec_len | varint first_seq | varint count | op*`, an op being
-//! `kind u8 (0 delete, 1 put) | bytes key | [bytes value]`. Replay stops at the first chunk
-//! that is missing or fails its checksum (a torn or unwritten tail).
+//! `kind u8 (0 delete, 1 put) | bytes key | [bytes value]`. Replay of a log band stops at the
+//! first chunk that is missing or fails its checksum when nothing valid follows it in the band
+//! (a torn or unwritten tail); a damaged chunk followed by a valid one is corruption, reported
+//! as such and never written over (recovery never appends behind a damaged chunk).
 
 use crate::codec::{crc, put_bytes, put_u32, put_varint, Reader};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
 
 /// Chunk magic.
@@ -257,28 +259,82 @@ pub fn replay_zone(dev: &Dev, zone: u32, wp_sectors: u64) -> Result<Replay> {
     while pos < wp_sectors {
         ensure(&mut buf, &mut buf_start, pos, 1)?;
         let at = ((pos - buf_start) * ss) as usize;
-        let mut r = Reader::new(&buf[at..]);
-        let (Some(magic), Some(stored), Some(len)) = (r.u32(), r.u32(), r.u32()) else {
+        let secs = match Reader::new(&buf[at..]).u32().zip(header_len(&buf[at..])) {
+            Some((LOG_MAGIC, len)) => chunk_sectors(len as usize, ss),
+            _ => 0,
+        };
+        let decoded = if secs == 0 || pos + secs > wp_sectors {
+            None
+        } else {
+            ensure(&mut buf, &mut buf_start, pos, secs)?;
+            let at = ((pos - buf_start) * ss) as usize;
+            decode_chunk(&buf[at..], ss).ok().flatten()
+        };
+        let Some((b, _)) = decoded else {
+            // Missing, torn or damaged: the end of the log only if nothing valid follows.
+            if let Some(next) = valid_chunk_after(dev, zone, pos + 1, wp_sectors)? {
+                return Err(Error::corruption(
+                    zone,
+                    pos * ss,
+                    format!(
+                        "damaged log chunk at sector {pos} followed by a valid chunk at sector \
+                         {next} (not a torn tail)"
+                    ),
+                ));
+            }
             break;
         };
-        if magic != LOG_MAGIC {
-            break;
-        }
-        let secs = chunk_sectors(len as usize, ss);
-        if pos + secs > wp_sectors {
-            break;
-        }
-        ensure(&mut buf, &mut buf_start, pos, secs)?;
-        let at = ((pos - buf_start) * ss) as usize;
-        let _ = stored;
-        match decode_chunk(&buf[at..], ss) {
-            Ok(Some((b, _))) => out.batches.extend(b),
-            _ => break,
-        }
+        out.batches.extend(b);
         pos += secs;
         out.end_sector = pos;
     }
     Ok(out)
+}
+
+/// The payload length a chunk header at the start of `b` claims, if the header is there.
+fn header_len(b: &[u8]) -> Option<u32> {
+    let mut r = Reader::new(b);
+    r.u32()?;
+    r.u32()?;
+    r.u32()
+}
+
+/// The first sector in `from..wp_sectors` of log band `zone` at which a whole, valid chunk
+/// starts. Recovery asks this after a damaged chunk: a torn tail has nothing valid behind it.
+fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result<Option<u64>> {
+    let ss = dev.ss;
+    let piece = (1u64 << 20).div_ceil(ss).max(1);
+    let mut s = from;
+    while s < wp_sectors {
+        let n = piece.min(wp_sectors - s);
+        let buf = dev.read_at(zone, s * ss, (n * ss) as usize, IoKind::Log)?;
+        for i in 0..n {
+            let at = (i * ss) as usize;
+            let head = &buf[at..];
+            if Reader::new(head).u32() != Some(LOG_MAGIC) {
+                continue;
+            }
+            let Some(len) = header_len(head) else {
+                continue;
+            };
+            let secs = chunk_sectors(len as usize, ss);
+            if s + i + secs > wp_sectors {
+                continue;
+            }
+            let whole;
+            let chunk = if at + (secs * ss) as usize <= buf.len() {
+                head
+            } else {
+                whole = dev.read_at(zone, (s + i) * ss, (secs * ss) as usize, IoKind::Log)?;
+                &whole[..]
+            };
+            if let Ok(Some(_)) = decode_chunk(chunk, ss) {
+                return Ok(Some(s + i));
+            }
+        }
+        s += n;
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
