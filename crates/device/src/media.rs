@@ -121,6 +121,9 @@ pub struct Media {
     dirty_since: Nanos,
     /// End of the busy time accounted so far, so that overlapping intervals count once.
     busy_mark: Nanos,
+    /// Accounted busy intervals that end after `now` (background destage under way): they are
+    /// not reported until the clock reaches them, so busy time never exceeds elapsed time.
+    busy_ahead: Vec<(Nanos, Nanos)>,
     clock: ClockMode,
     wall_epoch: Option<(Instant, Nanos)>,
     powered: bool,
@@ -165,6 +168,7 @@ impl Media {
             media_free: 0,
             dirty_since: 0,
             busy_mark: 0,
+            busy_ahead: Vec::new(),
             clock: ClockMode::Virtual,
             wall_epoch: None,
             powered: true,
@@ -172,9 +176,18 @@ impl Media {
         })
     }
 
-    /// Cumulative statistics, mechanical counters included.
+    /// Cumulative statistics, mechanical counters included. Busy time counts only what lies
+    /// before the virtual clock: a background destage still under way is counted as the clock
+    /// reaches it.
     pub fn stats(&self) -> Stats {
         let mut s = self.stats.clone();
+        let ahead: Nanos = self
+            .busy_ahead
+            .iter()
+            .map(|&(a, b)| b.saturating_sub(a.max(self.now)))
+            .sum();
+        s.busy_ns = s.busy_ns.saturating_sub(ahead);
+        s.idle_ns = self.now.saturating_sub(s.busy_ns);
         s.mech = self.mech.stats.clone();
         s
     }
@@ -237,6 +250,7 @@ impl Media {
         self.media_free = t;
         self.dirty_since = t;
         self.busy_mark = t;
+        self.busy_ahead.clear();
     }
 
     /// Selects virtual or paced time.
@@ -318,6 +332,11 @@ impl Media {
         let from = start.max(self.busy_mark);
         self.stats.busy_ns += end.saturating_sub(from);
         self.busy_mark = self.busy_mark.max(end);
+        let now = self.now;
+        self.busy_ahead.retain(|&(_, e)| e > now);
+        if end > now && end > from {
+            self.busy_ahead.push((from, end));
+        }
     }
 
     /// Accounts a command that occupied the drive from `start` to `end`.
@@ -652,7 +671,11 @@ impl Media {
             return Err(DeviceError::PowerLoss);
         }
         let arrival = self.arrive()?;
-        let t = self.destage(arrival + self.mech.overhead(), |_| true)?;
+        // Complete no earlier than every media write it covers, a background destage still
+        // under way included (the cache may already be empty).
+        let t = self
+            .destage(arrival + self.mech.overhead(), |_| true)?
+            .max(self.media_free);
         self.store
             .sync()
             .map_err(|e| DeviceError::io("syncing the backing store", e))?;
@@ -765,10 +788,19 @@ impl Media {
                             (end, None)
                         }),
                 },
-                Request::Flush => self.destage(start, |_| true).map(|end| {
-                    self.stats.flushes += 1;
-                    (end, None)
-                }),
+                Request::Flush => self
+                    .destage(start, |_| true)
+                    .and_then(|end| {
+                        self.store
+                            .sync()
+                            .map_err(|e| DeviceError::io("syncing the backing store", e))?;
+                        Ok(end)
+                    })
+                    .map(|end| {
+                        self.stats.flushes += 1;
+                        // As a single flush: no earlier than the media writes it covers.
+                        (end.max(self.media_free), None)
+                    }),
             };
             out.push(res.map(|(end, data)| {
                 prev = end;
@@ -819,6 +851,15 @@ impl Media {
         self.faults.cut_at = None;
         self.powered = false;
         self.now = self.now.max(at);
+        // Busy time accounted past the cut never happened.
+        let now = self.now;
+        let ahead: Nanos = self
+            .busy_ahead
+            .drain(..)
+            .map(|(a, b)| b.saturating_sub(a.max(now)))
+            .sum();
+        self.stats.busy_ns = self.stats.busy_ns.saturating_sub(ahead);
+        self.busy_mark = self.busy_mark.min(now);
         self.busy_until = self.now;
         self.media_free = self.now;
         self.dirty_since = self.now;
