@@ -7,7 +7,9 @@
 //! connection. See `docs/nbd.md`.
 
 pub mod cli;
+pub mod client;
 pub mod proto;
 pub mod server;
 
+pub use client::{ClientError, NbdClient};
 pub use server::{serve_connection, Listener, NbdError, ServerOptions};
