@@ -102,6 +102,7 @@ pub fn run(args: &ServeNbd) -> anyhow::Result<()> {
     let opts = ServerOptions {
         readonly: args.readonly,
         name: String::new(),
+        ..ServerOptions::default()
     };
     listener.serve(dev, opts)?;
     Ok(())

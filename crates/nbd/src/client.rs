@@ -65,7 +65,9 @@ impl Address {
             if host.is_empty() {
                 return Err(ClientError::BadUri(uri.to_string()));
             }
-            let with_port = if host.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+            let with_port = if host
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
             {
                 host.to_string()
             } else {
@@ -180,7 +182,9 @@ impl NbdClient {
             let kind = get_u32(&mut self.r)?;
             let len = get_u32(&mut self.r)?;
             if len > 1 << 20 {
-                return Err(ClientError::Protocol(format!("option reply of {len} bytes")));
+                return Err(ClientError::Protocol(format!(
+                    "option reply of {len} bytes"
+                )));
             }
             let mut body = vec![0u8; len as usize];
             self.r.read_exact(&mut body)?;

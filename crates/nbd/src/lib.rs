@@ -4,7 +4,8 @@
 //! run on emulated drives. Fixed newstyle negotiation (NBD_OPT_GO, EXPORT_NAME, INFO, LIST,
 //! ABORT), simple replies, READ, WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES and DISC; malformed
 //! requests get an error reply or end the connection, never the server. One thread per
-//! connection. See `docs/nbd.md`.
+//! connection, with a connection limit, handshake and write timeouts and bounded buffers
+//! ([`ServerOptions`]). See `docs/cli-serve.md`.
 
 pub mod cli;
 pub mod client;

@@ -1,18 +1,32 @@
-//! The NBD server: accept loop (one thread per connection), fixed newstyle negotiation, and
-//! the transmission phase over any [`BlockDevice`].
+//! The NBD server: accept loop (one thread per connection, at most
+//! [`ServerOptions::max_connections`] of them), fixed newstyle negotiation, and the transmission
+//! phase over any [`BlockDevice`]. Hostile or stuck clients cannot take the server down: a
+//! connection past the limit is closed at once, a client that does not finish negotiating
+//! within [`ServerOptions::handshake_timeout`] or stops reading its replies for
+//! [`ServerOptions::write_timeout`] is disconnected, reads are streamed in pieces of
+//! [`READ_PIECE`] bytes (a connection holds at most a few MiB whatever it asks), and a failing
+//! `accept()` (out of file descriptors, say) is logged and retried, never fatal.
 
 use crate::proto::{self, cmd, errno, info, opt, rep, tflag, RequestHeader};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tegula_device::{BlockDevice, DeviceError, WriteFlags};
 
 /// Largest READ or WRITE the server accepts (larger writes end the connection).
 pub const MAX_REQUEST: u32 = 32 << 20;
 /// Largest option payload the server reads.
 const MAX_OPTION: u32 = 64 << 10;
+/// READs are served in pieces of at most this many bytes, and WRITE payloads are taken and
+/// written in pieces of at most [`WRITE_PIECE`] bytes, so that what one connection holds in
+/// memory stays small whatever length it asks for.
+pub const READ_PIECE: usize = 1 << 20;
+/// See [`READ_PIECE`].
+pub const WRITE_PIECE: usize = 4 << 20;
 
 /// What can go wrong setting up a server.
 #[derive(Debug, thiserror::Error)]
@@ -33,12 +47,56 @@ pub enum NbdError {
 }
 
 /// Server options.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Refuse writes, trims and write-zeroes (EPERM) and advertise a read-only export.
+    /// Default: false.
     pub readonly: bool,
-    /// Export name reported by NBD_OPT_LIST (any name is accepted).
+    /// Export name reported by NBD_OPT_LIST (any name is accepted). Default: empty.
     pub name: String,
+    /// Connections served at once (each holds a thread, two descriptors and at most a few
+    /// MiB); one more is closed as soon as it is accepted. Default: 128.
+    pub max_connections: usize,
+    /// A client must finish negotiating within this time. Default: 10 s.
+    pub handshake_timeout: Duration,
+    /// A connection with no request for this long is closed; `None` keeps idle connections
+    /// (a mounted file system may idle for hours). Default: `None`.
+    pub idle_timeout: Option<Duration>,
+    /// A client that does not read its replies for this long is disconnected (its buffers
+    /// are freed). Default: 30 s.
+    pub write_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            readonly: false,
+            name: String::new(),
+            max_connections: 128,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: None,
+            write_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A socket the server can put timeouts on.
+trait Timeouts {
+    fn set_timeouts(&self, read: Option<Duration>, write: Duration) -> io::Result<()>;
+}
+
+impl Timeouts for UnixStream {
+    fn set_timeouts(&self, read: Option<Duration>, write: Duration) -> io::Result<()> {
+        self.set_read_timeout(read)?;
+        self.set_write_timeout(Some(write))
+    }
+}
+
+impl Timeouts for TcpStream {
+    fn set_timeouts(&self, read: Option<Duration>, write: Duration) -> io::Result<()> {
+        self.set_read_timeout(read)?;
+        self.set_write_timeout(Some(write))
+    }
 }
 
 /// A bound listener.
@@ -103,44 +161,95 @@ impl Listener {
         }
     }
 
-    /// Serves connections forever, one thread each.
+    /// Serves connections until the process ends, one thread each, at most
+    /// `opts.max_connections` at once. Errors of `accept()` are logged and retried.
     pub fn serve(&self, dev: Arc<dyn BlockDevice>, opts: ServerOptions) -> Result<(), NbdError> {
         let opts = Arc::new(opts);
+        let active = Arc::new(AtomicUsize::new(0));
         loop {
-            let (dev, opts) = (dev.clone(), opts.clone());
-            match self {
-                Listener::Unix(l, _) => {
-                    let (s, _) = l.accept().map_err(|e| NbdError::Io {
-                        context: "accepting a connection".into(),
-                        source: e,
-                    })?;
-                    std::thread::spawn(move || handle_unix(s, dev, &opts));
+            let accepted = match self {
+                Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
+                Listener::Tcp(l) => l.accept().map(|(s, _)| {
+                    let _ = s.set_nodelay(true);
+                    Conn::Tcp(s)
+                }),
+            };
+            let conn = match accepted {
+                Ok(c) => c,
+                Err(e) => {
+                    // EMFILE, ENFILE, ECONNABORTED, ENOBUFS ...: transient for a server. Back
+                    // off a little so that a descriptor shortage is not a busy loop.
+                    tracing::warn!("nbd: accept failed ({e}); retrying");
+                    std::thread::sleep(Duration::from_millis(50));
+                    continue;
                 }
-                Listener::Tcp(l) => {
-                    let (s, _) = l.accept().map_err(|e| NbdError::Io {
-                        context: "accepting a connection".into(),
-                        source: e,
-                    })?;
-                    std::thread::spawn(move || handle_tcp(s, dev, &opts));
-                }
+            };
+            if active.load(Ordering::Acquire) >= opts.max_connections {
+                tracing::warn!(
+                    "nbd: {} connections already; closing a new one",
+                    opts.max_connections
+                );
+                drop(conn);
+                continue;
+            }
+            active.fetch_add(1, Ordering::AcqRel);
+            let (dev, opts, slot) = (dev.clone(), opts.clone(), Slot(active.clone()));
+            let spawned = std::thread::Builder::new()
+                .name("nbd-conn".into())
+                .spawn(move || {
+                    let _slot = slot;
+                    log_end(conn.serve(dev.as_ref(), &opts));
+                });
+            if let Err(e) = spawned {
+                // The closure (and with it the slot and the connection) was dropped.
+                tracing::warn!("nbd: cannot start a connection thread: {e}");
             }
         }
     }
 }
 
-fn handle_unix(s: UnixStream, dev: Arc<dyn BlockDevice>, opts: &ServerOptions) {
-    let r = s
-        .try_clone()
-        .map(|w| serve_connection(s, w, dev.as_ref(), opts));
-    log_end(r.and_then(|x| x));
+/// Frees a connection slot when its thread ends (however it ends).
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
-fn handle_tcp(s: TcpStream, dev: Arc<dyn BlockDevice>, opts: &ServerOptions) {
-    let _ = s.set_nodelay(true);
-    let r = s
-        .try_clone()
-        .map(|w| serve_connection(s, w, dev.as_ref(), opts));
-    log_end(r.and_then(|x| x));
+/// An accepted connection of either kind.
+enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn serve(self, dev: &dyn BlockDevice, opts: &ServerOptions) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => serve_socket(s, |s| s.try_clone(), dev, opts),
+            Conn::Tcp(s) => serve_socket(s, |s| s.try_clone(), dev, opts),
+        }
+    }
+}
+
+/// Serves one socket: negotiation under the handshake timeout, then transmission under the
+/// idle timeout; writes always under the write timeout.
+fn serve_socket<S: Read + Write + Timeouts>(
+    s: S,
+    clone: impl Fn(&S) -> io::Result<S>,
+    dev: &dyn BlockDevice,
+    opts: &ServerOptions,
+) -> io::Result<()> {
+    s.set_timeouts(Some(opts.handshake_timeout), opts.write_timeout)?;
+    let control = clone(&s)?;
+    let w = clone(&s)?;
+    let mut r = BufReader::with_capacity(256 << 10, s);
+    let mut w = BufWriter::with_capacity(256 << 10, w);
+    if negotiate(&mut r, &mut w, dev, opts)? {
+        control.set_timeouts(opts.idle_timeout, opts.write_timeout)?;
+        transmission(&mut r, &mut w, dev, opts)?;
+    }
+    Ok(())
 }
 
 fn log_end(r: io::Result<()>) {
@@ -148,6 +257,14 @@ fn log_end(r: io::Result<()>) {
         Ok(()) => tracing::debug!("nbd connection closed"),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
             tracing::debug!("nbd client went away")
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            ) =>
+        {
+            tracing::info!("nbd: connection timed out (idle, or not reading its replies)")
         }
         Err(e) => tracing::warn!("nbd connection ended: {e}"),
     }
@@ -344,6 +461,39 @@ fn write_bytes(
     Ok(())
 }
 
+/// Answers a READ: the reply header once the first piece is read, then the data piece by piece.
+/// A device error on the first piece is an error reply; on a later piece the reply is already
+/// under way, so the connection ends (the client sees a short read, never wrong data).
+fn read_reply(
+    w: &mut impl Write,
+    dev: &dyn BlockDevice,
+    ss: u64,
+    handle: u64,
+    offset: u64,
+    length: usize,
+    buf: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut done = 0usize;
+    loop {
+        let n = (length - done).min(READ_PIECE);
+        buf.resize(n, 0);
+        if let Err(e) = read_bytes(dev, ss, offset + done as u64, buf) {
+            if done == 0 {
+                return proto::simple_reply(w, dev_errno(&e), handle);
+            }
+            return Err(io::Error::other(format!("read failed mid-reply: {e}")));
+        }
+        if done == 0 {
+            proto::simple_reply(w, 0, handle)?;
+        }
+        w.write_all(buf)?;
+        done += n;
+        if done >= length {
+            return Ok(());
+        }
+    }
+}
+
 fn transmission(
     r: &mut impl Read,
     w: &mut impl Write,
@@ -373,14 +523,7 @@ fn transmission(
                 if length > MAX_REQUEST || !in_range {
                     proto::simple_reply(w, errno::EINVAL, handle)?;
                 } else {
-                    buf.resize(length as usize, 0);
-                    match read_bytes(dev, ss, offset, &mut buf) {
-                        Ok(()) => {
-                            proto::simple_reply(w, 0, handle)?;
-                            w.write_all(&buf)?;
-                        }
-                        Err(e) => proto::simple_reply(w, dev_errno(&e), handle)?,
-                    }
+                    read_reply(w, dev, ss, handle, offset, length as usize, &mut buf)?;
                 }
             }
             cmd::WRITE => {
@@ -389,17 +532,28 @@ fn transmission(
                     tracing::warn!("nbd: write of {length} bytes is too large, disconnecting");
                     return Ok(());
                 }
-                buf.resize(length as usize, 0);
-                r.read_exact(&mut buf)?;
-                let e = if opts.readonly {
+                // The payload is taken in pieces; the first failure is the reply, and the rest
+                // of the payload is read and dropped so that the stream stays in step.
+                let mut e = if opts.readonly {
                     errno::EPERM
                 } else if !in_range {
                     errno::ENOSPC
-                } else if length == 0 {
-                    0
                 } else {
-                    write_bytes(dev, ss, offset, &buf, fua).map_or_else(|e| dev_errno(&e), |_| 0)
+                    0
                 };
+                let mut done = 0usize;
+                while done < length as usize {
+                    let n = (length as usize - done).min(WRITE_PIECE);
+                    buf.resize(n, 0);
+                    r.read_exact(&mut buf)?;
+                    if e == 0 {
+                        let at = offset + done as u64;
+                        if let Err(err) = write_bytes(dev, ss, at, &buf, fua) {
+                            e = dev_errno(&err);
+                        }
+                    }
+                    done += n;
+                }
                 proto::simple_reply(w, e, handle)?;
             }
             cmd::WRITE_ZEROES => {

@@ -20,6 +20,7 @@ fn client_round_trips_data_through_the_server() {
             ServerOptions {
                 readonly: false,
                 name: String::new(),
+                ..ServerOptions::default()
             },
         );
     });

@@ -35,6 +35,7 @@ fn serve(dir: &Path, dev: Arc<dyn BlockDevice>, readonly: bool) -> PathBuf {
             ServerOptions {
                 readonly,
                 name: String::new(),
+                ..ServerOptions::default()
             },
         );
     });
