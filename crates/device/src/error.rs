@@ -142,6 +142,15 @@ pub enum DeviceError {
         /// What is wrong, with the offset where it applies.
         problem: String,
     },
+    /// Another process holds the image (or backing file) locked: writing it from two
+    /// processes at once would lose data.
+    #[error("{path} is in use by {holder}; wait for it to finish or stop it")]
+    Locked {
+        /// The locked file.
+        path: String,
+        /// Who holds it ("process 123 (tegula fs mount fs.img /mnt)" where it can be found).
+        holder: String,
+    },
     /// An I/O error of the host file or device backing the emulated disk.
     #[error("{context}: {source}")]
     Io {

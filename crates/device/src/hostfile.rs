@@ -72,6 +72,7 @@ impl HostBanded {
             .truncate(false)
             .open(path)
             .map_err(|e| DeviceError::io(format!("opening {}", path.display()), e))?;
+        crate::lock::lock(&file, path, true, crate::lock::default_wait())?;
         let mut size = device_size(&file, path)?;
         if let Some(c) = opts.capacity {
             if size < c {

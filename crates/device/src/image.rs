@@ -286,6 +286,7 @@ impl ImageFile {
             .create_new(true)
             .open(path)
             .map_err(|e| DeviceError::io(format!("creating {}", path.display()), e))?;
+        crate::lock::lock(&file, path, true, crate::lock::default_wait())?;
         let (slot_size, data_offset) = layout_for(config);
         let header = ImageHeader {
             version: IMAGE_VERSION,
@@ -332,6 +333,8 @@ impl ImageFile {
             .write(writable)
             .open(path)
             .map_err(|e| DeviceError::io(format!("opening {}", path.display()), e))?;
+        // Held by this handle and its clones for as long as the image is open.
+        crate::lock::lock(&file, path, writable, crate::lock::default_wait())?;
         let size = file
             .metadata()
             .map_err(|e| DeviceError::io(format!("stat {}", path.display()), e))?

@@ -23,6 +23,7 @@ pub mod error;
 pub mod geometry;
 pub mod hostfile;
 pub mod image;
+pub mod lock;
 pub mod mechanics;
 pub mod media;
 pub mod ranges;

@@ -1,6 +1,6 @@
 //! The physical drive: mechanics on a virtual clock, sector storage, shingled physics, the
 //! volatile write cache, and fault injection. No zone rules here — a host-managed drive puts
-//! [`crate::ZoneTable`] in front, a drive-managed drive a translation layer.
+//! [`crate::zone::ZoneTable`] in front, a drive-managed drive a translation layer.
 
 use crate::cache::WriteCache;
 use crate::error::{DeviceError, MediaErrorCause, Result};

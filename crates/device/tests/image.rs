@@ -81,8 +81,10 @@ fn state_persists_after_every_flush_without_a_clean_close() {
     let d = Disk::create_image(&p, tiny_hm_config(16, 8)).unwrap();
     d.write(2 * ZS, &pattern(2 * ZS, 3, 7)).unwrap();
     d.flush().unwrap();
-    // Simulate a crash of the host process: the handle is leaked, never dropped or closed.
+    // Simulate a crash of the host process: the handle is leaked, never dropped or closed, and
+    // its descriptors are closed as the kernel closes a dead process's (releasing its lock).
     std::mem::forget(d);
+    close_descriptors_of(&p);
     let d = open(&p).unwrap();
     assert_eq!(d.zone(2).unwrap().write_pointer_lba, 2 * ZS + 3);
     let mut b = vec![0u8; 3 * SS];
@@ -306,4 +308,18 @@ fn a_checksummed_state_that_contradicts_the_zones_is_refused() {
         st.zones.pop();
     });
     expect_image_error(&p, "zones");
+}
+
+/// Closes every descriptor of this process open on `path`, as process death would.
+fn close_descriptors_of(path: &std::path::Path) {
+    let want = std::fs::canonicalize(path).unwrap();
+    for e in std::fs::read_dir("/proc/self/fd").unwrap() {
+        let e = e.unwrap();
+        if std::fs::read_link(e.path()).ok().as_deref() == Some(want.as_path()) {
+            let fd: i32 = e.file_name().to_str().unwrap().parse().unwrap();
+            // SAFETY: closing a descriptor of a handle that was leaked on purpose and is never
+            // used again.
+            unsafe { libc::close(fd) };
+        }
+    }
 }

@@ -35,7 +35,7 @@ pub enum FsCommand {
         /// Per-file write buffer.
         #[arg(long, default_value = "5MiB")]
         buffer: String,
-        /// Log file of the background mount process (default: /tmp/tegula-fs-<pid>.log).
+        /// Log file of the background mount process (default: `/tmp/tegula-fs-<pid>.log`).
         #[arg(long)]
         log: Option<PathBuf>,
         /// Worker threads serving FUSE requests.
@@ -78,60 +78,9 @@ fn open_dev(image: &Path, read_only: bool) -> anyhow::Result<Arc<dyn ZonedDevice
     Ok(Arc::new(disk))
 }
 
-/// An advisory `flock` on the image file: the mount process holds it exclusively for as long
-/// as the file system is mounted, so a second mount is refused and `stats` / `check` wait
-/// for an unmount that is still writing its buffers (after `fusermount3 -u` returns).
-struct ImageLock {
-    /// Holds the lock until dropped.
-    _file: std::fs::File,
-}
-
-impl ImageLock {
-    fn try_lock(image: &Path, how: libc::c_int) -> anyhow::Result<Option<ImageLock>> {
-        use std::os::unix::io::AsRawFd;
-        let f = std::fs::File::open(image)
-            .with_context(|| format!("opening disk image {}", image.display()))?;
-        // SAFETY: flock on a file descriptor this function owns; no memory is involved.
-        let r = unsafe { libc::flock(f.as_raw_fd(), how | libc::LOCK_NB) };
-        Ok((r == 0).then_some(ImageLock { _file: f }))
-    }
-
-    /// Takes the exclusive lock of a mount, or fails when the image is mounted already.
-    fn exclusive(image: &Path) -> anyhow::Result<ImageLock> {
-        match Self::try_lock(image, libc::LOCK_EX)? {
-            Some(l) => Ok(l),
-            None => bail!(
-                "{} is mounted already (another process holds it)",
-                image.display()
-            ),
-        }
-    }
-
-    /// Waits up to `wait` for no mount to hold the image; returns whether one still does.
-    fn wait_unmounted(image: &Path, wait: Duration) -> anyhow::Result<bool> {
-        let start = Instant::now();
-        loop {
-            if let Some(l) = Self::try_lock(image, libc::LOCK_SH)? {
-                drop(l);
-                return Ok(false);
-            }
-            if start.elapsed() >= wait {
-                return Ok(true);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-/// Opens the file system read-only for `stats` and `check`, after waiting a little for a
-/// mount that is still shutting down.
+/// Opens the file system read-only for `stats` and `check`. The device layer's shared lock
+/// waits (up to the command's lock wait) for a mount that is still writing, then refuses.
 fn open_fs_read_only(image: &Path) -> anyhow::Result<Fs> {
-    if ImageLock::wait_unmounted(image, Duration::from_secs(10))? {
-        eprintln!(
-            "note: {} is mounted; showing its last committed state",
-            image.display()
-        );
-    }
     open_fs(image, true)
 }
 
@@ -151,7 +100,6 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             image,
             back_pointers,
         } => {
-            let _lock = ImageLock::exclusive(&image)?;
             let dev = open_dev(&image, false)?;
             let info = dev.info();
             let fs = Fs::mkfs(
@@ -212,7 +160,6 @@ pub fn run(cmd: FsCommand) -> anyhow::Result<()> {
             Ok(())
         }
         FsCommand::Clean { image, zones } => {
-            let _lock = ImageLock::exclusive(&image)?;
             let mut fs = open_fs(&image, false)?;
             for _ in 0..zones {
                 match fs.clean()? {
@@ -306,7 +253,6 @@ fn mount_foreground(
     threads: usize,
     writeback: bool,
 ) -> anyhow::Result<()> {
-    let _lock = ImageLock::exclusive(image)?;
     let dev = open_dev(image, false)?;
     let fs = Fs::open(
         dev,

@@ -145,8 +145,11 @@ fn a_dm_smr_image_served_over_nbd_keeps_what_nbdcopy_wrote() {
         .collect();
     std::fs::write(&src, &data).expect("write src");
     run(Command::new("nbdcopy").arg(&src).arg(uri(&sock)));
-    // The server still runs (as if it were killed now): a second, read-only handle rebuilds
-    // the translation layer from the image's metadata log and sees every byte.
+    // As if the server were killed now: its descriptors are closed as the kernel closes a dead
+    // process's (which also releases its lock on the image; the idle server thread never
+    // touches them again). A second, read-only handle rebuilds the translation layer from the
+    // image's metadata log and sees every byte.
+    close_descriptors_of(&img);
     let again = DmDrive::open_image(&img, true).expect("reopen");
     let mut back = vec![0u8; data.len()];
     again.read(0, &mut back).expect("read");
@@ -384,5 +387,21 @@ fn ext4_on_nbdfuse_and_a_loop_device_survives_fsck_and_remount() {
             return skip(&format!("mount is not permitted here: {err}"));
         }
         panic!("step {step:?} failed: {err}");
+    }
+}
+
+/// Closes every descriptor of this process open on `path`, as process death would.
+fn close_descriptors_of(path: &Path) {
+    let want = std::fs::canonicalize(path).expect("canonical path");
+    for e in std::fs::read_dir("/proc/self/fd")
+        .expect("/proc/self/fd")
+        .flatten()
+    {
+        if std::fs::read_link(e.path()).ok().as_deref() == Some(want.as_path()) {
+            if let Some(fd) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) {
+                // SAFETY: the descriptors belong to a server handle that is never used again.
+                unsafe { libc::close(fd) };
+            }
+        }
     }
 }

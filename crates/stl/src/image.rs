@@ -285,6 +285,7 @@ impl DmImage {
             .create_new(true)
             .open(path)
             .map_err(|e| io_err(path, "creating", e))?;
+        tegula_device::lock::lock(&file, path, true, tegula_device::lock::default_wait())?;
         let meta_slot = meta_slot_size(config, layout);
         let meta_offset = align(DM_HEADER_REGION + 2 * DM_STATE_SLOT, MIB);
         let data_offset = align(meta_offset + 2 * meta_slot, MIB);
@@ -333,6 +334,8 @@ impl DmImage {
             .write(writable)
             .open(path)
             .map_err(|e| io_err(path, "opening", e))?;
+        // Held by this handle and its clones for as long as the image is open.
+        tegula_device::lock::lock(&file, path, writable, tegula_device::lock::default_wait())?;
         let size = file.metadata().map_err(|e| io_err(path, "stat", e))?.len();
         if size < HEADER_FIXED as u64 + 4 {
             return Err(image_err(

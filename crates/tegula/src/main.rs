@@ -18,6 +18,12 @@ struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
 
+    /// How long to wait for an image another tegula process holds (it is locked while a
+    /// process writes it: a mount, a server, a `db put`), in seconds; then fail naming the
+    /// holder.
+    #[arg(long, global = true, value_name = "SECONDS", default_value_t = 10.0)]
+    lock_wait: f64,
+
     #[command(subcommand)]
     command: cmd::Command,
 }
@@ -52,6 +58,11 @@ fn main() -> ExitCode {
     default_sigpipe();
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    if !(cli.lock_wait.is_finite() && cli.lock_wait >= 0.0) {
+        eprintln!("error: --lock-wait must be a number of seconds >= 0");
+        return ExitCode::FAILURE;
+    }
+    tegula_device::lock::set_default_wait(std::time::Duration::from_secs_f64(cli.lock_wait));
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,

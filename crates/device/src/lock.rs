@@ -1,0 +1,127 @@
+//! Advisory whole-file locks (`flock`) on disk images and the files or block devices behind
+//! banded drives: a process that opens one for writing holds an exclusive lock, a read-only
+//! opener a shared one, for as long as the handle lives. Two writers (two `tegula serve nbd`, a
+//! mount and a `disk reset`, parallel `db put`s) would otherwise overwrite each other's state.
+//! A conflicting opener waits up to [`default_wait`] (set by the command line), then fails with
+//! [`DeviceError::Locked`] naming the holder where `/proc/locks` tells it.
+
+use crate::error::{DeviceError, Result};
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+static DEFAULT_WAIT_MS: AtomicU64 = AtomicU64::new(0);
+
+/// How long an opener waits for a lock another process holds before it fails (default: not at
+/// all). The `tegula` binary sets it for its commands.
+pub fn default_wait() -> Duration {
+    Duration::from_millis(DEFAULT_WAIT_MS.load(Ordering::Relaxed))
+}
+
+/// Sets [`default_wait`] for this process.
+pub fn set_default_wait(d: Duration) {
+    DEFAULT_WAIT_MS.store(d.as_millis() as u64, Ordering::Relaxed);
+}
+
+/// Locks `file` (the open image at `path`): exclusively when `exclusive`, else shared. The lock
+/// belongs to the open file: it holds while `file` or any handle cloned from it is open.
+pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result<()> {
+    let how = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    };
+    let start = Instant::now();
+    loop {
+        // SAFETY: flock on a descriptor `file` owns for the duration of the call.
+        let r = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+            return Err(DeviceError::io(format!("locking {}", path.display()), err));
+        }
+        if start.elapsed() >= wait {
+            return Err(DeviceError::Locked {
+                path: path.display().to_string(),
+                holder: holder(file).unwrap_or_else(|| "another process".into()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The process holding a lock on `file`, from `/proc/locks` (`ID: FLOCK ADVISORY WRITE PID
+/// MAJ:MIN:INODE START END`), with its command line.
+fn holder(file: &File) -> Option<String> {
+    let meta = file.metadata().ok()?;
+    let (dev, ino) = (meta.dev(), meta.ino());
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let me = std::process::id();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    for line in locks.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // A blocked waiter's line has "->" after the id.
+        let f: Vec<&str> = f.into_iter().filter(|x| *x != "->").collect();
+        if f.len() < 6 || f[1] != "FLOCK" {
+            continue;
+        }
+        let mut id = f[5].split(':');
+        let (Some(ma), Some(mi), Some(i)) = (id.next(), id.next(), id.next()) else {
+            continue;
+        };
+        let same = u32::from_str_radix(ma, 16).ok() == Some(major)
+            && u32::from_str_radix(mi, 16).ok() == Some(minor)
+            && i.parse::<u64>().ok() == Some(ino);
+        let Ok(pid) = f[4].parse::<u32>() else {
+            continue;
+        };
+        if !same || pid == me {
+            continue;
+        }
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|a| !a.is_empty())
+                    .map(|a| String::from_utf8_lossy(a).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        return Some(if cmd.is_empty() {
+            format!("process {pid}")
+        } else {
+            format!("process {pid} ({cmd})")
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_second_exclusive_lock_waits_then_fails_and_shared_locks_coexist() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        std::fs::write(&p, b"x").unwrap();
+        let a = File::open(&p).unwrap();
+        let b = File::open(&p).unwrap();
+        lock(&a, &p, false, Duration::ZERO).unwrap();
+        lock(&b, &p, false, Duration::ZERO).unwrap();
+        drop(b);
+        let c = File::open(&p).unwrap();
+        let t0 = Instant::now();
+        let e = lock(&c, &p, true, Duration::from_millis(100)).unwrap_err();
+        assert!(t0.elapsed() >= Duration::from_millis(100));
+        assert!(matches!(e, DeviceError::Locked { .. }), "{e}");
+        drop(a);
+        lock(&c, &p, true, Duration::ZERO).unwrap();
+    }
+}
