@@ -425,6 +425,21 @@ impl DiskConfig {
         if !(0.0..=1.0).contains(&self.zones.conventional_fraction) {
             return bad("conventional_fraction must be within 0..1".into());
         }
+        if matches!(self.kind, DriveKind::HmSmr | DriveKind::HaSmr) {
+            let n = self.zone_count();
+            let conv = self.zones.conventional_zones.unwrap_or_else(|| {
+                ((n as f64 * self.zones.conventional_fraction).ceil() as u32).max(1)
+            });
+            if conv >= n {
+                return bad(format!(
+                    "{conv} conventional zones leave no sequential zone on a {} drive of {n} \
+                     zones (at most {} conventional; a drive of conventional zones only is \
+                     kind = \"cmr\")",
+                    self.kind.name(),
+                    n.saturating_sub(1)
+                ));
+            }
+        }
         if self.media.rpm < 1000 || self.media.rpm > 20000 {
             return bad(format!("rpm {} out of range 1000..20000", self.media.rpm));
         }

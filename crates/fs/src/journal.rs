@@ -7,7 +7,8 @@ use crate::error::{FsError, Result};
 use std::sync::Arc;
 use tegula_device::ZonedDevice;
 
-const SB_MAGIC: [u8; 8] = *b"TGLFSSB1";
+/// The first bytes of each superblock copy (LBA 0 and 1); how tools recognise a tegula fs.
+pub const SB_MAGIC: [u8; 8] = *b"TGLFSSB1";
 const CKP_MAGIC: [u8; 8] = *b"TGLFSCKP";
 const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
 /// Format version of the superblock, checkpoints and log.

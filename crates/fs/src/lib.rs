@@ -2,12 +2,11 @@
 //! their extent maps, sizes, times, modes — lives in the conventional zones as a checksummed
 //! log plus alternating checkpoints; file data is written through a per-file write buffer as
 //! ZEA extents in the sequential zones. [`Fs`] is a plain Rust API by inode number; the FUSE
-//! adapter ([`fuse`]) and the CLI ([`cli`]) call it. Formats: `docs/fs-format.md`.
+//! adapter ([`fuse`]) and the `tegula fs` commands call it. Formats: `docs/fs-format.md`.
 
 mod buffer;
 mod check;
 mod cleaner;
-pub mod cli;
 mod codec;
 mod error;
 pub mod formats;
@@ -15,6 +14,7 @@ mod fs;
 pub mod fuse;
 mod io;
 mod journal;
+mod mount;
 mod pool;
 mod state;
 
@@ -22,4 +22,6 @@ pub use check::{CheckReport, MetaStat, ZoneStat};
 pub use cleaner::CleanReport;
 pub use error::{FsError, Result};
 pub use fs::{now_ns, Attr, Fs, FsOptions, SetAttr, StatFs};
+pub use journal::SB_MAGIC as SUPERBLOCK_MAGIC;
+pub use mount::{mount, MountEvent, MountOptions, Mounted};
 pub use state::{Kind, ROOT};

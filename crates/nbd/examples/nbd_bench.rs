@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk};
 use tegula_nbd::{Listener, ServerOptions};
 
-fn main() -> anyhow::Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let size_mib: u64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
@@ -52,11 +52,9 @@ fn main() -> anyhow::Result<()> {
             .arg(format!("--size={size_mib}m"))
             .arg("--output-format=json")
             .output()?;
-        anyhow::ensure!(
-            out.status.success(),
-            "fio failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        if !out.status.success() {
+            return Err(format!("fio failed: {}", String::from_utf8_lossy(&out.stderr)).into());
+        }
         // fio may print notes before its JSON.
         let text = String::from_utf8_lossy(&out.stdout);
         let json = text.find("\n{").map_or(&text[..], |i| &text[i + 1..]);

@@ -7,7 +7,6 @@
 //! connection, with a connection limit, handshake and write timeouts and bounded buffers
 //! ([`ServerOptions`]). See `docs/cli-serve.md`.
 
-pub mod cli;
 pub mod client;
 pub mod proto;
 pub mod server;

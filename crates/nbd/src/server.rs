@@ -8,11 +8,13 @@
 //! `accept()` (out of file descriptors, say) is logged and retried, never fatal.
 
 use crate::proto::{self, cmd, errno, info, opt, rep, tflag, RequestHeader};
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tegula_device::{BlockDevice, DeviceError, WriteFlags};
@@ -164,9 +166,31 @@ impl Listener {
     /// Serves connections until the process ends, one thread each, at most
     /// `opts.max_connections` at once. Errors of `accept()` are logged and retried.
     pub fn serve(&self, dev: Arc<dyn BlockDevice>, opts: ServerOptions) -> Result<(), NbdError> {
+        self.serve_until(dev, opts, &AtomicBool::new(false))
+    }
+
+    /// Serves connections until `stop` is set (a signal handler sets it), then stops accepting,
+    /// lets every connection finish the request it is serving (its reading side is shut
+    /// down, so it sees the end of its stream next) and returns once all have ended: every
+    /// write acknowledged to a client has then reached `dev`, and the caller can make the
+    /// device durable and exit.
+    pub fn serve_until(
+        &self,
+        dev: Arc<dyn BlockDevice>,
+        opts: ServerOptions,
+        stop: &AtomicBool,
+    ) -> Result<(), NbdError> {
+        self.set_nonblocking(true).map_err(|e| NbdError::Io {
+            context: "making the listener non-blocking".into(),
+            source: e,
+        })?;
         let opts = Arc::new(opts);
         let active = Arc::new(AtomicUsize::new(0));
-        loop {
+        let live: Arc<Mutex<HashMap<u64, Conn>>> = Arc::default();
+        let mut threads: Vec<std::thread::JoinHandle<()>> = Vec::new();
+        let mut next_id = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            threads.retain(|t| !t.is_finished());
             let accepted = match self {
                 Listener::Unix(l, _) => l.accept().map(|(s, _)| Conn::Unix(s)),
                 Listener::Tcp(l) => l.accept().map(|(s, _)| {
@@ -176,6 +200,11 @@ impl Listener {
             };
             let conn = match accepted {
                 Ok(c) => c,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.wait_readable(Duration::from_millis(100));
+                    continue;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     // EMFILE, ENFILE, ECONNABORTED, ENOBUFS ...: transient for a server. Back
                     // off a little so that a descriptor shortage is not a busy loop.
@@ -184,6 +213,10 @@ impl Listener {
                     continue;
                 }
             };
+            if let Err(e) = conn.set_blocking() {
+                tracing::warn!("nbd: cannot make a connection blocking ({e}); closing it");
+                continue;
+            }
             if active.load(Ordering::Acquire) >= opts.max_connections {
                 tracing::warn!(
                     "nbd: {} connections already; closing a new one",
@@ -192,19 +225,66 @@ impl Listener {
                 drop(conn);
                 continue;
             }
+            let id = next_id;
+            next_id += 1;
+            match conn.try_clone() {
+                Ok(c) => {
+                    live.lock().insert(id, c);
+                }
+                Err(e) => {
+                    tracing::warn!("nbd: cannot track a connection ({e}); closing it");
+                    continue;
+                }
+            }
             active.fetch_add(1, Ordering::AcqRel);
             let (dev, opts, slot) = (dev.clone(), opts.clone(), Slot(active.clone()));
+            let live2 = live.clone();
             let spawned = std::thread::Builder::new()
                 .name("nbd-conn".into())
                 .spawn(move || {
                     let _slot = slot;
                     log_end(conn.serve(dev.as_ref(), &opts));
+                    live2.lock().remove(&id);
                 });
-            if let Err(e) = spawned {
-                // The closure (and with it the slot and the connection) was dropped.
-                tracing::warn!("nbd: cannot start a connection thread: {e}");
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(e) => {
+                    // The closure (and with it the slot and the connection) was dropped.
+                    live.lock().remove(&id);
+                    tracing::warn!("nbd: cannot start a connection thread: {e}");
+                }
             }
         }
+        for c in live.lock().values() {
+            c.shutdown_read();
+        }
+        for t in threads {
+            let _ = t.join();
+        }
+        Ok(())
+    }
+
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Listener::Unix(l, _) => l.set_nonblocking(on),
+            Listener::Tcp(l) => l.set_nonblocking(on),
+        }
+    }
+
+    /// Waits until a connection is pending or `timeout` passes.
+    fn wait_readable(&self, timeout: Duration) {
+        use std::os::unix::io::AsRawFd;
+        let fd = match self {
+            Listener::Unix(l, _) => l.as_raw_fd(),
+            Listener::Tcp(l) => l.as_raw_fd(),
+        };
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one pollfd on a descriptor the listener owns, for the duration of the call.
+        unsafe { libc::poll(&mut p, 1, timeout.as_millis() as libc::c_int) };
     }
 }
 
@@ -224,6 +304,29 @@ enum Conn {
 }
 
 impl Conn {
+    fn try_clone(&self) -> io::Result<Conn> {
+        Ok(match self {
+            Conn::Unix(s) => Conn::Unix(s.try_clone()?),
+            Conn::Tcp(s) => Conn::Tcp(s.try_clone()?),
+        })
+    }
+
+    /// Accepted sockets inherit nothing from the non-blocking listener on Linux, but say so.
+    fn set_blocking(&self) -> io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.set_nonblocking(false),
+            Conn::Tcp(s) => s.set_nonblocking(false),
+        }
+    }
+
+    /// Ends the reading side: the connection's thread finishes its request, then sees EOF.
+    fn shutdown_read(&self) {
+        let _ = match self {
+            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Read),
+            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
+        };
+    }
+
     fn serve(self, dev: &dyn BlockDevice, opts: &ServerOptions) -> io::Result<()> {
         match self {
             Conn::Unix(s) => serve_socket(s, |s| s.try_clone(), dev, opts),

@@ -25,7 +25,6 @@
 
 pub mod band;
 pub mod cache;
-pub mod cli;
 pub mod codec;
 pub mod compaction;
 pub mod db;

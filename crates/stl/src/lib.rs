@@ -33,6 +33,7 @@ mod journal;
 mod layer;
 pub mod layout;
 pub mod metalog;
+pub mod profiles;
 mod setassoc;
 pub mod stats;
 
@@ -40,4 +41,5 @@ pub use config::{CacheLocation, CacheMedia, Cleaning, DmConfig, Mapping, StlKind
 pub use drive::DmDrive;
 pub use error::{Result, StlError};
 pub use image::is_dm_image;
+pub use profiles::{dm_profile, DM_PROFILES};
 pub use stats::StlStats;

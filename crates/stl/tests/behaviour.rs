@@ -1,5 +1,5 @@
 //! The signatures Skylight measured, in modelled time, on drives configured from
-//! `configs/dm-smr/`: fixed QD1 write latency with periodic map merges on the journal drive
+//! `crates/stl/profiles/`: fixed QD1 write latency with periodic map merges on the journal drive
 //! (varying latency on a CMR drive), packing at queue depth 31, idle-time cleaning only on
 //! aggressive drives, and fragmented reads that are slow until cleaned.
 
@@ -10,7 +10,7 @@ use tegula_device::{profile, BlockDevice, Disk, MS, SEC};
 use tegula_stl::DmDrive;
 
 fn drive(name: &str) -> DmDrive {
-    let path = format!("{}/../../configs/dm-smr/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/profiles/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).expect("config file");
     DmDrive::from_toml(&text).expect("drive")
 }

@@ -324,7 +324,7 @@ fn metadata_only_terabyte_images_stay_small_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("5tb.img");
     let text = std::fs::read_to_string(format!(
-        "{}/../../configs/dm-smr/seagate-5tb.toml",
+        "{}/profiles/seagate-5tb.toml",
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();

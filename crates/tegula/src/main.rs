@@ -5,7 +5,10 @@
 //! Errors are reported as one line on stderr (`error: …`) with a non-zero exit code.
 
 mod cmd;
+mod device;
+mod interrupt;
 mod output;
+mod signature;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -66,6 +69,10 @@ fn main() -> ExitCode {
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<interrupt::Interrupted>().is_some() => {
+            eprintln!("{}", output::error_line(&e));
+            ExitCode::from(interrupt::EXIT_CODE)
+        }
         Err(e) => {
             eprintln!("error: {}", output::error_line(&e));
             ExitCode::FAILURE

@@ -172,8 +172,32 @@ pub fn condition_counts(zones: &[Zone]) -> String {
     parts.join(", ")
 }
 
-/// The zone table of `disk report` (and `disk stats` when `bytes` is given).
-pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>) -> String {
+/// The unit of addresses in a zone table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unit {
+    /// The drive's logical blocks.
+    Lba,
+    /// 512-byte sectors (what blkzone prints).
+    Sector,
+    /// Bytes.
+    Byte,
+}
+
+impl Unit {
+    /// `lbas` logical blocks of `sector_size` bytes in this unit.
+    pub fn of(self, lbas: u64, sector_size: u32) -> u64 {
+        match self {
+            Unit::Lba => lbas,
+            Unit::Sector => lbas * (sector_size as u64 / 512),
+            Unit::Byte => lbas * sector_size as u64,
+        }
+    }
+}
+
+/// The zone table of `disk report` (and `disk stats` when `bytes` is given), addresses in
+/// `unit`.
+pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>, unit: Unit, sector_size: u32) -> String {
+    let u = |v: u64| unit.of(v, sector_size).to_string();
     let mut cols = vec![
         ("zone", Align::Right),
         ("start", Align::Right),
@@ -191,7 +215,7 @@ pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>) -> String {
         let seq = z.zone_type.is_sequential();
         let (wp, used) = if seq {
             (
-                z.write_pointer_lba.to_string(),
+                u(z.write_pointer_lba),
                 percent(z.write_pointer_lba - z.start_lba, z.len_lba),
             )
         } else {
@@ -199,8 +223,8 @@ pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>) -> String {
         };
         let mut row = vec![
             z.index.to_string(),
-            z.start_lba.to_string(),
-            z.len_lba.to_string(),
+            u(z.start_lba),
+            u(z.len_lba),
             wp,
             used,
             z.zone_type.code().to_string(),

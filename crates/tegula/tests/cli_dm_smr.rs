@@ -141,7 +141,7 @@ fn create_write_read_stats_info_dump_round_trip() {
 #[test]
 fn shipped_configs_create_metadata_only_images() {
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/dm-smr");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../stl/profiles");
     for name in [
         "seagate-5tb.toml",
         "emulated-smr-1.toml",

@@ -502,7 +502,12 @@ impl Tour<'_> {
             .collect();
         print!(
             "{}",
-            indent(&output::zone_table(&shown, Some(&stats.zone_bytes_written)))
+            indent(&output::zone_table(
+                &shown,
+                Some(&stats.zone_bytes_written),
+                output::Unit::Lba,
+                self.disk.info().sector_size
+            ))
         );
     }
 }

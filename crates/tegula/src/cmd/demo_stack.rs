@@ -14,7 +14,7 @@ use tegula_smrdb::{Db, Options};
 use tegula_stl::DmDrive;
 
 /// The built-in journal drive: Skylight's 5 TB Seagate (Table III), metadata only.
-const SEAGATE_5TB: &str = include_str!("../../../../configs/dm-smr/seagate-5tb.toml");
+const SEAGATE_5TB: &str = include_str!("../../../stl/profiles/seagate-5tb.toml");
 
 /// Prints a numbered step header.
 fn step(n: u32, title: &str) {

@@ -31,7 +31,8 @@ pub struct CreateArgs {
     /// Image file to create (refuses to overwrite).
     #[arg(value_name = "IMAGE")]
     pub image: PathBuf,
-    /// Built-in profile to start from (see `tegula disk profiles`) [default: hm-smr].
+    /// Built-in profile to start from (see `tegula disk profiles`: zoned and conventional
+    /// drives, and drive-managed SMR drives such as seagate-5tb-data) [default: hm-smr].
     #[arg(long, conflicts_with = "config")]
     pub profile: Option<String>,
     /// TOML configuration: `profile = "…"` plus any overrides, or a drive-managed SMR drive
@@ -118,6 +119,13 @@ pub fn run(a: CreateArgs) -> Result<()> {
         if super::dm::is_dm_config(&text) {
             return super::dm::create(&a, &text);
         }
+    }
+    if let Some(text) = a
+        .profile
+        .as_deref()
+        .and_then(tegula_stl::profiles::dm_profile_toml)
+    {
+        return super::dm::create(&a, text);
     }
     let cfg = config_from(&a)?;
     if a.image.exists() {

@@ -8,10 +8,9 @@ use crate::output;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
-use tegula_device::{format_size, BlockDevice, DeviceInfo, Nanos, Stats, WriteFlags};
+use tegula_device::{format_size, BlockDevice, DeviceInfo, Stats};
 use tegula_stl::image::{decode_drive_state, decode_header, scan_metadata, DM_HEADER_REGION};
 use tegula_stl::{DmConfig, DmDrive, StlStats};
 
@@ -25,9 +24,15 @@ pub fn is_dm_config(text: &str) -> bool {
     DmConfig::is_dm_smr_toml(text)
 }
 
-/// Opens a drive-managed image with the path in the error.
-pub fn open(path: &Path, read_only: bool) -> Result<DmDrive> {
-    DmDrive::open_image(path, read_only).with_context(|| format!("opening {}", path.display()))
+/// Opens a drive-managed image read-only.
+fn open(path: &Path) -> Result<DmDrive> {
+    match crate::device::open(&crate::device::Spec::new(
+        path,
+        crate::device::Access::ReadOnly,
+    ))? {
+        crate::device::Opened::Dm(d) => Ok(d),
+        _ => bail!("{} is not a dm-smr image", path.display()),
+    }
 }
 
 /// Runs `disk create --config drive.toml IMAGE` for a `kind = "dm-smr"` configuration.
@@ -187,7 +192,7 @@ struct InfoJson<'a> {
 
 /// `disk info` on a dm-smr image.
 pub fn info(path: &Path, json: bool) -> Result<()> {
-    let d = open(path, true)?;
+    let d = open(path)?;
     if json {
         let info = d.info();
         return output::print_json(&InfoJson {
@@ -276,7 +281,7 @@ pub fn stl_summary(s: &StlStats) -> Vec<(String, String)> {
 
 /// `disk stats` on a dm-smr image.
 pub fn stats(path: &Path, json: bool) -> Result<()> {
-    let d = open(path, true)?;
+    let d = open(path)?;
     let s = d.stl_stats();
     let m = d.media_stats();
     if json {
@@ -291,94 +296,6 @@ pub fn stats(path: &Path, json: bool) -> Result<()> {
     println!();
     println!("raw media:");
     output::print_kv(&output::stats_summary(&m, d.now()));
-    Ok(())
-}
-
-/// `disk write --lba N` on a dm-smr image.
-pub fn write(path: &Path, lba: u64, input: &mut dyn Read, fua: bool) -> Result<()> {
-    let d = open(path, false)?;
-    let result = write_all(&d, lba, input, fua);
-    let closed = d
-        .close()
-        .with_context(|| format!("closing {}", path.display()));
-    result?;
-    closed
-}
-
-fn write_all(d: &DmDrive, first: u64, input: &mut dyn Read, fua: bool) -> Result<()> {
-    let ss = d.info().sector_size as usize;
-    let mut buf = vec![0u8; super::io::CHUNK];
-    let (mut pos, mut bytes, mut service, mut commands): (u64, u64, Nanos, u64) = (first, 0, 0, 0);
-    loop {
-        let n = super::io::fill(input, &mut buf).context("reading input")?;
-        if n == 0 {
-            break;
-        }
-        let len = n.div_ceil(ss) * ss;
-        buf[n..len].fill(0);
-        let done = d
-            .write_with(pos, &buf[..len], WriteFlags { fua })
-            .with_context(|| format!("writing LBA {pos}"))?;
-        service += done.service();
-        commands += 1;
-        bytes += n as u64;
-        pos += (len / ss) as u64;
-        if n < buf.len() {
-            break;
-        }
-    }
-    if bytes == 0 {
-        bail!("nothing to write: the input is empty");
-    }
-    let flush = d.flush()?.service();
-    eprintln!(
-        "wrote {bytes} bytes at LBA {first}..{pos}: {} modelled in {commands} command{} + flush {}",
-        output::ms(service),
-        if commands == 1 { "" } else { "s" },
-        output::ms(flush)
-    );
-    Ok(())
-}
-
-/// `disk read --lba N --len BYTES` on a dm-smr image.
-pub fn read(path: &Path, lba: u64, len: u64, out: Option<&Path>) -> Result<()> {
-    let d = open(path, false)?;
-    let result = read_all(&d, lba, len, out);
-    let closed = d
-        .close()
-        .with_context(|| format!("closing {}", path.display()));
-    result?;
-    closed
-}
-
-fn read_all(d: &DmDrive, lba: u64, len: u64, out_path: Option<&Path>) -> Result<()> {
-    let ss = d.info().sector_size as u64;
-    let mut out: Box<dyn Write> = match out_path {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
-    let end = lba.saturating_add(len.div_ceil(ss));
-    let (mut pos, mut left, mut service) = (lba, len, 0);
-    let mut buf = vec![0u8; super::io::CHUNK];
-    while pos < end {
-        let n = (end - pos).min(super::io::CHUNK as u64 / ss);
-        let b = &mut buf[..(n * ss) as usize];
-        service += d
-            .read(pos, b)
-            .with_context(|| format!("reading LBA {pos}"))?
-            .service();
-        let take = left.min(b.len() as u64) as usize;
-        out.write_all(&b[..take]).context("writing output")?;
-        left -= take as u64;
-        pos += n;
-    }
-    out.flush().context("writing output")?;
-    eprintln!(
-        "read {len} bytes at LBA {lba}..{end}: {} modelled",
-        output::ms(service)
-    );
     Ok(())
 }
 

@@ -95,6 +95,16 @@ pub struct ReportArgs {
     /// read-only, offline, not-write-pointer.
     #[arg(long, value_name = "COND")]
     condition: Option<String>,
+    /// First zone to report (like `blkzone report --offset`, in zones).
+    #[arg(long, value_name = "Z", default_value_t = 0)]
+    zone: u32,
+    /// Most zones to report (like `blkzone report --count`).
+    #[arg(long, value_name = "N")]
+    count: Option<u32>,
+    /// Unit of start, length and write pointer: the drive's logical blocks (lba), 512-byte
+    /// sectors as blkzone prints them (sector), or bytes (byte).
+    #[arg(long, value_enum, default_value_t = output::Unit::Lba)]
+    unit: output::Unit,
 }
 
 /// Parses a `--condition` filter.
@@ -111,11 +121,24 @@ pub fn parse_filter(s: Option<&str>) -> Result<ZoneFilter> {
 pub fn report(a: ReportArgs) -> Result<()> {
     let filter = parse_filter(a.condition.as_deref())?;
     let disk = open(&a.img.image, Access::ReadOnly)?;
-    let zones = disk.report_zones(filter);
+    let info = disk.info();
+    if a.zone >= info.zones {
+        anyhow::bail!(
+            "--zone {}: the device has {} zones (0..{})",
+            a.zone,
+            info.zones,
+            info.zones
+        );
+    }
+    let zones: Vec<Zone> = disk
+        .report_zones(filter)
+        .into_iter()
+        .filter(|z| z.index >= a.zone)
+        .take(a.count.map_or(usize::MAX, |c| c as usize))
+        .collect();
     if a.json {
         return output::print_json(&zones);
     }
-    let info = disk.info();
     println!(
         "{}: {} zones of {} sectors ({}), {}-byte sectors; {} reported",
         a.img.image.display(),
@@ -125,7 +148,10 @@ pub fn report(a: ReportArgs) -> Result<()> {
         info.sector_size,
         zones.len()
     );
-    print!("{}", output::zone_table(&zones, None));
+    print!(
+        "{}",
+        output::zone_table(&zones, None, a.unit, info.sector_size)
+    );
     Ok(())
 }
 
@@ -203,7 +229,12 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     } else {
         print!(
             "{}",
-            output::zone_table(&zones, Some(&s.zone_bytes_written))
+            output::zone_table(
+                &zones,
+                Some(&s.zone_bytes_written),
+                output::Unit::Lba,
+                disk.info().sector_size
+            )
         );
     }
     println!();
@@ -219,6 +250,19 @@ pub struct ProfilesArgs {
     json: bool,
 }
 
+/// The text up to the first colon or period (a profile's one-line summary).
+fn first_sentence(s: &str) -> &str {
+    let end = s.find([':', '.']).unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The JSON of `disk profiles --json`.
+#[derive(Serialize)]
+struct ProfilesJson {
+    zoned: Vec<DiskConfig>,
+    dm_smr: Vec<tegula_stl::DmConfig>,
+}
+
 /// Runs `disk profiles`.
 pub fn profiles(a: ProfilesArgs) -> Result<()> {
     let cfgs = PROFILES
@@ -226,7 +270,17 @@ pub fn profiles(a: ProfilesArgs) -> Result<()> {
         .map(|p| profile(p))
         .collect::<Result<Vec<_>, _>>()?;
     if a.json {
-        return output::print_json(&cfgs);
+        let dm = tegula_stl::DM_PROFILES
+            .iter()
+            .map(|(n, _)| tegula_stl::dm_profile(n).transpose())
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect();
+        return output::print_json(&ProfilesJson {
+            zoned: cfgs,
+            dm_smr: dm,
+        });
     }
     let mut t = Table::new(&[
         ("profile", Align::Left),
@@ -273,6 +327,11 @@ pub fn profiles(a: ProfilesArgs) -> Result<()> {
         ]);
     }
     print!("{}", t.render());
+    println!("\nDrive-managed SMR drives (a translation layer behind a block interface):");
+    for (name, _) in tegula_stl::DM_PROFILES {
+        let desc = tegula_stl::profiles::dm_profile_description(name).unwrap_or_default();
+        println!("  {name:<18} {}", first_sentence(&desc));
+    }
     println!("\nStart from one with `tegula disk create --profile NAME --capacity SIZE IMAGE`;");
     println!("override any key with --set KEY=VALUE or a TOML file (--config).");
     Ok(())

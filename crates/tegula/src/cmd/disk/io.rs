@@ -1,10 +1,14 @@
-//! `disk write` and `disk read`: data in and out, with the modelled service time.
+//! `disk write` and `disk read`: data in and out of any drive (zoned image or dm-smr image),
+//! with the modelled service time. A write stops cleanly on SIGINT/SIGTERM: the drive keeps
+//! (and the image records) every command that completed.
 
-use super::{close, open, size_arg, Access, ImageArg};
-use crate::output;
+use super::ImageArg;
+use crate::device::{self, Access, Opened, Spec};
+use crate::{interrupt, output};
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -35,6 +39,9 @@ pub struct WriteArgs {
     /// Force unit access: each write is durable when it completes.
     #[arg(long)]
     fua: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
 }
 
 fn progress(total: Option<u64>, verb: &str) -> ProgressBar {
@@ -80,7 +87,8 @@ pub fn fill(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(n)
 }
 
-/// Where a write starts: `--lba`, or the write pointer (start of a conventional zone) of `--zone`.
+/// Where a write starts on a zoned drive: `--lba`, or the write pointer (start of a
+/// conventional zone) of `--zone`.
 fn start_lba(disk: &Disk, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
     if let Some(l) = lba {
         return Ok(l);
@@ -105,6 +113,30 @@ fn start_lba(disk: &Disk, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
     Ok(z.write_pointer_lba)
 }
 
+/// Fails unless sectors `lba .. lba + sectors` lie on a drive of `capacity` sectors.
+fn check_range(lba: u64, sectors: u64, capacity: u64) -> Result<()> {
+    match lba.checked_add(sectors) {
+        Some(end) if end <= capacity => Ok(()),
+        _ => bail!(
+            "LBA {lba} + {sectors} sectors lies beyond the end of the drive ({capacity} sectors, \
+             LBA 0..{capacity})"
+        ),
+    }
+}
+
+/// The JSON result of `disk write` and `disk read`.
+#[derive(Debug, Default, Serialize)]
+struct Transfer {
+    lba_start: u64,
+    lba_end: u64,
+    bytes: u64,
+    commands: u64,
+    service_ns: Nanos,
+    flush_ns: Nanos,
+    padded_bytes: u64,
+    interrupted: bool,
+}
+
 /// Runs `disk write`.
 pub fn write(a: WriteArgs) -> Result<()> {
     let path = a.img.image.clone();
@@ -116,35 +148,82 @@ pub fn write(a: WriteArgs) -> Result<()> {
         }
         None => (Box::new(std::io::stdin().lock()), None),
     };
-    if super::dm::is_dm(&path) {
-        let Some(lba) = a.lba else {
-            bail!(
+    interrupt::install()?;
+    let opened = device::open(&Spec::new(&path, Access::ReadWrite))?;
+    let result = match &opened {
+        Opened::Disk(d) => start_lba(d, a.lba, a.zone)
+            .and_then(|first| write_all(d, &a, first, &mut *input, total)),
+        Opened::Dm(d) => match a.lba {
+            Some(first) => write_all(d, &a, first, &mut *input, total),
+            None => Err(anyhow::anyhow!(
                 "{} is a dm-smr drive without zones: give --lba",
                 path.display()
-            );
-        };
-        return super::dm::write(&path, lba, &mut *input, a.fua);
+            )),
+        },
+        Opened::Banded(_) => Err(anyhow::anyhow!("not a disk image")),
+    };
+    let zone_note = match (&opened, &result) {
+        (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1),
+        _ => None,
+    };
+    // Whatever happened, persist what the drive completed.
+    let closed = opened
+        .close()
+        .with_context(|| format!("closing {}", path.display()));
+    let t = result?;
+    closed?;
+    if a.json {
+        output::print_json(&t)?;
+    } else if let Some(n) = zone_note {
+        eprintln!("{n}");
     }
-    let disk = open(&path, Access::ReadWrite)?;
-    let result = write_all(&disk, &a, &mut *input, total);
-    // Whatever happened, persist what was acknowledged.
-    let closed = close(disk, &path);
-    result?;
-    closed
+    if t.interrupted {
+        return Err(interrupt::Interrupted(format!(
+            " after writing {} bytes at LBA {}..{}; the drive keeps them",
+            t.bytes, t.lba_start, t.lba_end
+        ))
+        .into());
+    }
+    Ok(())
 }
 
-fn write_all(disk: &Disk, a: &WriteArgs, input: &mut dyn Read, total: Option<u64>) -> Result<()> {
-    let info = disk.info();
+fn zone_note(disk: &Disk, last_lba: u64) -> Option<String> {
+    let zs = disk.info().zone_sectors.max(1);
+    let z = disk.zone((last_lba / zs) as u32).ok()?;
+    z.zone_type.is_sequential().then(|| {
+        format!(
+            "zone {}: write pointer now at LBA {} ({}), virtual clock at {}",
+            z.index,
+            z.write_pointer_lba,
+            z.condition,
+            output::duration(disk.now())
+        )
+    })
+}
+
+fn write_all(
+    dev: &dyn BlockDevice,
+    a: &WriteArgs,
+    first: u64,
+    input: &mut dyn Read,
+    total: Option<u64>,
+) -> Result<Transfer> {
+    let info = dev.info();
     let ss = info.sector_size as usize;
-    let first = start_lba(disk, a.lba, a.zone)?;
+    check_range(first, 1, info.capacity_sectors)?;
     let flags = WriteFlags { fua: a.fua };
     let pb = progress(total, "writing");
     let mut buf = vec![0u8; CHUNK];
-    let mut pos = first;
-    let (mut bytes, mut service, mut commands): (u64, Nanos, u64) = (0, 0, 0);
-    let mut padded = 0usize;
-    let t0 = disk.now();
+    let mut t = Transfer {
+        lba_start: first,
+        lba_end: first,
+        ..Transfer::default()
+    };
     loop {
+        if interrupt::requested() {
+            t.interrupted = true;
+            break;
+        }
         let n = fill(input, &mut buf).context("reading input")?;
         if n == 0 {
             break;
@@ -152,21 +231,25 @@ fn write_all(disk: &Disk, a: &WriteArgs, input: &mut dyn Read, total: Option<u64
         let mut len = n;
         if n % ss != 0 {
             len = n.div_ceil(ss) * ss;
-            padded = len - n;
+            t.padded_bytes = (len - n) as u64;
             buf[n..len].fill(0);
         }
-        match disk.write_with(pos, &buf[..len], flags) {
+        check_range(t.lba_end, (len / ss) as u64, info.capacity_sectors)?;
+        match dev.write_with(t.lba_end, &buf[..len], flags) {
             Ok(d) => {
-                service += d.service();
-                commands += 1;
-                bytes += n as u64;
-                pos += (len / ss) as u64;
+                t.service_ns += d.service();
+                t.commands += 1;
+                t.bytes += n as u64;
+                t.lba_end += (len / ss) as u64;
                 pb.inc(n as u64);
             }
             Err(e) => {
                 pb.finish_and_clear();
-                if bytes > 0 {
-                    eprintln!("wrote {bytes} bytes at LBA {first}..{pos} before the failure");
+                if t.bytes > 0 {
+                    eprintln!(
+                        "wrote {} bytes at LBA {first}..{} before the failure",
+                        t.bytes, t.lba_end
+                    );
                 }
                 return Err(e.into());
             }
@@ -175,49 +258,53 @@ fn write_all(disk: &Disk, a: &WriteArgs, input: &mut dyn Read, total: Option<u64
             break;
         }
     }
+    // The input may have ended because the signal also stopped the program feeding it.
+    t.interrupted |= interrupt::requested();
     pb.finish_and_clear();
-    if bytes == 0 {
+    if t.bytes == 0 && !t.interrupted {
         bail!("nothing to write: the input is empty");
     }
-    let flush = if disk.config().cache.write_cache && !a.fua {
-        disk.flush()?.service()
-    } else {
-        0
-    };
-    let zs = info.zone_sectors.max(1);
-    let (z0, z1) = (first / zs, (pos - 1) / zs);
-    let zones = if z0 == z1 {
-        format!("zone {z0}")
-    } else {
-        format!("zones {z0}..={z1}")
-    };
-    eprintln!(
-        "wrote {bytes} bytes ({} sector{}) at LBA {first}..{pos} ({zones}): {} modelled in {commands} command{}{}",
-        pos - first,
-        if pos - first == 1 { "" } else { "s" },
-        output::ms(service),
-        if commands == 1 { "" } else { "s" },
-        if flush > 0 {
-            format!(" + flush {}", output::ms(flush))
-        } else {
-            String::new()
+    if !a.fua {
+        t.flush_ns = dev.flush()?.service();
+    }
+    if !a.json {
+        let sectors = t.lba_end - first;
+        let zs = info.zone_sectors;
+        let zones = match (zs, sectors) {
+            (0, _) | (_, 0) => String::new(),
+            _ => {
+                let (z0, z1) = (first / zs, (t.lba_end - 1) / zs);
+                if z0 == z1 {
+                    format!(" (zone {z0})")
+                } else {
+                    format!(" (zones {z0}..={z1})")
+                }
+            }
+        };
+        eprintln!(
+            "wrote {} bytes ({sectors} sector{}) at LBA {first}..{}{zones}: {} modelled in {} \
+             command{}{}",
+            t.bytes,
+            if sectors == 1 { "" } else { "s" },
+            t.lba_end,
+            output::ms(t.service_ns),
+            t.commands,
+            if t.commands == 1 { "" } else { "s" },
+            if t.flush_ns > 0 {
+                format!(" + flush {}", output::ms(t.flush_ns))
+            } else {
+                String::new()
+            }
+        );
+        if t.padded_bytes > 0 {
+            eprintln!(
+                "note: the input is not a whole number of {ss}-byte sectors; padded the last \
+                 sector with {} zero bytes",
+                t.padded_bytes
+            );
         }
-    );
-    if padded > 0 {
-        eprintln!(
-            "note: the input is not a whole number of {ss}-byte sectors; padded the last sector with {padded} zero bytes"
-        );
     }
-    let z = disk.zone(z1 as u32)?;
-    if z.zone_type.is_sequential() {
-        eprintln!(
-            "zone {z1}: write pointer now at LBA {} ({}), {} of virtual time",
-            z.write_pointer_lba,
-            z.condition,
-            output::duration(disk.now() - t0)
-        );
-    }
-    Ok(())
+    Ok(t)
 }
 
 /// Arguments of `disk read`.
@@ -234,75 +321,108 @@ pub struct ReadArgs {
     /// Output file [default: stdout].
     #[arg(long, value_name = "F")]
     out: Option<PathBuf>,
+    /// Print the result as JSON on stdout (needs --out for the data).
+    #[arg(long, requires = "out")]
+    json: bool,
 }
 
 /// Runs `disk read`.
 pub fn read(a: ReadArgs) -> Result<()> {
-    let len = size_arg("--len", &a.len)?;
+    let len = super::size_arg("--len", &a.len)?;
     if len == 0 {
         bail!("--len: nothing to read (0 bytes)");
     }
-    if super::dm::is_dm(&a.img.image) {
-        return super::dm::read(&a.img.image, a.lba, len, a.out.as_deref());
+    let opened = device::open(&Spec::new(&a.img.image, Access::PreferWrite))?;
+    let result = match &opened {
+        Opened::Disk(d) => read_all(d, &a, len),
+        Opened::Dm(d) => read_all(d, &a, len),
+        Opened::Banded(_) => Err(anyhow::anyhow!("not a disk image")),
+    };
+    let closed = opened
+        .close()
+        .with_context(|| format!("closing {}", a.img.image.display()));
+    let t = result?;
+    closed?;
+    if a.json {
+        output::print_json(&t)?;
     }
-    let disk = open(&a.img.image, Access::PreferWrite)?;
-    let result = read_all(&disk, &a, len);
-    let closed = close(disk, &a.img.image);
-    result?;
-    closed
+    Ok(())
 }
 
-fn read_all(disk: &Disk, a: &ReadArgs, len: u64) -> Result<()> {
-    let ss = disk.info().sector_size as u64;
+fn read_all(dev: &dyn BlockDevice, a: &ReadArgs, len: u64) -> Result<Transfer> {
+    let info = dev.info();
+    let ss = info.sector_size as u64;
+    let sectors = len.div_ceil(ss);
+    check_range(a.lba, sectors, info.capacity_sectors)?;
     let mut out: Box<dyn Write> = match &a.out {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
-    let sectors = len.div_ceil(ss);
     let pb = progress(Some(len), "reading");
-    let (mut pos, end) = (a.lba, a.lba.saturating_add(sectors));
-    let (mut left, mut service, mut commands): (u64, Nanos, u64) = (len, 0, 0);
+    let end = a.lba + sectors;
+    let mut t = Transfer {
+        lba_start: a.lba,
+        lba_end: a.lba,
+        ..Transfer::default()
+    };
+    let mut left = len;
     let mut buf = vec![0u8; CHUNK];
-    while pos < end {
-        let n = (end - pos).min(CHUNK as u64 / ss);
+    while t.lba_end < end {
+        let n = (end - t.lba_end).min(CHUNK as u64 / ss);
         let b = &mut buf[..(n * ss) as usize];
-        let d = match disk.read(pos, b) {
+        let d = match dev.read(t.lba_end, b) {
             Ok(d) => d,
             Err(e) => {
                 pb.finish_and_clear();
-                let done = len - left;
-                if done > 0 {
+                if t.bytes > 0 {
                     out.flush().context("writing output")?;
                     eprintln!(
-                        "read {done} bytes at LBA {}..{pos} before the failure",
-                        a.lba
+                        "read {} bytes at LBA {}..{} before the failure",
+                        t.bytes, a.lba, t.lba_end
                     );
                 }
                 return Err(e.into());
             }
         };
-        service += d.service();
-        commands += 1;
+        t.service_ns += d.service();
+        t.commands += 1;
         let take = left.min(b.len() as u64) as usize;
         out.write_all(&b[..take]).context("writing output")?;
         left -= take as u64;
-        pos += n;
+        t.bytes += take as u64;
+        t.lba_end += n;
         pb.inc(take as u64);
     }
     pb.finish_and_clear();
     out.flush().context("writing output")?;
-    eprintln!(
-        "read {len} bytes ({}) at LBA {}..{end}: {} modelled in {commands} command{}{}",
-        format_size(len),
-        a.lba,
-        output::ms(service),
-        if commands == 1 { "" } else { "s" },
-        match &a.out {
-            Some(p) => format!("; written to {}", p.display()),
-            None => String::new(),
-        }
-    );
-    Ok(())
+    if !a.json {
+        eprintln!(
+            "read {len} bytes ({}) at LBA {}..{end}: {} modelled in {} command{}{}",
+            format_size(len),
+            a.lba,
+            output::ms(t.service_ns),
+            t.commands,
+            if t.commands == 1 { "" } else { "s" },
+            match &a.out {
+                Some(p) => format!("; written to {}", p.display()),
+                None => String::new(),
+            }
+        );
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_past_the_end_or_overflowing_are_refused() {
+        assert!(check_range(0, 10, 10).is_ok());
+        assert!(check_range(5, 6, 10).is_err());
+        assert!(check_range(u64::MAX, 1, 10).is_err());
+        assert!(check_range(10, 1, 10).is_err());
+    }
 }

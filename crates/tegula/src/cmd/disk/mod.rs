@@ -7,10 +7,11 @@ mod inspect;
 mod io;
 mod zones;
 
+use crate::device::{self, Opened, Spec};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
-use tegula_device::{parse_size, DeviceError, Disk, OpenOptions};
+use tegula_device::{parse_size, Disk};
 
 pub use create::CreateArgs;
 
@@ -73,40 +74,17 @@ pub struct ImageArg {
     pub image: PathBuf,
 }
 
-/// How a command needs the image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Never modified.
-    ReadOnly,
-    /// Modified; fails if the file is not writable.
-    ReadWrite,
-    /// Modified when possible (reads record statistics and the clock), else read-only.
-    PreferWrite,
-}
+pub use crate::device::Access;
 
-/// Opens a disk image with a clear error.
+/// Opens a zoned disk image (not a dm-smr image: the zone commands need zones).
 pub fn open(path: &Path, access: Access) -> Result<Disk> {
-    if dm::is_dm(path) {
-        anyhow::bail!(
+    match device::open(&Spec::new(path, access))? {
+        Opened::Disk(d) => Ok(d),
+        _ => anyhow::bail!(
             "{} is a drive-managed SMR (dm-smr) image: a plain block device without zones; use disk info, stats, read, write or dump, or serve it with tegula serve nbd",
             path.display()
-        );
+        ),
     }
-    let ro = OpenOptions { read_only: true };
-    let rw = OpenOptions { read_only: false };
-    let res = match access {
-        Access::ReadOnly => Disk::open_image(path, ro),
-        Access::ReadWrite => Disk::open_image(path, rw),
-        Access::PreferWrite => match Disk::open_image(path, rw) {
-            Err(DeviceError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::PermissionDenied =>
-            {
-                Disk::open_image(path, ro)
-            }
-            other => other,
-        },
-    };
-    res.map_err(anyhow::Error::from)
 }
 
 /// Flushes and persists a modified disk, reporting failures.

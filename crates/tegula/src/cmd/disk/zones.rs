@@ -4,6 +4,7 @@ use super::{close, open, Access, ImageArg};
 use crate::output;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
+use serde::Serialize;
 use tegula_device::{BlockDevice, Disk, Zone, ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
 
 /// Which zones a zone command applies to.
@@ -30,6 +31,26 @@ pub struct ZoneArgs {
     /// Every sequential zone the action applies to.
     #[arg(long)]
     all: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One zone's change in the JSON result.
+#[derive(Serialize)]
+struct ZoneChange {
+    zone: u32,
+    before: Zone,
+    after: Zone,
+}
+
+/// The JSON result of a zone management command.
+#[derive(Serialize)]
+struct ActionJson {
+    action: &'static str,
+    changed: Vec<ZoneChange>,
+    commands: u64,
+    service_ns: u64,
 }
 
 /// Parses `A..B` (half-open) or `A..=B` (inclusive).
@@ -69,13 +90,13 @@ fn describe(z: &Zone) -> String {
 pub fn run(action: ZoneAction, a: ZoneArgs) -> Result<()> {
     let sel = a.select()?;
     let disk = open(&a.img.image, Access::ReadWrite)?;
-    let result = apply(&disk, action, &sel);
+    let result = apply(&disk, action, &sel, a.json);
     let closed = close(disk, &a.img.image);
     result?;
     closed
 }
 
-fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect) -> Result<()> {
+fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect, json: bool) -> Result<()> {
     let zones = disk.info().zones;
     let before = disk.report_zones(ZoneFilter::All);
     let (mut service, mut commands) = (0, 0);
@@ -109,6 +130,27 @@ fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect) -> Result<()> {
         }
     }
     let after = disk.report_zones(ZoneFilter::All);
+    if json {
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        let changed = before
+            .iter()
+            .zip(&after)
+            .filter(|(b, z)| b != z)
+            .map(|(b, z)| ZoneChange {
+                zone: z.index,
+                before: b.clone(),
+                after: z.clone(),
+            })
+            .collect();
+        return output::print_json(&ActionJson {
+            action: action.name(),
+            changed,
+            commands,
+            service_ns: service,
+        });
+    }
     let mut changed = 0;
     for (b, z) in before.iter().zip(&after) {
         let named = matches!(sel, ZoneSelect::List(l) if l.contains(&z.index));

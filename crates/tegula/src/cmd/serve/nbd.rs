@@ -1,12 +1,13 @@
-//! `tegula serve nbd`: the command-line front end of the server.
+//! `tegula serve nbd`: any drive tegula can open, over NBD, until SIGINT/SIGTERM; then every
+//! acknowledged write is made durable, the drive state saved and the socket removed.
 
-use crate::server::{Listener, ServerOptions};
-use anyhow::{bail, Context};
+use crate::device::{self, Access, Spec};
+use crate::interrupt;
+use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
-use tegula_device::{BlockDevice, ClockMode, Disk, DiskConfig, OpenOptions};
-use tegula_stl::{DmConfig, DmDrive};
+use tegula_device::ClockMode;
+use tegula_nbd::{Listener, ServerOptions};
 
 /// Serve an emulated drive over NBD (fixed newstyle; READ, WRITE with FUA, FLUSH, TRIM,
 /// WRITE_ZEROES, DISC).
@@ -28,60 +29,41 @@ pub struct ServeNbd {
     /// Refuse writes.
     #[arg(long)]
     pub readonly: bool,
+    /// Most connections served at once.
+    #[arg(long, default_value_t = ServerOptions::default().max_connections)]
+    pub max_connections: usize,
+    /// Close a connection idle for this many seconds (default: never; a mounted file system
+    /// may idle for hours).
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
 }
 
-/// Opens the device `image` names, with its clock set.
-pub fn open_device(
-    image: &std::path::Path,
-    paced: bool,
-    readonly: bool,
-) -> anyhow::Result<Arc<dyn BlockDevice>> {
-    let mode = if paced {
+/// Runs the server until SIGINT/SIGTERM.
+pub fn run(args: &ServeNbd) -> Result<()> {
+    if args.max_connections == 0 {
+        bail!("--max-connections must be at least 1");
+    }
+    let stop = interrupt::install()?;
+    let mut spec = Spec::new(
+        &args.image,
+        if args.readonly {
+            Access::ReadOnly
+        } else {
+            Access::ReadWrite
+        },
+    );
+    spec.clock = if args.paced {
         ClockMode::Paced
     } else {
         ClockMode::Virtual
     };
-    let is_toml = image.extension().is_some_and(|e| e == "toml");
-    if is_toml {
-        let text = std::fs::read_to_string(image)
-            .with_context(|| format!("reading {}", image.display()))?;
-        if DmConfig::is_dm_smr_toml(&text) {
-            let d = DmDrive::from_toml(&text)
-                .with_context(|| format!("building the drive of {}", image.display()))?;
-            d.set_clock(mode);
-            return Ok(Arc::new(d));
-        }
-        let cfg =
-            DiskConfig::from_toml(&text).with_context(|| format!("parsing {}", image.display()))?;
-        let d = Disk::in_memory(cfg)?;
-        d.set_clock(mode);
-        return Ok(Arc::new(d));
-    }
-    if tegula_stl::is_dm_image(image) {
-        let d = DmDrive::open_image(image, readonly)
-            .with_context(|| format!("opening {}", image.display()))?;
-        d.set_clock(mode);
-        return Ok(Arc::new(d));
-    }
-    let d = Disk::open_image(
-        image,
-        OpenOptions {
-            read_only: readonly,
-        },
-    )
-    .with_context(|| format!("opening {}", image.display()))?;
-    d.set_clock(mode);
-    Ok(Arc::new(d))
-}
-
-/// Runs the server until it is killed.
-pub fn run(args: &ServeNbd) -> anyhow::Result<()> {
-    let dev = open_device(&args.image, args.paced, args.readonly)?;
+    let opened = device::open(&spec)?;
     let listener = match (&args.socket, &args.listen) {
         (Some(p), None) => Listener::unix(p)?,
         (None, Some(a)) => Listener::tcp(a)?,
         _ => bail!("give exactly one of --socket or --listen"),
     };
+    let dev = opened.block();
     let info = dev.info();
     eprintln!(
         "serving {} ({} bytes, {}{}) at {}",
@@ -102,8 +84,19 @@ pub fn run(args: &ServeNbd) -> anyhow::Result<()> {
     let opts = ServerOptions {
         readonly: args.readonly,
         name: String::new(),
+        max_connections: args.max_connections,
+        idle_timeout: args.idle_timeout.map(std::time::Duration::from_secs),
         ..ServerOptions::default()
     };
-    listener.serve(dev, opts)?;
+    listener.serve_until(dev.clone(), opts, &stop)?;
+    // Every connection has ended: what was acknowledged is in the drive. Make it durable
+    // (the volatile cache too, as a drive does on an orderly shutdown); a flush also saves the
+    // drive state of an image.
+    eprintln!("stopping: flushing the drive");
+    if !args.readonly {
+        dev.flush()?;
+    }
+    drop(listener);
+    eprintln!("stopped");
     Ok(())
 }

@@ -1,0 +1,37 @@
+//! Argument groups several command families share.
+
+use crate::device::{Access, Spec};
+use anyhow::Result;
+use clap::Args;
+use std::path::Path;
+use tegula_device::parse_size;
+
+/// `--banded` and `--capacity`: use a plain file or block device as a banded SMR drive.
+#[derive(Debug, Clone, Default, Args)]
+pub struct BandedArgs {
+    /// Use IMAGE as a plain file or block device banded like a host-managed SMR drive, with
+    /// bands (zones) of this size; the host keeps the write pointers in `IMAGE.zones`. Give it
+    /// on every command. Without it IMAGE is a tegula disk image.
+    #[arg(long, global = true, value_name = "ZONE_SIZE")]
+    pub banded: Option<String>,
+    /// With --banded: create (or grow) a plain file of this size; default the file's or
+    /// device's size.
+    #[arg(long, global = true, value_name = "SIZE", requires = "banded")]
+    pub capacity: Option<String>,
+}
+
+impl BandedArgs {
+    /// The device spec of `path` with these flags.
+    pub fn spec(&self, path: &Path, access: Access) -> Result<Spec> {
+        let mut spec = Spec::new(path, access);
+        spec.banded = size_flag("--banded", self.banded.as_deref())?;
+        spec.capacity = size_flag("--capacity", self.capacity.as_deref())?;
+        Ok(spec)
+    }
+}
+
+/// Parses an optional size flag such as `16MiB`, naming the flag in the error.
+pub fn size_flag(flag: &str, v: Option<&str>) -> Result<Option<u64>> {
+    v.map(|s| parse_size(s).map_err(|e| anyhow::anyhow!("{flag} {s:?}: {e}")))
+        .transpose()
+}

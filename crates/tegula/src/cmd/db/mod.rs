@@ -1,0 +1,416 @@
+//! `tegula db …`: the SMRDB engine on a disk image or a banded plain file, from the command
+//! line: create, put, get, del, scan, compact, stats, check.
+
+mod show;
+
+use super::args::BandedArgs;
+use crate::device::{self, Access};
+use crate::{output, signature};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use show::Format;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use tegula_smrdb::{detect_mode, Db, Mode, Options, WriteBatch, WriteOptions};
+
+/// `tegula db`.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// The device: a disk image, or a banded plain file.
+    #[command(flatten)]
+    pub dev: BandedArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub cmd: DbCommand,
+}
+
+/// How `get` and `scan` print.
+#[derive(Debug, Clone, Args)]
+pub struct PrintArgs {
+    /// Print keys and values as stored (no escaping).
+    #[arg(long, conflicts_with_all = ["hex", "json"])]
+    raw: bool,
+    /// Print keys and values in hexadecimal.
+    #[arg(long, conflicts_with = "json")]
+    hex: bool,
+    /// Print JSON (keys and values as strings when they are UTF-8, else as hex with a
+    /// `_hex` suffix on the field name).
+    #[arg(long)]
+    json: bool,
+}
+
+impl PrintArgs {
+    fn format(&self) -> Format {
+        if self.raw {
+            Format::Raw
+        } else if self.hex {
+            Format::Hex
+        } else {
+            Format::Escaped
+        }
+    }
+}
+
+/// The `tegula db` subcommands. Each takes a disk image made by `tegula disk create` (or a
+/// plain file with `--banded`).
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Creates an empty database; refuses a device that holds anything unless --force.
+    Create {
+        /// Disk image.
+        image: PathBuf,
+        /// LevelDB-style organisation (SMRDB-LOC) instead of SMRDB-SOC.
+        #[arg(long)]
+        loc: bool,
+        /// Erase whatever the device holds (every zone is reset).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Stores a value (durably: the put is synced before the command returns).
+    Put {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+        /// Value (or -x / --file).
+        #[arg(required_unless_present_any = ["stdin", "file"])]
+        value: Option<String>,
+        /// Read the value from standard input (as redis-cli -x).
+        #[arg(short = 'x', long = "stdin", conflicts_with_all = ["value", "file"])]
+        stdin: bool,
+        /// Read the value from a file.
+        #[arg(long, value_name = "F", conflicts_with = "value")]
+        file: Option<PathBuf>,
+    },
+    /// Prints a value.
+    Get {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+        /// Output format.
+        #[command(flatten)]
+        print: PrintArgs,
+    },
+    /// Deletes a key.
+    Del {
+        /// Disk image.
+        image: PathBuf,
+        /// Key.
+        key: String,
+    },
+    /// Lists keys and values in a range, one entry per line (key TAB value).
+    Scan {
+        /// Disk image.
+        image: PathBuf,
+        /// First key (inclusive).
+        #[arg(long, default_value = "")]
+        from: String,
+        /// End key (exclusive).
+        #[arg(long)]
+        to: Option<String>,
+        /// Most entries printed.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        /// Output format.
+        #[command(flatten)]
+        print: PrintArgs,
+    },
+    /// Full manual compaction into non-overlapping bands.
+    Compact {
+        /// Disk image.
+        image: PathBuf,
+    },
+    /// Prints statistics and the band layout.
+    Stats {
+        /// Disk image.
+        image: PathBuf,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verifies every checksum and invariant; exits non-zero on a problem.
+    Check {
+        /// Disk image.
+        image: PathBuf,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn cli_options(mode: Mode) -> Options {
+    Options {
+        mode,
+        background_compaction: false,
+        ..Options::default()
+    }
+}
+
+/// Opens the database on `image` for writing (exclusive lock).
+fn open_db(args: &BandedArgs, image: &Path) -> Result<Db> {
+    let dev = device::open_zoned(&args.spec(image, Access::ReadWrite)?)?;
+    let Some(mode) = detect_mode(dev.as_ref())? else {
+        bail!(
+            "{} holds no database (run `tegula db create` first)",
+            image.display()
+        );
+    };
+    Ok(Db::open(dev, cli_options(mode))?)
+}
+
+fn synced() -> WriteOptions {
+    WriteOptions {
+        sync: true,
+        ..WriteOptions::default()
+    }
+}
+
+/// One key-value pair in JSON: strings when UTF-8, hex otherwise.
+#[derive(Serialize)]
+struct JsonEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_hex: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value_hex: Option<String>,
+}
+
+impl JsonEntry {
+    fn new(k: &[u8], v: &[u8]) -> JsonEntry {
+        let (key, key_hex) = text_or_hex(k);
+        let (value, value_hex) = text_or_hex(v);
+        JsonEntry {
+            key,
+            key_hex,
+            value,
+            value_hex,
+        }
+    }
+}
+
+fn text_or_hex(b: &[u8]) -> (Option<String>, Option<String>) {
+    match std::str::from_utf8(b) {
+        Ok(s) => (Some(s.to_string()), None),
+        Err(_) => (None, Some(show::hex(b))),
+    }
+}
+
+/// Runs one `tegula db` command.
+pub fn run(args: DbArgs) -> Result<()> {
+    let dev = args.dev.clone();
+    if dev.capacity.is_some() && !matches!(args.cmd, DbCommand::Create { .. }) {
+        bail!("--capacity applies to `create` only");
+    }
+    match args.cmd {
+        DbCommand::Create { image, loc, force } => create(&dev, &image, loc, force),
+        DbCommand::Put {
+            image,
+            key,
+            value,
+            stdin,
+            file,
+        } => {
+            let value = match (value, stdin, file) {
+                (Some(v), _, _) => v.into_bytes(),
+                (None, true, _) => {
+                    let mut v = Vec::new();
+                    std::io::stdin()
+                        .lock()
+                        .read_to_end(&mut v)
+                        .context("reading the value from standard input")?;
+                    v
+                }
+                (None, false, Some(f)) => {
+                    std::fs::read(&f).with_context(|| format!("reading {}", f.display()))?
+                }
+                (None, false, None) => bail!("give a value, -x (stdin) or --file"),
+            };
+            let db = open_db(&dev, &image)?;
+            let mut b = WriteBatch::new();
+            b.put(key.as_bytes(), &value);
+            db.write(b, synced())?;
+            db.close()?;
+            Ok(())
+        }
+        DbCommand::Get { image, key, print } => {
+            let db = open_db(&dev, &image)?;
+            let v = db.get(key.as_bytes())?;
+            db.close()?;
+            let Some(v) = v else {
+                bail!("key {key:?} not found");
+            };
+            if print.json {
+                return output::print_json(&JsonEntry::new(key.as_bytes(), &v));
+            }
+            let mut out = std::io::stdout().lock();
+            out.write_all(&show::render(&v, print.format()))?;
+            if print.format() != Format::Raw {
+                out.write_all(b"\n")?;
+            }
+            Ok(())
+        }
+        DbCommand::Del { image, key } => {
+            let db = open_db(&dev, &image)?;
+            let mut b = WriteBatch::new();
+            b.delete(key.as_bytes());
+            db.write(b, synced())?;
+            db.close()?;
+            Ok(())
+        }
+        DbCommand::Scan {
+            image,
+            from,
+            to,
+            limit,
+            print,
+        } => {
+            let db = open_db(&dev, &image)?;
+            let mut entries = Vec::new();
+            for kv in db
+                .scan(from.as_bytes(), to.as_deref().map(str::as_bytes))?
+                .take(limit)
+            {
+                entries.push(kv?);
+            }
+            db.close()?;
+            if print.json {
+                let v: Vec<JsonEntry> = entries.iter().map(|(k, v)| JsonEntry::new(k, v)).collect();
+                return output::print_json(&v);
+            }
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            let f = print.format();
+            for (k, v) in &entries {
+                out.write_all(&show::render(k, f))?;
+                out.write_all(b"\t")?;
+                out.write_all(&show::render(v, f))?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()?;
+            Ok(())
+        }
+        DbCommand::Compact { image } => {
+            let db = open_db(&dev, &image)?;
+            db.compact_all()?;
+            let s = db.stats();
+            println!(
+                "compacted: bands per level {:?}, {} bytes read, {} written",
+                s.bands_per_level, s.compaction_bytes_read, s.compaction_bytes_written
+            );
+            db.close()?;
+            Ok(())
+        }
+        DbCommand::Stats { image, json } => {
+            let db = open_db(&dev, &image)?;
+            let s = db.stats();
+            db.close()?;
+            if json {
+                return output::print_json(&s);
+            }
+            println!("mode                {}", s.mode);
+            println!("bands per level     {:?}", s.bands_per_level);
+            println!("overlap count       {}", s.overlap_count);
+            println!("bytes per level     {:?}", s.bytes_per_level);
+            println!("free bands          {}", s.free_bands);
+            println!("log bands           {}", s.log_bands);
+            println!("memtable bytes      {}", s.memtable_bytes);
+            println!("last sequence       {}", s.last_sequence);
+            Ok(())
+        }
+        DbCommand::Check { image, json } => check(&dev, &image, json),
+    }
+}
+
+fn create(dev_args: &BandedArgs, image: &Path, loc: bool, force: bool) -> Result<()> {
+    let spec = dev_args.spec(image, Access::ReadWrite)?;
+    if spec.banded.is_some() && device::kind_of(image) == device::PathKind::Plain {
+        // Before HostBanded touches the file: what a plain file or device holds (the opener
+        // refuses a tegula image by itself).
+        let mut sidecar = image.as_os_str().to_owned();
+        sidecar.push(".zones");
+        if !Path::new(&sidecar).exists() {
+            let found = signature::of_plain(image)?;
+            signature::refuse_unless_forced(image, &found, "creating a database", force)?;
+        }
+    }
+    let dev = device::open_zoned(&spec)?;
+    let found = signature::of_zoned(dev.as_ref())?;
+    if found.contains(&signature::Found::Smrdb) && !force {
+        bail!(
+            "{} already holds a database (give --force to erase it)",
+            image.display()
+        );
+    }
+    signature::refuse_unless_forced(image, &found, "creating a database", force)?;
+    if !found.is_empty() {
+        signature::wipe(dev.as_ref())?;
+    }
+    let mode = if loc { Mode::Loc } else { Mode::Soc };
+    let db = Db::open(dev, cli_options(mode))?;
+    db.close()?;
+    println!("created an SMRDB-{mode:?} database on {}", image.display());
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CheckJson {
+    ok: bool,
+    bands: u64,
+    entries: u64,
+    data_bytes: u64,
+    problems: Vec<String>,
+}
+
+fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
+    let report = match open_db(dev_args, image) {
+        Ok(db) => {
+            let r = db.check()?;
+            db.close()?;
+            CheckJson {
+                ok: r.is_ok(),
+                bands: r.bands as u64,
+                entries: r.entries,
+                data_bytes: r.data_bytes,
+                problems: r.problems.iter().map(ToString::to_string).collect(),
+            }
+        }
+        // A band or manifest that cannot even be opened is the first problem.
+        Err(e)
+            if matches!(
+                e.downcast_ref::<tegula_smrdb::Error>(),
+                Some(tegula_smrdb::Error::Corruption { .. })
+            ) =>
+        {
+            CheckJson {
+                ok: false,
+                bands: 0,
+                entries: 0,
+                data_bytes: 0,
+                problems: vec![format!("the database cannot be opened: {e}")],
+            }
+        }
+        Err(e) => return Err(e),
+    };
+    if json {
+        output::print_json(&report)?;
+    } else {
+        println!(
+            "{} bands, {} entries, {} data bytes checked",
+            report.bands, report.entries, report.data_bytes
+        );
+        for p in &report.problems {
+            println!("PROBLEM: {p}");
+        }
+        if report.ok {
+            println!("ok");
+        }
+    }
+    if !report.ok {
+        bail!("{} problems found", report.problems.len());
+    }
+    Ok(())
+}

@@ -1,0 +1,233 @@
+//! `tegula fs …`: mkfs, mount (foreground or background), stats, check, clean.
+
+mod mount;
+mod stats;
+
+use crate::device::{self, Access, Spec};
+use crate::{output, signature};
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tegula_device::{format_size, parse_size, ZonedDevice};
+use tegula_fs::{Fs, FsOptions};
+
+/// `tegula fs` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum FsCommand {
+    /// Create an empty file system on a host-managed (or host-aware) disk image; refuses an
+    /// image that holds anything unless --force.
+    Mkfs {
+        /// Disk image (from `tegula disk create`).
+        image: PathBuf,
+        /// ZEA back pointers per extent.
+        #[arg(long, default_value_t = 8)]
+        back_pointers: u16,
+        /// Erase whatever the image holds.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Mount with FUSE. Runs in the background unless --foreground; unmount with
+    /// `fusermount3 -u MOUNTPOINT` or SIGINT/SIGTERM to the mount process.
+    Mount {
+        /// Disk image.
+        image: PathBuf,
+        /// Empty directory to mount on.
+        mountpoint: PathBuf,
+        /// Stay in the foreground until unmounted.
+        #[arg(long)]
+        foreground: bool,
+        /// Per-file write buffer.
+        #[arg(long, default_value = "5MiB")]
+        buffer: String,
+        /// Log file of the background mount process (default: `/tmp/tegula-fs-<pid>.log`).
+        #[arg(long)]
+        log: Option<PathBuf>,
+        /// Worker threads serving FUSE requests.
+        #[arg(long, default_value_t = tegula_fs::fuse::DEFAULT_THREADS)]
+        threads: usize,
+        /// Do not use the kernel's writeback cache (every write call becomes a request, and
+        /// pages written in pieces are not kept in the page cache).
+        #[arg(long)]
+        no_writeback_cache: bool,
+    },
+    /// Live and dead bytes per zone (the analogue of ShingledFS's edistats).
+    Stats {
+        /// Disk image.
+        image: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check metadata consistency and read every stored byte through its checksums.
+    Check {
+        /// Disk image.
+        image: PathBuf,
+        /// Skip reading file data (metadata and extent headers only).
+        #[arg(long)]
+        quick: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Clean zones now (most dead bytes first).
+    Clean {
+        /// Disk image.
+        image: PathBuf,
+        /// How many zones to clean at most.
+        #[arg(long, default_value_t = 1)]
+        zones: u32,
+    },
+}
+
+/// Opens the zoned device of `image`.
+fn open_dev(image: &Path, access: Access) -> Result<Arc<dyn ZonedDevice>> {
+    device::open_zoned(&Spec::new(image, access))
+}
+
+/// Opens the file system; read-only takes a shared lock, which waits (up to `--lock-wait`)
+/// for a mount that is still writing its buffers, then refuses.
+fn open_fs(image: &Path, read_only: bool) -> Result<Fs> {
+    let access = if read_only {
+        Access::ReadOnly
+    } else {
+        Access::ReadWrite
+    };
+    let dev = open_dev(image, access)?;
+    let opts = FsOptions {
+        read_only,
+        ..FsOptions::default()
+    };
+    Fs::open(dev, opts).with_context(|| format!("mounting {}", image.display()))
+}
+
+/// Runs one `tegula fs` subcommand.
+pub fn run(cmd: FsCommand) -> Result<()> {
+    match cmd {
+        FsCommand::Mkfs {
+            image,
+            back_pointers,
+            force,
+        } => mkfs(&image, back_pointers, force),
+        FsCommand::Mount {
+            image,
+            mountpoint,
+            foreground,
+            buffer,
+            log,
+            threads,
+            no_writeback_cache,
+        } => {
+            let buffer = parse_size(&buffer).map_err(|e| anyhow::anyhow!("--buffer: {e}"))?;
+            if threads == 0 {
+                bail!("--threads must be at least 1");
+            }
+            if foreground {
+                mount::foreground(
+                    &image,
+                    &mountpoint,
+                    buffer as usize,
+                    threads,
+                    !no_writeback_cache,
+                )
+            } else {
+                mount::background(&mountpoint, log)
+            }
+        }
+        FsCommand::Stats { image, json } => stats::run(&image, json),
+        FsCommand::Check { image, quick, json } => check(&image, quick, json),
+        FsCommand::Clean { image, zones } => {
+            let mut fs = open_fs(&image, false)?;
+            for _ in 0..zones {
+                match fs.clean()? {
+                    Some(r) => println!(
+                        "cleaned zone {}: moved {}, reclaimed {}",
+                        r.zone,
+                        format_size(r.moved),
+                        format_size(r.reclaimed)
+                    ),
+                    None => {
+                        println!("nothing to clean");
+                        break;
+                    }
+                }
+            }
+            fs.close()?;
+            Ok(())
+        }
+    }
+}
+
+fn mkfs(image: &Path, back_pointers: u16, force: bool) -> Result<()> {
+    let dev = open_dev(image, Access::ReadWrite)?;
+    let found = signature::of_zoned(dev.as_ref())?;
+    signature::refuse_unless_forced(image, &found, "mkfs", force)?;
+    if !found.is_empty() {
+        signature::wipe(dev.as_ref())?;
+    }
+    let info = dev.info();
+    let fs = Fs::mkfs(
+        dev,
+        FsOptions {
+            back_pointers,
+            ..FsOptions::default()
+        },
+    )
+    .with_context(|| format!("mkfs on {}", image.display()))?;
+    let s = fs.statfs();
+    fs.close()?;
+    println!(
+        "mkfs {}: {} zones of {}, {} conventional (metadata), data capacity {}",
+        image.display(),
+        info.zones,
+        format_size(info.zone_sectors * info.sector_size as u64),
+        info.conventional_zones,
+        format_size(s.blocks * s.block_size)
+    );
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CheckJson {
+    image: String,
+    files: u64,
+    dirs: u64,
+    pieces: u64,
+    verified_bytes: u64,
+    problems: Vec<String>,
+}
+
+fn check(image: &Path, quick: bool, json: bool) -> Result<()> {
+    let mut fs = open_fs(image, true)?;
+    let r = fs.check(!quick)?;
+    if json {
+        output::print_json(&CheckJson {
+            image: image.display().to_string(),
+            files: r.files,
+            dirs: r.dirs,
+            pieces: r.pieces,
+            verified_bytes: r.verified,
+            problems: r.problems.clone(),
+        })?;
+    } else {
+        println!(
+            "check {}: {} files, {} directories, {} pieces, {} verified",
+            image.display(),
+            r.files,
+            r.dirs,
+            r.pieces,
+            format_size(r.verified)
+        );
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+    }
+    if !r.problems.is_empty() {
+        bail!("{} inconsistencies found", r.problems.len());
+    }
+    if !json {
+        println!("no inconsistencies");
+    }
+    Ok(())
+}

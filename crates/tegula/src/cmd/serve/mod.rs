@@ -1,0 +1,22 @@
+//! `tegula serve …`: export a drive over a network protocol.
+
+mod nbd;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+/// `tegula serve` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ServeCommand {
+    /// Serve a drive over NBD (Unix socket or loopback TCP).
+    Nbd(nbd::ServeNbd),
+}
+
+impl ServeCommand {
+    /// Runs the server until it is stopped.
+    pub fn run(self) -> Result<()> {
+        match self {
+            ServeCommand::Nbd(a) => nbd::run(&a),
+        }
+    }
+}

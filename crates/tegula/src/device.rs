@@ -1,0 +1,292 @@
+//! The one opener: every command turns a path into a device here. A path names a tegula disk
+//! image (zoned), a drive-managed SMR image, a plain file or block device banded like SMR
+//! (`--banded ZONE_SIZE`), or a TOML drive configuration (an in-memory drive). The device layer
+//! locks the file while the handle lives (exclusive for writers, shared for readers), so two
+//! processes never write one image at once; the error names the holder.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tegula_device::{
+    BlockDevice, ClockMode, DeviceError, Disk, DiskConfig, HostBanded, HostBandedOptions,
+    OpenOptions, ZonedDevice,
+};
+use tegula_stl::{DmConfig, DmDrive};
+
+/// How a command uses the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Never modified (shared lock).
+    ReadOnly,
+    /// Modified (exclusive lock); fails if the file is not writable.
+    ReadWrite,
+    /// Modified when the file is writable (reads record statistics and the clock), else
+    /// opened read-only.
+    PreferWrite,
+}
+
+/// What a path names, before it is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    /// A tegula disk image (`TGLADISK`): a zoned (or conventional) emulated drive.
+    ZonedImage,
+    /// A drive-managed SMR image (`TGLADMSR`): a block device behind a translation layer.
+    DmImage,
+    /// A TOML drive configuration: a drive built in memory; nothing persists.
+    Config,
+    /// Anything else: a plain file or block device (zoned only with `--banded`).
+    Plain,
+}
+
+/// Classifies `path` by its magic bytes (or a `.toml` extension).
+pub fn kind_of(path: &Path) -> PathKind {
+    if path.extension().is_some_and(|e| e == "toml") {
+        return PathKind::Config;
+    }
+    if crate::signature::magic(path) == Some(tegula_stl::image::DM_MAGIC) {
+        return PathKind::DmImage;
+    }
+    if crate::signature::magic(path) == Some(tegula_device::image::IMAGE_MAGIC) {
+        return PathKind::ZonedImage;
+    }
+    PathKind::Plain
+}
+
+/// Everything a command says about the device it wants.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The path given on the command line.
+    pub path: PathBuf,
+    /// Treat a plain file or block device as banded like host-managed SMR with zones of this
+    /// size (write pointers kept in `PATH.zones`).
+    pub banded: Option<u64>,
+    /// With `banded`: create (or grow) a plain file of this size.
+    pub capacity: Option<u64>,
+    /// How the command uses it.
+    pub access: Access,
+    /// Virtual time (default) or paced wall time.
+    pub clock: ClockMode,
+}
+
+impl Spec {
+    /// A spec for `path` with the given access, unbanded, on virtual time.
+    pub fn new(path: impl Into<PathBuf>, access: Access) -> Spec {
+        Spec {
+            path: path.into(),
+            banded: None,
+            capacity: None,
+            access,
+            clock: ClockMode::Virtual,
+        }
+    }
+}
+
+/// An opened device, by what it is. Each variant holds the concrete handle so that commands
+/// that need its extras (zone commands, translation-layer statistics, `close`) can have them.
+pub enum Opened {
+    /// A zoned disk image or an in-memory disk from a configuration.
+    Disk(Disk),
+    /// A drive-managed SMR drive (image or in-memory configuration).
+    Dm(DmDrive),
+    /// A plain file or block device banded like SMR.
+    Banded(HostBanded),
+}
+
+impl Opened {
+    /// The device behind the block interface.
+    pub fn block(self) -> Arc<dyn BlockDevice> {
+        match self {
+            Opened::Disk(d) => Arc::new(d),
+            Opened::Dm(d) => Arc::new(d),
+            Opened::Banded(d) => Arc::new(d),
+        }
+    }
+
+    /// The device behind the zoned interface, or an error saying why `path` has no zones.
+    pub fn zoned(self, path: &Path) -> Result<Arc<dyn ZonedDevice>> {
+        match self {
+            Opened::Disk(d) => Ok(Arc::new(d)),
+            Opened::Banded(d) => Ok(Arc::new(d)),
+            Opened::Dm(_) => bail!(
+                "{} is a drive-managed SMR (dm-smr) drive: a block device without zones; it \
+                 cannot hold a zoned database or file system (serve it with `tegula serve nbd`)",
+                path.display()
+            ),
+        }
+    }
+
+    /// Makes everything acknowledged durable and releases the device (and its lock).
+    pub fn close(self) -> Result<()> {
+        match self {
+            Opened::Disk(d) => d.close()?,
+            Opened::Dm(d) => d.close()?,
+            Opened::Banded(d) => {
+                d.flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens whatever `spec.path` names, locked as its access needs, with its clock set.
+pub fn open(spec: &Spec) -> Result<Opened> {
+    let path = spec.path.as_path();
+    let kind = kind_of(path);
+    if let Some(zone_size) = spec.banded {
+        if matches!(kind, PathKind::ZonedImage | PathKind::DmImage) {
+            bail!(
+                "{} is a tegula {} image; --banded treats a plain file or block device as a \
+                 banded drive and would overwrite it (leave --banded out to use the image)",
+                path.display(),
+                if kind == PathKind::DmImage {
+                    "dm-smr"
+                } else {
+                    "disk"
+                }
+            );
+        }
+        if spec.access == Access::ReadOnly && !path.exists() {
+            bail!("{} does not exist", path.display());
+        }
+        let opts = HostBandedOptions {
+            zone_size,
+            capacity: spec.capacity,
+            ..HostBandedOptions::default()
+        };
+        let d = HostBanded::open(path, opts)
+            .with_context(|| format!("opening {} as a banded device", path.display()))?;
+        return Ok(Opened::Banded(d));
+    }
+    if spec.capacity.is_some() {
+        bail!("--capacity applies to a banded plain file (--banded) only");
+    }
+    let opened = match kind {
+        PathKind::Config => open_config(path)?,
+        PathKind::DmImage => Opened::Dm(open_dm(path, spec.access)?),
+        PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access)?),
+        PathKind::Plain => bail!("{}", not_an_image(path)),
+    };
+    match &opened {
+        Opened::Disk(d) => d.set_clock(spec.clock),
+        Opened::Dm(d) => d.set_clock(spec.clock),
+        Opened::Banded(_) => {}
+    }
+    Ok(opened)
+}
+
+/// Opens `spec` as a zoned device (disk image, banded file or configuration).
+pub fn open_zoned(spec: &Spec) -> Result<Arc<dyn ZonedDevice>> {
+    open(spec)?.zoned(&spec.path)
+}
+
+/// Why `path` cannot be opened as an image, with a hint for the usual mistakes.
+fn not_an_image(path: &Path) -> String {
+    if !path.exists() {
+        return format!(
+            "{} does not exist (create a drive with `tegula disk create`)",
+            path.display()
+        );
+    }
+    let mut sidecar = path.as_os_str().to_owned();
+    sidecar.push(".zones");
+    if Path::new(&sidecar).exists() {
+        return format!(
+            "{} is a banded plain file (it has a .zones file): give --banded ZONE_SIZE",
+            path.display()
+        );
+    }
+    format!(
+        "{} is not a tegula disk image (no TGLADISK or TGLADMSR header); to use a plain file or \
+         block device as a banded SMR drive give --banded ZONE_SIZE",
+        path.display()
+    )
+}
+
+fn open_disk(path: &Path, access: Access) -> Result<Disk> {
+    let ro = OpenOptions { read_only: true };
+    let rw = OpenOptions { read_only: false };
+    let res = match access {
+        Access::ReadOnly => Disk::open_image(path, ro),
+        Access::ReadWrite => Disk::open_image(path, rw),
+        Access::PreferWrite => match Disk::open_image(path, rw) {
+            Err(DeviceError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                Disk::open_image(path, ro)
+            }
+            other => other,
+        },
+    };
+    res.with_context(|| format!("opening disk image {}", path.display()))
+}
+
+fn open_dm(path: &Path, access: Access) -> Result<DmDrive> {
+    let res = match access {
+        Access::ReadOnly => DmDrive::open_image(path, true),
+        Access::ReadWrite => DmDrive::open_image(path, false),
+        Access::PreferWrite => match DmDrive::open_image(path, false) {
+            Err(e) if is_permission_denied(&e) => DmDrive::open_image(path, true),
+            other => other,
+        },
+    };
+    res.with_context(|| format!("opening dm-smr image {}", path.display()))
+}
+
+fn is_permission_denied(e: &tegula_stl::StlError) -> bool {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::PermissionDenied;
+        }
+        src = s.source();
+    }
+    false
+}
+
+fn open_config(path: &Path) -> Result<Opened> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    if DmConfig::is_dm_smr_toml(&text) {
+        let d = DmDrive::from_toml(&text)
+            .with_context(|| format!("building the drive of {}", path.display()))?;
+        return Ok(Opened::Dm(d));
+    }
+    let cfg =
+        DiskConfig::from_toml(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(Opened::Disk(Disk::in_memory(cfg)?))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_plain_file_without_banded_is_refused_with_a_hint() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("plain");
+        std::fs::write(&p, vec![0u8; 4096]).unwrap();
+        let e = open(&Spec::new(&p, Access::ReadWrite)).err().unwrap();
+        assert!(e.to_string().contains("--banded"), "{e}");
+        let missing = dir.path().join("missing");
+        let e = open(&Spec::new(&missing, Access::ReadOnly)).err().unwrap();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+    }
+
+    #[test]
+    fn banded_refuses_a_tegula_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("d.img");
+        let mut cfg = tegula_device::profile("hm-smr").unwrap();
+        cfg.capacity = 4 << 30;
+        Disk::create_image(&p, cfg).unwrap().close().unwrap();
+        let mut spec = Spec::new(&p, Access::ReadWrite);
+        spec.banded = Some(16 << 20);
+        let e = open(&spec).err().unwrap();
+        assert!(e.to_string().contains("would overwrite it"), "{e}");
+        assert_eq!(kind_of(&p), PathKind::ZonedImage);
+        // The image is intact.
+        let spec = Spec::new(&p, Access::ReadOnly);
+        assert!(matches!(open(&spec).unwrap(), Opened::Disk(_)));
+    }
+}

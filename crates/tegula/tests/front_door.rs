@@ -1,0 +1,461 @@
+//! The command line as a new user meets it: commands that would destroy data refuse unless
+//! `--force`, interrupted commands keep what the drive completed, ranges are checked, and the
+//! conventions of the tools storage engineers know (blkzone's zone ranges and units, redis-cli's
+//! `-x`, binary-safe output, `--json`). Regression tests for the numbered defects of the
+//! front-door issue.
+#![allow(clippy::unwrap_used, missing_docs)]
+
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn tegula() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_tegula"));
+    c.env_remove("RUST_LOG");
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    tegula().args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+fn run_in(args: &[&str], input: &[u8]) -> Output {
+    let mut child = tegula()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = run(args);
+    assert!(
+        o.status.success(),
+        "tegula {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Expects a clean failure whose message contains `want`; returns stderr.
+fn fails(args: &[&str], want: &str) -> String {
+    let o = run(args);
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "tegula {args:?} succeeded");
+    assert!(!e.contains("panicked"), "{e}");
+    assert!(e.contains(want), "tegula {args:?}: want {want:?} in: {e}");
+    e
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = ok(args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+fn image(dir: &Path, name: &str, extra: &[&str]) -> String {
+    let p = dir.join(name).display().to_string();
+    let mut args = vec![
+        "disk",
+        "create",
+        "--profile",
+        "hm-smr",
+        "--capacity",
+        "4GiB",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&p);
+    ok(&args);
+    p
+}
+
+fn write_zone(img: &str, zone: &str, data: &[u8]) {
+    let o = run_in(&["disk", "write", img, "--zone", zone], data);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn wp(img: &str, zone: u64) -> u64 {
+    let z = json(&["disk", "report", img, "--json"]);
+    z[zone as usize]["write_pointer_lba"].as_u64().unwrap()
+        - z[zone as usize]["start_lba"].as_u64().unwrap()
+}
+
+/// Defect 1: `db create --banded 16MiB IMAGE` on a tegula disk image overwrote its header.
+#[test]
+fn db_create_banded_on_a_disk_image_is_refused_and_the_image_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    write_zone(&img, "1", &[7u8; 8192]);
+    fails(
+        &["db", "create", "--banded", "16MiB", &img],
+        "would overwrite it",
+    );
+    fails(
+        &["db", "create", "--banded", "16MiB", "--force", &img],
+        "would overwrite it",
+    );
+    // The image still opens, with its data.
+    assert_eq!(wp(&img, 1), 2);
+    let dm = dir.path().join("dm.img").display().to_string();
+    ok(&[
+        "disk",
+        "create",
+        "--profile",
+        "seagate-5tb-data",
+        "--capacity",
+        "1GiB",
+        &dm,
+    ]);
+    fails(&["db", "create", "--banded", "16MiB", &dm], "dm-smr image");
+    fails(&["db", "create", &dm], "without zones");
+}
+
+/// Defect 1 on plain files: a file that holds a file system or data is not banded over
+/// silently.
+#[test]
+fn db_create_banded_refuses_a_file_with_data_or_a_file_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("plain.bin");
+    let mut data = vec![0u8; 64 << 20];
+    data[1024 + 56] = 0x53;
+    data[1024 + 57] = 0xEF;
+    std::fs::write(&f, &data).unwrap();
+    let fs_ = f.display().to_string();
+    fails(&["db", "create", "--banded", "1MiB", &fs_], "ext2/3/4");
+    data[1024 + 56] = 0;
+    data[1024 + 57] = 0;
+    data[40 << 20] = 1;
+    std::fs::write(&f, &data).unwrap();
+    fails(&["db", "create", "--banded", "1MiB", &fs_], "non-zero byte");
+    ok(&["db", "create", "--banded", "1MiB", "--force", &fs_]);
+    ok(&["db", "--banded", "1MiB", "put", &fs_, "k", "v"]);
+    assert_eq!(ok(&["db", "--banded", "1MiB", "get", &fs_, "k"]), "v\n");
+    // A second create finds the database.
+    fails(
+        &["db", "create", "--banded", "1MiB", &fs_],
+        "already holds a database",
+    );
+}
+
+/// Defect 2: `fs mkfs` on an image holding an SMRDB database or a file system overwrote it.
+#[test]
+fn mkfs_refuses_an_image_that_holds_a_database_a_file_system_or_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    ok(&["db", "create", &img]);
+    ok(&["db", "put", &img, "key", "value"]);
+    fails(&["fs", "mkfs", &img], "an SMRDB database");
+    assert_eq!(ok(&["db", "get", &img, "key"]), "value\n");
+    ok(&["fs", "mkfs", "--force", &img]);
+    fails(&["fs", "mkfs", &img], "a tegula file system");
+    fails(&["db", "create", &img], "a tegula file system");
+    ok(&["fs", "check", &img]);
+    // Data written straight to a zone counts too.
+    let raw = image(dir.path(), "raw.img", &[]);
+    write_zone(&raw, "5", &[1u8; 4096]);
+    fails(&["fs", "mkfs", &raw], "sequential zone");
+    fails(&["db", "create", &raw], "sequential zone");
+    // An empty image needs no --force.
+    let empty = image(dir.path(), "empty.img", &[]);
+    ok(&["fs", "mkfs", &empty]);
+}
+
+/// Defect 6: `head -c 3GiB /dev/zero | tegula disk write w.img --zone 1`, Ctrl-C after 4 s:
+/// 1.3 GiB were in the image, yet every zone reported empty.
+#[test]
+fn an_interrupted_disk_write_keeps_what_the_drive_completed() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "w.img", &[]);
+    let mut child = tegula()
+        .args(["disk", "write", &img, "--zone", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let chunk = vec![0u8; 1 << 20];
+        // Far more than the zone holds: the writer stops on the signal, not on the input.
+        for _ in 0..200 {
+            if stdin.write_all(&chunk).is_err() {
+                break;
+            }
+        }
+    });
+    // Wait until some of it is in the image, then interrupt.
+    let t0 = Instant::now();
+    use std::os::unix::fs::MetadataExt;
+    // The image is sparse: count the bytes allocated to it.
+    while std::fs::metadata(&img).unwrap().blocks() * 512 < 16 << 20 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "nothing written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: sending SIGINT to our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted after writing"), "{err}");
+    let bytes: u64 = err
+        .split("interrupted after writing ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    assert!(bytes >= 1 << 20, "{err}");
+    // The zone reports exactly what was acknowledged.
+    assert_eq!(wp(&img, 1) * 4096, bytes);
+}
+
+/// Defect 7: a read at LBA 2^64-1 overflowed and "read 4096 bytes ... in 0 commands".
+#[test]
+fn reads_and_writes_past_the_end_are_range_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    fails(
+        &[
+            "disk",
+            "read",
+            &img,
+            "--lba",
+            "18446744073709551615",
+            "--len",
+            "4096",
+        ],
+        "beyond the end of the drive",
+    );
+    fails(
+        &["disk", "read", &img, "--lba", "1048575", "--len", "8192"],
+        "beyond the end of the drive",
+    );
+}
+
+/// Defect 8: `--conv-zones 17` on a 16-zone host-managed drive made a drive with no
+/// sequential zone.
+#[test]
+fn a_host_managed_drive_needs_a_sequential_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.img").display().to_string();
+    for n in ["16", "17"] {
+        fails(
+            &[
+                "disk",
+                "create",
+                "--capacity",
+                "4GiB",
+                "--conv-zones",
+                n,
+                &p,
+            ],
+            "no sequential zone",
+        );
+        assert!(!Path::new(&p).exists());
+    }
+    ok(&[
+        "disk",
+        "create",
+        "--capacity",
+        "4GiB",
+        "--conv-zones",
+        "15",
+        &p,
+    ]);
+}
+
+/// `disk report` takes a zone range and prints 512-byte sectors or bytes, like blkzone.
+#[test]
+fn report_takes_a_zone_range_and_a_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    let z = json(&[
+        "disk", "report", &img, "--zone", "3", "--count", "2", "--json",
+    ]);
+    let z = z.as_array().unwrap();
+    assert_eq!(z.len(), 2);
+    assert_eq!(z[0]["index"], 3);
+    let lba = ok(&["disk", "report", &img, "--zone", "1", "--count", "1"]);
+    let sec = ok(&[
+        "disk", "report", &img, "--zone", "1", "--count", "1", "--unit", "sector",
+    ]);
+    let byte = ok(&[
+        "disk", "report", &img, "--zone", "1", "--count", "1", "--unit", "byte",
+    ]);
+    // Zone 1 starts at LBA 65536 (4 KiB sectors): 524288 512-byte sectors, 256 MiB.
+    assert!(lba.contains(" 65536 "), "{lba}");
+    assert!(sec.contains(" 524288 "), "{sec}");
+    assert!(byte.contains(" 268435456 "), "{byte}");
+    fails(&["disk", "report", &img, "--zone", "16"], "16 zones");
+}
+
+/// `--json` on the data and zone commands.
+#[test]
+fn data_and_zone_commands_speak_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    let o = run_in(
+        &["disk", "write", &img, "--zone", "2", "--json"],
+        &[3u8; 10000],
+    );
+    assert!(o.status.success());
+    let w: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(w["bytes"], 10000);
+    assert_eq!(w["lba_start"], 131072);
+    assert_eq!(w["lba_end"], 131075);
+    assert_eq!(w["padded_bytes"], 2288);
+    let out = dir.path().join("back.bin").display().to_string();
+    let r = json(&[
+        "disk", "read", &img, "--lba", "131072", "--len", "10000", "--out", &out, "--json",
+    ]);
+    assert_eq!(r["bytes"], 10000);
+    assert_eq!(std::fs::read(&out).unwrap(), vec![3u8; 10000]);
+    let f = json(&["disk", "finish", &img, "--zone", "2", "--json"]);
+    assert_eq!(f["action"], "finish");
+    assert_eq!(f["changed"][0]["zone"], 2);
+    assert_eq!(f["changed"][0]["after"]["condition"], "full");
+    let r = json(&["disk", "reset", &img, "--all", "--json"]);
+    assert_eq!(r["changed"].as_array().unwrap().len(), 1);
+}
+
+/// `db put -x` takes the value from stdin (as redis-cli), `--file` from a file; `get` and
+/// `scan` print binary values escaped, raw, hex or as JSON.
+#[test]
+fn db_values_are_binary_safe() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &[]);
+    ok(&["db", "create", &img]);
+    let value = b"line one\nline\ttwo\x00\xff";
+    let o = run_in(&["db", "put", &img, "bin", "-x"], value);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let f = dir.path().join("v");
+    std::fs::write(&f, b"from a file").unwrap();
+    ok(&[
+        "db",
+        "put",
+        &img,
+        "file",
+        "--file",
+        &f.display().to_string(),
+    ]);
+    assert_eq!(
+        ok(&["db", "get", &img, "bin"]),
+        "line one\\nline\\ttwo\\x00\\xff\n"
+    );
+    let raw = run(&["db", "get", &img, "bin", "--raw"]);
+    assert_eq!(raw.stdout, value);
+    assert_eq!(
+        ok(&["db", "get", &img, "file", "--hex"]),
+        "66726f6d20612066696c65\n"
+    );
+    let j = json(&["db", "get", &img, "bin", "--json"]);
+    assert_eq!(j["key"], "bin");
+    assert_eq!(j["value_hex"], "6c696e65206f6e650a6c696e650974776f00ff");
+    let scan = ok(&["db", "scan", &img]);
+    assert_eq!(scan.lines().count(), 2, "one line per entry: {scan}");
+    let j = json(&["db", "scan", &img, "--json"]);
+    assert_eq!(j.as_array().unwrap().len(), 2);
+    assert_eq!(j[1]["value"], "from a file");
+    let j = json(&["db", "check", &img, "--json"]);
+    assert_eq!(j["ok"], true);
+    fails(&["db", "get", &img, "missing"], "not found");
+}
+
+/// A plain file banded like SMR holds a database across commands (the write pointers live in
+/// the `.zones` sidecar); without `--banded` it is not an image; `--capacity` is for create.
+#[test]
+fn a_plain_file_banded_like_smr_holds_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain.bin").display().to_string();
+    ok(&[
+        "db",
+        "create",
+        "--banded",
+        "1MiB",
+        "--capacity",
+        "32MiB",
+        &file,
+    ]);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 32 << 20);
+    for i in 0..50 {
+        ok(&[
+            "db",
+            "put",
+            "--banded",
+            "1MiB",
+            &file,
+            &format!("k{i:03}"),
+            &"v".repeat(20000),
+        ]);
+    }
+    ok(&["db", "compact", "--banded", "1MiB", &file]);
+    assert_eq!(
+        ok(&["db", "get", "--banded", "1MiB", &file, "k023"]).len(),
+        20001
+    );
+    ok(&["db", "check", "--banded", "1MiB", &file]);
+    fails(&["db", "check", &file], "--banded");
+    fails(
+        &[
+            "db",
+            "check",
+            "--banded",
+            "1MiB",
+            "--capacity",
+            "64MiB",
+            &file,
+        ],
+        "--capacity",
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 32 << 20);
+}
+
+/// SIGTERM to `tegula serve nbd`: the server lets its connections finish, makes every
+/// acknowledged write durable (also ones never flushed by the client), saves the drive state
+/// and removes its socket.
+#[test]
+fn serve_nbd_stops_cleanly_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img", &["--set", "store_data=true"]);
+    let sock: PathBuf = dir.path().join("s.sock");
+    let mut server = tegula()
+        .args(["serve", "nbd", "--socket"])
+        .arg(&sock)
+        .arg(&img)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !sock.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let uri = format!("nbd+unix:///?socket={}", sock.display());
+    let mut c = tegula_nbd::NbdClient::connect(&uri).unwrap();
+    // Zone 0 is conventional: write anywhere in it, no flush.
+    c.write(8192, &[0x5a; 4096], false).unwrap();
+    // The client stays connected; the server must still stop.
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
+    let status = server.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut server.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("stopped"), "{err}");
+    assert!(!sock.exists(), "socket left behind");
+    drop(c);
+    let back = dir.path().join("back").display().to_string();
+    ok(&[
+        "disk", "read", &img, "--lba", "2", "--len", "4096", "--out", &back,
+    ]);
+    assert_eq!(std::fs::read(&back).unwrap(), vec![0x5a; 4096]);
+}
