@@ -3,13 +3,17 @@
 //! so that unmodified tools — `nbdinfo`, `nbdcopy`, `fio --ioengine=nbd`, `nbdfuse` plus ext4 —
 //! run on emulated drives. Fixed newstyle negotiation (NBD_OPT_GO, EXPORT_NAME, INFO, LIST,
 //! ABORT), simple replies, READ, WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES and DISC; malformed
-//! requests get an error reply or end the connection, never the server. One thread per
-//! connection, with a connection limit, handshake and write timeouts and bounded buffers
+//! requests get an error reply or end the connection, never the server. Three threads per
+//! connection (reader, executor, writer), with a connection limit, handshake and write timeouts and bounded buffers
 //! ([`ServerOptions`]). See `docs/cli-serve.md`.
 
+mod bytes;
 pub mod client;
+mod negotiate;
 pub mod proto;
 pub mod server;
+mod transmission;
 
 pub use client::{ClientError, NbdClient};
-pub use server::{serve_connection, Listener, NbdError, ServerOptions};
+pub use server::{serve_connection, Listener, NbdError, ServerOptions, MAX_REQUEST};
+pub use transmission::{READ_PIECE, WRITE_PIECE};

@@ -7,7 +7,8 @@
 //! [`READ_PIECE`] bytes (a connection holds at most a few MiB whatever it asks), and a failing
 //! `accept()` (out of file descriptors, say) is logged and retried, never fatal.
 
-use crate::proto::{self, cmd, errno, info, opt, rep, tflag, RequestHeader};
+use crate::negotiate::negotiate;
+use crate::transmission::transmission;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -17,18 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tegula_device::{BlockDevice, DeviceError, WriteFlags};
+use tegula_device::BlockDevice;
 
 /// Largest READ or WRITE the server accepts (larger writes end the connection).
 pub const MAX_REQUEST: u32 = 32 << 20;
-/// Largest option payload the server reads.
-const MAX_OPTION: u32 = 64 << 10;
-/// READs are served in pieces of at most this many bytes, and WRITE payloads are taken and
-/// written in pieces of at most [`WRITE_PIECE`] bytes, so that what one connection holds in
-/// memory stays small whatever length it asks for.
-pub const READ_PIECE: usize = 1 << 20;
-/// See [`READ_PIECE`].
-pub const WRITE_PIECE: usize = 4 << 20;
 
 /// What can go wrong setting up a server.
 #[derive(Debug, thiserror::Error)]
@@ -329,17 +322,34 @@ impl Conn {
 
     fn serve(self, dev: &dyn BlockDevice, opts: &ServerOptions) -> io::Result<()> {
         match self {
-            Conn::Unix(s) => serve_socket(s, |s| s.try_clone(), dev, opts),
-            Conn::Tcp(s) => serve_socket(s, |s| s.try_clone(), dev, opts),
+            Conn::Unix(s) => serve_socket(
+                s,
+                |s| s.try_clone(),
+                |s| {
+                    let _ = s.shutdown(std::net::Shutdown::Read);
+                },
+                dev,
+                opts,
+            ),
+            Conn::Tcp(s) => serve_socket(
+                s,
+                |s| s.try_clone(),
+                |s| {
+                    let _ = s.shutdown(std::net::Shutdown::Read);
+                },
+                dev,
+                opts,
+            ),
         }
     }
 }
 
 /// Serves one socket: negotiation under the handshake timeout, then transmission under the
 /// idle timeout; writes always under the write timeout.
-fn serve_socket<S: Read + Write + Timeouts>(
+fn serve_socket<S: Read + Write + Timeouts + Send>(
     s: S,
     clone: impl Fn(&S) -> io::Result<S>,
+    shutdown_read: impl Fn(&S),
     dev: &dyn BlockDevice,
     opts: &ServerOptions,
 ) -> io::Result<()> {
@@ -350,7 +360,7 @@ fn serve_socket<S: Read + Write + Timeouts>(
     let mut w = BufWriter::with_capacity(256 << 10, w);
     if negotiate(&mut r, &mut w, dev, opts)? {
         control.set_timeouts(opts.idle_timeout, opts.write_timeout)?;
-        transmission(&mut r, &mut w, dev, opts)?;
+        transmission(r, w, dev, opts, &|| shutdown_read(&control))?;
     }
     Ok(())
 }
@@ -374,357 +384,19 @@ fn log_end(r: io::Result<()>) {
 }
 
 /// Serves one connection over a reader and a writer (the two halves of a socket): negotiation,
-/// then transmission until NBD_CMD_DISC, end of stream, or a protocol violation.
+/// then transmission until NBD_CMD_DISC, end of stream, or a protocol violation. (Should the
+/// client stop reading its replies, the connection ends at its next request; over a socket
+/// the server ends it at once.)
 pub fn serve_connection(
-    r: impl Read,
-    w: impl Write,
+    r: impl Read + Send,
+    w: impl Write + Send,
     dev: &dyn BlockDevice,
     opts: &ServerOptions,
 ) -> io::Result<()> {
     let mut r = BufReader::with_capacity(256 << 10, r);
     let mut w = BufWriter::with_capacity(256 << 10, w);
     if negotiate(&mut r, &mut w, dev, opts)? {
-        transmission(&mut r, &mut w, dev, opts)?;
+        transmission(r, w, dev, opts, &|| {})?;
     }
     Ok(())
-}
-
-fn tflags(dev: &dyn BlockDevice, opts: &ServerOptions) -> u16 {
-    let _ = dev;
-    let mut f = tflag::HAS_FLAGS
-        | tflag::SEND_FLUSH
-        | tflag::SEND_FUA
-        | tflag::ROTATIONAL
-        | tflag::CAN_MULTI_CONN;
-    if opts.readonly {
-        f |= tflag::READ_ONLY;
-    } else {
-        f |= tflag::SEND_TRIM | tflag::SEND_WRITE_ZEROES;
-    }
-    f
-}
-
-/// Returns whether transmission starts.
-fn negotiate(
-    r: &mut impl Read,
-    w: &mut impl Write,
-    dev: &dyn BlockDevice,
-    opts: &ServerOptions,
-) -> io::Result<bool> {
-    let info_ = dev.info();
-    let size = info_.capacity_bytes();
-    w.write_all(&proto::NBDMAGIC.to_be_bytes())?;
-    w.write_all(&proto::IHAVEOPT.to_be_bytes())?;
-    w.write_all(&(proto::FLAG_FIXED_NEWSTYLE | proto::FLAG_NO_ZEROES).to_be_bytes())?;
-    w.flush()?;
-    let cflags = proto::get_u32(r)?;
-    if cflags & proto::FLAG_C_FIXED_NEWSTYLE == 0 {
-        // Only fixed newstyle clients are served.
-        return Ok(false);
-    }
-    let no_zeroes = cflags & proto::FLAG_C_NO_ZEROES != 0;
-    loop {
-        if proto::get_u64(r)? != proto::IHAVEOPT {
-            return Ok(false);
-        }
-        let option = proto::get_u32(r)?;
-        let len = proto::get_u32(r)?;
-        if len > MAX_OPTION {
-            if len > 16 * MAX_OPTION {
-                return Ok(false);
-            }
-            io::copy(&mut r.by_ref().take(len as u64), &mut io::sink())?;
-            proto::option_reply(w, option, rep::ERR_TOO_BIG, &[])?;
-            w.flush()?;
-            continue;
-        }
-        let mut data = vec![0u8; len as usize];
-        r.read_exact(&mut data)?;
-        match option {
-            opt::EXPORT_NAME => {
-                w.write_all(&size.to_be_bytes())?;
-                w.write_all(&tflags(dev, opts).to_be_bytes())?;
-                if !no_zeroes {
-                    w.write_all(&[0u8; 124])?;
-                }
-                w.flush()?;
-                return Ok(true);
-            }
-            opt::ABORT => {
-                proto::option_reply(w, option, rep::ACK, &[])?;
-                w.flush()?;
-                return Ok(false);
-            }
-            opt::LIST => {
-                if !data.is_empty() {
-                    proto::option_reply(w, option, rep::ERR_INVALID, &[])?;
-                } else {
-                    let mut d = (opts.name.len() as u32).to_be_bytes().to_vec();
-                    d.extend_from_slice(opts.name.as_bytes());
-                    proto::option_reply(w, option, rep::SERVER, &d)?;
-                    proto::option_reply(w, option, rep::ACK, &[])?;
-                }
-            }
-            opt::INFO | opt::GO => {
-                let Some(requests) = parse_info_request(&data) else {
-                    proto::option_reply(w, option, rep::ERR_INVALID, &[])?;
-                    w.flush()?;
-                    continue;
-                };
-                let mut d = info::EXPORT.to_be_bytes().to_vec();
-                d.extend_from_slice(&size.to_be_bytes());
-                d.extend_from_slice(&tflags(dev, opts).to_be_bytes());
-                proto::option_reply(w, option, rep::INFO, &d)?;
-                if requests.contains(&info::BLOCK_SIZE) {
-                    let ss = info_.sector_size;
-                    let mut d = info::BLOCK_SIZE.to_be_bytes().to_vec();
-                    d.extend_from_slice(&1u32.to_be_bytes());
-                    d.extend_from_slice(&ss.to_be_bytes());
-                    d.extend_from_slice(&MAX_REQUEST.to_be_bytes());
-                    proto::option_reply(w, option, rep::INFO, &d)?;
-                }
-                proto::option_reply(w, option, rep::ACK, &[])?;
-                if option == opt::GO {
-                    w.flush()?;
-                    return Ok(true);
-                }
-            }
-            opt::STARTTLS => proto::option_reply(w, option, rep::ERR_POLICY, &[])?,
-            _ => proto::option_reply(w, option, rep::ERR_UNSUP, &[])?,
-        }
-        w.flush()?;
-    }
-}
-
-/// Parses the data of NBD_OPT_INFO / NBD_OPT_GO: name length, name, info request count, codes.
-fn parse_info_request(d: &[u8]) -> Option<Vec<u16>> {
-    let nlen = u32::from_be_bytes(d.get(0..4)?.try_into().ok()?) as usize;
-    let rest = d.get(4usize.checked_add(nlen)?..)?;
-    let n = u16::from_be_bytes(rest.get(0..2)?.try_into().ok()?) as usize;
-    let codes = rest.get(2..)?;
-    if codes.len() != 2 * n {
-        return None;
-    }
-    Some(
-        codes
-            .chunks(2)
-            .map(|c| u16::from_be_bytes([c[0], c[1]]))
-            .collect(),
-    )
-}
-
-fn dev_errno(e: &DeviceError) -> u32 {
-    match e {
-        DeviceError::OutOfRange { .. } => errno::ENOSPC,
-        DeviceError::BadLength { .. } => errno::EINVAL,
-        DeviceError::ReadOnlyHandle => errno::EPERM,
-        DeviceError::Unsupported(_) => errno::ENOTSUP,
-        _ => errno::EIO,
-    }
-}
-
-/// Reads bytes `[off, off + buf.len())`, handling offsets and lengths that are not whole
-/// sectors by reading the covering sectors.
-fn read_bytes(dev: &dyn BlockDevice, ss: u64, off: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
-    let len = buf.len() as u64;
-    if off.is_multiple_of(ss) && len.is_multiple_of(ss) {
-        dev.read(off / ss, buf)?;
-        return Ok(());
-    }
-    let first = off / ss;
-    let last = (off + len).div_ceil(ss);
-    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
-    dev.read(first, &mut tmp)?;
-    let s = (off - first * ss) as usize;
-    buf.copy_from_slice(&tmp[s..s + buf.len()]);
-    Ok(())
-}
-
-/// Writes bytes at `off`; partial sectors are read, patched and written back.
-fn write_bytes(
-    dev: &dyn BlockDevice,
-    ss: u64,
-    off: u64,
-    data: &[u8],
-    fua: bool,
-) -> Result<(), DeviceError> {
-    let len = data.len() as u64;
-    let flags = WriteFlags { fua };
-    if off.is_multiple_of(ss) && len.is_multiple_of(ss) {
-        dev.write_with(off / ss, data, flags)?;
-        return Ok(());
-    }
-    let first = off / ss;
-    let last = (off + len).div_ceil(ss);
-    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
-    dev.read(first, &mut tmp)?;
-    let s = (off - first * ss) as usize;
-    tmp[s..s + data.len()].copy_from_slice(data);
-    dev.write_with(first, &tmp, flags)?;
-    Ok(())
-}
-
-/// Answers a READ: the reply header once the first piece is read, then the data piece by piece.
-/// A device error on the first piece is an error reply; on a later piece the reply is already
-/// under way, so the connection ends (the client sees a short read, never wrong data).
-fn read_reply(
-    w: &mut impl Write,
-    dev: &dyn BlockDevice,
-    ss: u64,
-    handle: u64,
-    offset: u64,
-    length: usize,
-    buf: &mut Vec<u8>,
-) -> io::Result<()> {
-    let mut done = 0usize;
-    loop {
-        let n = (length - done).min(READ_PIECE);
-        buf.resize(n, 0);
-        if let Err(e) = read_bytes(dev, ss, offset + done as u64, buf) {
-            if done == 0 {
-                return proto::simple_reply(w, dev_errno(&e), handle);
-            }
-            return Err(io::Error::other(format!("read failed mid-reply: {e}")));
-        }
-        if done == 0 {
-            proto::simple_reply(w, 0, handle)?;
-        }
-        w.write_all(buf)?;
-        done += n;
-        if done >= length {
-            return Ok(());
-        }
-    }
-}
-
-fn transmission(
-    r: &mut impl Read,
-    w: &mut impl Write,
-    dev: &dyn BlockDevice,
-    opts: &ServerOptions,
-) -> io::Result<()> {
-    let info_ = dev.info();
-    let size = info_.capacity_bytes();
-    let ss = info_.sector_size as u64;
-    let mut buf: Vec<u8> = Vec::new();
-    loop {
-        let Some(RequestHeader {
-            flags,
-            kind,
-            handle,
-            offset,
-            length,
-        }) = proto::read_request(r)?
-        else {
-            tracing::warn!("nbd: bad request magic, disconnecting");
-            return Ok(());
-        };
-        let in_range = offset.checked_add(length as u64).is_some_and(|e| e <= size);
-        let fua = flags & proto::CMD_FLAG_FUA != 0;
-        match kind {
-            cmd::READ => {
-                if length > MAX_REQUEST || !in_range {
-                    proto::simple_reply(w, errno::EINVAL, handle)?;
-                } else {
-                    read_reply(w, dev, ss, handle, offset, length as usize, &mut buf)?;
-                }
-            }
-            cmd::WRITE => {
-                if length > MAX_REQUEST {
-                    // The payload cannot be skipped safely: end the connection.
-                    tracing::warn!("nbd: write of {length} bytes is too large, disconnecting");
-                    return Ok(());
-                }
-                // The payload is taken in pieces; the first failure is the reply, and the rest
-                // of the payload is read and dropped so that the stream stays in step.
-                let mut e = if opts.readonly {
-                    errno::EPERM
-                } else if !in_range {
-                    errno::ENOSPC
-                } else {
-                    0
-                };
-                let mut done = 0usize;
-                while done < length as usize {
-                    let n = (length as usize - done).min(WRITE_PIECE);
-                    buf.resize(n, 0);
-                    r.read_exact(&mut buf)?;
-                    if e == 0 {
-                        let at = offset + done as u64;
-                        if let Err(err) = write_bytes(dev, ss, at, &buf, fua) {
-                            e = dev_errno(&err);
-                        }
-                    }
-                    done += n;
-                }
-                proto::simple_reply(w, e, handle)?;
-            }
-            cmd::WRITE_ZEROES => {
-                let e = if opts.readonly {
-                    errno::EPERM
-                } else if !in_range {
-                    errno::ENOSPC
-                } else {
-                    let mut res = 0;
-                    let mut pos = offset;
-                    let end = offset + length as u64;
-                    while pos < end && res == 0 {
-                        let n = (end - pos).min(4 << 20);
-                        let zeros = vec![0u8; n as usize];
-                        if let Err(e) = write_bytes(dev, ss, pos, &zeros, fua) {
-                            res = dev_errno(&e);
-                        }
-                        pos += n;
-                    }
-                    res
-                };
-                proto::simple_reply(w, e, handle)?;
-            }
-            cmd::FLUSH => {
-                let e = dev.flush().map_or_else(|e| dev_errno(&e), |_| 0);
-                proto::simple_reply(w, e, handle)?;
-            }
-            cmd::TRIM => {
-                let e = if opts.readonly {
-                    errno::EPERM
-                } else if !in_range {
-                    errno::ENOSPC
-                } else {
-                    // Only whole sectors inside the range are discarded.
-                    let a = offset.div_ceil(ss);
-                    let b = (offset + length as u64) / ss;
-                    if b > a {
-                        dev.discard(a, b - a).map_or_else(|e| dev_errno(&e), |_| 0)
-                    } else {
-                        0
-                    }
-                };
-                proto::simple_reply(w, e, handle)?;
-            }
-            cmd::DISC => {
-                w.flush()?;
-                let _ = dev.flush();
-                return Ok(());
-            }
-            _ => proto::simple_reply(w, errno::EINVAL, handle)?,
-        }
-        w.flush()?;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn info_requests_parse_and_reject_garbage() {
-        let mut d = 3u32.to_be_bytes().to_vec();
-        d.extend_from_slice(b"abc");
-        d.extend_from_slice(&1u16.to_be_bytes());
-        d.extend_from_slice(&3u16.to_be_bytes());
-        assert_eq!(parse_info_request(&d), Some(vec![3]));
-        assert_eq!(parse_info_request(&d[..d.len() - 1]), None);
-        assert_eq!(parse_info_request(&[0xff, 0xff, 0xff, 0xff, 0, 0]), None);
-        assert_eq!(parse_info_request(&[]), None);
-    }
 }
