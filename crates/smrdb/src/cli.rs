@@ -1,7 +1,7 @@
 //! `tegula db …`: the engine on a disk image from the command line. The `tegula` binary
 //! embeds [`DbArgs`] and calls [`run`].
 
-use crate::{detect_mode, Db, Mode, Options, WriteBatch, WriteOptions};
+use crate::{Db, Error, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use std::path::{Path, PathBuf};
@@ -139,9 +139,8 @@ fn open_dev(image: &Path, spec: DevSpec) -> anyhow::Result<Arc<dyn ZonedDevice>>
     Ok(Arc::new(disk))
 }
 
-fn cli_options(mode: Mode) -> Options {
+fn cli_options() -> Options {
     Options {
-        mode,
         background_compaction: false,
         ..Options::default()
     }
@@ -149,13 +148,13 @@ fn cli_options(mode: Mode) -> Options {
 
 fn open_db(image: &Path, spec: DevSpec) -> anyhow::Result<Db> {
     let dev = open_dev(image, spec)?;
-    let Some(mode) = detect_mode(dev.as_ref())? else {
-        bail!(
+    match Db::open(dev, cli_options()) {
+        Err(Error::NotFound(_)) => bail!(
             "{} holds no database (run `tegula db create` first)",
             image.display()
-        );
-    };
-    Ok(Db::open(dev, cli_options(mode))?)
+        ),
+        r => Ok(r?),
+    }
 }
 
 fn show(b: &[u8]) -> String {
@@ -180,11 +179,13 @@ pub fn run_args(args: DbArgs) -> anyhow::Result<()> {
     match args.cmd {
         DbCommand::Create { image, loc } => {
             let dev = open_dev(&image, spec)?;
-            if detect_mode(dev.as_ref())?.is_some() {
-                bail!("{} already holds a database", image.display());
-            }
             let mode = if loc { Mode::Loc } else { Mode::Soc };
-            let db = Db::open(dev, cli_options(mode))?;
+            let db = match Db::create(dev, FormatOptions { mode }, cli_options()) {
+                Err(Error::AlreadyExists { .. }) => {
+                    bail!("{} already holds a database", image.display())
+                }
+                r => r?,
+            };
             db.close()?;
             println!("created an SMRDB-{mode:?} database on {}", image.display());
         }

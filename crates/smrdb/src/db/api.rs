@@ -1,9 +1,9 @@
 //! The public handle: [`Db`] and its methods, which delegate to the engine's shared state.
 
 use super::{Inner, ScanIter, Snapshot, WriteBatch};
-use crate::compaction::{self};
+use crate::compaction;
 use crate::error::{Error, Result};
-use crate::options::{Options, WriteOptions};
+use crate::options::{FormatOptions, Mode, Options, WriteOptions};
 use crate::stats::{CheckReport, DbStats};
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
@@ -25,10 +25,27 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
-    /// Creates a database on an empty device, or recovers the one on it (manifest, then log
-    /// replay; zones written but not recorded are reset).
+    /// Creates a database on a device that holds none (its sequential zones empty), in the
+    /// organisation `format` names. Fails with [`Error::AlreadyExists`] on a device that holds
+    /// an SMRDB database (and with `Corruption` on a damaged superblock), writing nothing.
+    pub fn create(
+        device: Arc<dyn ZonedDevice>,
+        format: FormatOptions,
+        opts: Options,
+    ) -> Result<Db> {
+        Self::start(Inner::create(device, format, opts)?)
+    }
+
+    /// Opens the database on the device, in the organisation its superblock records, and
+    /// recovers it (manifest, then log replay; zones written but not recorded are reset).
+    /// Fails with [`Error::NotFound`] on a device without a database, writing nothing.
     pub fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Db> {
-        let inner = Arc::new(Inner::open(device, opts)?);
+        Self::start(Inner::open(device, opts)?)
+    }
+
+    /// Finishes a recovery stopped at an unlogged write and starts the background thread.
+    fn start(inner: Inner) -> Result<Db> {
+        let inner = Arc::new(inner);
         if inner.recovered_gap.is_some() {
             // Put what was replayed into a band and drop the log bands, whose records after
             // the gap must never be replayed (a crash in between repeats the same recovery).
@@ -145,7 +162,8 @@ impl Db {
                 let idle = {
                     let sv = self.inner.current();
                     let ptrs = self.inner.meta.lock().m.compact_pointers.clone();
-                    sv.imm.is_none() && !compaction::needed(&self.inner.opts, &sv.bands, &ptrs)
+                    sv.imm.is_none()
+                        && !compaction::needed(self.inner.mode, &self.inner.opts, &sv.bands, &ptrs)
                 };
                 if idle {
                     return Ok(());
@@ -159,6 +177,11 @@ impl Db {
         } else {
             self.inner.maintain().map(|_| ())
         }
+    }
+
+    /// The organisation of the database (recorded in its superblock at creation).
+    pub fn mode(&self) -> Mode {
+        self.inner.mode
     }
 
     /// The underlying device.

@@ -18,7 +18,7 @@ impl Inner {
     pub(super) fn pick(&self) -> Option<Plan> {
         let sv = self.current();
         let ptrs = self.meta.lock().m.compact_pointers.clone();
-        compaction::pick(&self.opts, &sv.bands, &ptrs)
+        compaction::pick(self.mode, &self.opts, &sv.bands, &ptrs)
     }
 
     /// Executes one compaction plan.
@@ -128,7 +128,7 @@ impl Inner {
         let mut merge = Merge::new(sources)?;
         let mut zones = Vec::new();
         let drop_tomb = |k: &[u8]| !low_space && !others.iter().any(|o| o.covers(k));
-        let cp_level = if self.opts.mode == Mode::Loc && level > 0 {
+        let cp_level = if self.mode == Mode::Loc && level > 0 {
             0
         } else {
             level

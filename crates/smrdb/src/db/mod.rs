@@ -25,7 +25,7 @@ use crate::io::Dev;
 use crate::log;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
-use crate::options::Options;
+use crate::options::{Mode, Options};
 use crate::stats::{CheckReport, Counters, DbStats};
 use crate::version::SuperVersion;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -68,6 +68,8 @@ struct BgState {
 
 pub(crate) struct Inner {
     dev: Arc<Dev>,
+    /// Organisation, from the superblock.
+    mode: Mode,
     opts: Options,
     memtable_limit: u64,
     seq_zones: Vec<u32>,
@@ -163,6 +165,10 @@ impl Inner {
 
     pub(crate) fn dev_arc(&self) -> Arc<Dev> {
         self.dev.clone()
+    }
+
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
     }
 
     pub(crate) fn opts(&self) -> &Options {

@@ -9,7 +9,7 @@ use crate::io::{Dev, IoKind};
 use crate::log;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
-use crate::options::{Mode, Options};
+use crate::options::{FormatOptions, Mode, Options};
 use crate::stats::Counters;
 use crate::superblock::Superblock;
 use crate::version::{sort_newest_first, SuperVersion, VBand};
@@ -17,10 +17,20 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use tegula_device::{ZoneCondition, ZoneFilter, ZonedDevice};
+use tegula_device::{DeviceInfo, Zone, ZoneCondition, ZoneFilter, ZonedDevice};
 
-impl Inner {
-    pub(super) fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Inner> {
+/// The device as the engine sees it, checked before anything is read or written.
+struct Layout {
+    dev: Arc<Dev>,
+    info: DeviceInfo,
+    zones: Vec<Zone>,
+    seq_zones: Vec<u32>,
+    slot_sectors: u64,
+}
+
+impl Layout {
+    /// Checks that the device suits SMRDB and that the options are in range.
+    fn of(device: Arc<dyn ZonedDevice>, opts: &Options) -> Result<Layout> {
         let dev = Arc::new(Dev::new(device));
         let info = dev.dev.info();
         if info.zone_sectors == 0 || info.conventional_zones == 0 {
@@ -51,54 +61,95 @@ impl Inner {
         if slot_sectors == 0 {
             return Err(Error::Unsupported("conventional area too small".into()));
         }
-        let sector0 = dev.read_lba(0, 1)?;
-        let sb = Superblock::decode(&sector0).map_err(|w| Error::corruption(0, 0, w))?;
-        let mode_here = opts.mode;
-        let manifest = match sb {
-            None => {
-                if zones
-                    .iter()
-                    .any(|z| z.zone_type.is_sequential() && z.condition != ZoneCondition::Empty)
-                {
-                    return Err(Error::Unsupported(
-                        "the device holds data but no SMRDB superblock".into(),
-                    ));
-                }
-                let sb = Superblock {
-                    sector_size: dev.ss as u32,
-                    zone_sectors: info.zone_sectors,
-                    zones: info.zones,
-                    conventional_zones: info.conventional_zones,
-                    slot_sectors,
-                    mode: opts.mode,
-                };
-                let mut b = sb.encode();
-                dev.pad(&mut b);
-                dev.dev.write(0, &b).map_err(Error::Device)?;
-                dev.flush(IoKind::Meta)?;
-                None
-            }
-            Some(sb) => {
-                if sb.sector_size as u64 != dev.ss
-                    || sb.zone_sectors != info.zone_sectors
-                    || sb.zones != info.zones
-                    || sb.conventional_zones != info.conventional_zones
-                {
-                    return Err(Error::Unsupported(format!(
-                        "database was laid out for another geometry: {sb:?}"
-                    )));
-                }
-                if sb.mode != mode_here {
-                    return Err(Error::InvalidArgument(format!(
-                        "database was created in mode {:?}, opened as {:?}",
-                        sb.mode, mode_here
-                    )));
-                }
-                Some(load_manifest(&dev, sb.slot_sectors)?)
-            }
+        Ok(Layout {
+            dev,
+            info,
+            zones,
+            seq_zones,
+            slot_sectors,
+        })
+    }
+
+    /// The superblock in sector 0: `None` on a device without one; a damaged one is
+    /// corruption.
+    fn superblock(&self) -> Result<Option<Superblock>> {
+        let sector0 = self.dev.read_lba(0, 1)?;
+        Superblock::decode(&sector0).map_err(|w| Error::corruption(0, 0, w))
+    }
+}
+
+impl Inner {
+    /// Formats a new database on a device that holds none: writes the superblock, then the
+    /// first manifest.
+    pub(super) fn create(
+        device: Arc<dyn ZonedDevice>,
+        format: FormatOptions,
+        opts: Options,
+    ) -> Result<Inner> {
+        let l = Layout::of(device, &opts)?;
+        if let Some(sb) = l.superblock()? {
+            return Err(Error::AlreadyExists { mode: sb.mode });
+        }
+        if l.zones
+            .iter()
+            .any(|z| z.zone_type.is_sequential() && z.condition != ZoneCondition::Empty)
+        {
+            return Err(Error::Unsupported(
+                "the device holds data but no SMRDB superblock".into(),
+            ));
+        }
+        let sb = Superblock {
+            sector_size: l.dev.ss as u32,
+            zone_sectors: l.info.zone_sectors,
+            zones: l.info.zones,
+            conventional_zones: l.info.conventional_zones,
+            slot_sectors: l.slot_sectors,
+            mode: format.mode,
         };
-        let fresh = manifest.is_none();
-        let m = manifest.unwrap_or_default();
+        let mut b = sb.encode();
+        l.dev.pad(&mut b);
+        l.dev.dev.write(0, &b).map_err(Error::Device)?;
+        l.dev.flush(IoKind::Meta)?;
+        let inner = Self::recover(l, format.mode, Manifest::default(), opts)?;
+        {
+            let mut ms = inner.meta.lock();
+            ms.m.next_band_id = 1;
+            inner.commit(&mut ms)?;
+        }
+        Ok(inner)
+    }
+
+    /// Opens the database on the device with the organisation its superblock records.
+    pub(super) fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Inner> {
+        let l = Layout::of(device, &opts)?;
+        let Some(sb) = l.superblock()? else {
+            return Err(Error::NotFound(
+                "sector 0 holds no SMRDB superblock (create the database first)".into(),
+            ));
+        };
+        if sb.sector_size as u64 != l.dev.ss
+            || sb.zone_sectors != l.info.zone_sectors
+            || sb.zones != l.info.zones
+            || sb.conventional_zones != l.info.conventional_zones
+        {
+            return Err(Error::Unsupported(format!(
+                "database was laid out for another geometry: {sb:?}"
+            )));
+        }
+        let m = load_manifest(&l.dev, sb.slot_sectors)?;
+        Self::recover(l, sb.mode, m, opts)
+    }
+
+    /// Builds the engine state from manifest `m`: opens its bands, resets zones written but
+    /// not recorded, and replays the log bands into a memtable.
+    fn recover(l: Layout, mode: Mode, m: Manifest, opts: Options) -> Result<Inner> {
+        let Layout {
+            dev,
+            zones,
+            seq_zones,
+            slot_sectors,
+            ..
+        } = l;
         let zone_bytes = dev.zone_bytes();
         let memtable_limit = opts
             .memtable_bytes
@@ -231,13 +282,9 @@ impl Inner {
             retired: Mutex::new(Vec::new()),
             recovered_gap: gap,
             counters: Counters::default(),
+            mode,
             opts,
         };
-        if fresh {
-            let mut ms = inner.meta.lock();
-            ms.m.next_band_id = 1;
-            inner.commit(&mut ms)?;
-        }
         Ok(inner)
     }
 }
