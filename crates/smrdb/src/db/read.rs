@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// A consistent point-in-time view for [`Db::get_at`] and [`Db::scan_at`]. Compaction keeps
-/// the versions it needs while it lives.
+/// A consistent point-in-time view for [`super::Db::get_at`] and [`super::Db::scan_at`].
+/// Compaction keeps the versions it needs while it lives.
 #[derive(Debug)]
 pub struct Snapshot {
     pub(super) seq: u64,
