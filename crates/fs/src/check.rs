@@ -1,4 +1,5 @@
-//! Consistency check and per-zone statistics (the analogue of ShingledFS's edistats).
+//! Consistency check with superblock repair, and per-zone statistics (the analogue of
+//! ShingledFS's edistats).
 
 use crate::error::Result;
 use crate::fs::Fs;
@@ -101,10 +102,19 @@ impl Fs {
             .collect()
     }
 
-    /// Checks the namespace, link counts, extent maps and zone accounting; with `deep`, also
-    /// reads every mapped byte back through its checksums.
+    /// Checks both superblock copies, the namespace, link counts, extent maps and zone
+    /// accounting; with `deep`, also reads every mapped byte back through its checksums.
     pub fn check(&mut self, deep: bool) -> Result<CheckReport> {
         let mut r = CheckReport::default();
+        // The mount falls back to copy B when copy A is bad; the fallback must not hide it.
+        let (in_use, _) = self.journal.superblock_copy();
+        for b in self.journal.bad_superblock_copies() {
+            r.problems.push(format!(
+                "superblock copy {} (LBA {}): {} (the mount uses copy {in_use}; \
+                 `Fs::repair_superblocks` rewrites it)",
+                b.name, b.lba, b.why
+            ));
+        }
         let mut names: HashMap<u64, u32> = HashMap::new();
         let mut subdirs: HashMap<u64, u32> = HashMap::new();
         let mut live = vec![0u64; self.state.zone_live.len()];
@@ -236,6 +246,29 @@ impl Fs {
             }
         }
         Ok(r)
+    }
+}
+
+impl Fs {
+    /// Rewrites every superblock copy that [`Fs::check`] reports as bad (unreadable, damaged
+    /// or different) from the superblock in use, as e2fsck rewrites a primary superblock from
+    /// its backup. Returns one line per copy rewritten (none when both are good). Needs a
+    /// writable mount; a failed write leaves the file system refusing writes.
+    pub fn repair_superblocks(&mut self) -> Result<Vec<String>> {
+        self.writable()?;
+        let (in_use, _) = self.journal.superblock_copy();
+        let mut fixed = Vec::new();
+        for b in self.journal.bad_superblock_copies() {
+            if let Err(e) = self.journal.rewrite_superblock_copy(b.lba) {
+                self.broken = Some(e.to_string());
+                return Err(e);
+            }
+            fixed.push(format!(
+                "superblock copy {} (LBA {}) rewritten from copy {in_use}: it was {}",
+                b.name, b.lba, b.why
+            ));
+        }
+        Ok(fixed)
     }
 }
 

@@ -14,6 +14,8 @@ const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
 /// Format version of the superblock, checkpoints and log.
 pub const FORMAT_VERSION: u32 = 1;
 const HDR: usize = 48;
+/// The two superblock copies: name and LBA (`docs/fs-format.md`).
+pub const SUPERBLOCK_COPIES: [(char, u64); 2] = [('A', 0), ('B', 1)];
 
 /// Where things are; written once by mkfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,10 +164,23 @@ pub struct Recovered {
     pub records: Vec<Vec<u8>>,
 }
 
+/// A superblock copy that does not hold the superblock in use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadCopy {
+    /// Name of the copy (`A` at LBA 0, `B` at LBA 1).
+    pub name: char,
+    /// Its LBA.
+    pub lba: u64,
+    /// What is wrong with it.
+    pub why: String,
+}
+
 /// Writer of checkpoints and log records.
 pub struct Journal {
     dev: Arc<dyn ZonedDevice>,
     sb: Superblock,
+    /// LBA of the superblock copy the mount took `sb` from.
+    sb_lba: u64,
     gen: u64,
     next_seq: u64,
     tail: u64,
@@ -175,6 +190,51 @@ impl Journal {
     /// The superblock.
     pub fn superblock(&self) -> &Superblock {
         &self.sb
+    }
+
+    /// Name and LBA of the superblock copy in use (the first that decodes).
+    pub fn superblock_copy(&self) -> (char, u64) {
+        SUPERBLOCK_COPIES
+            .into_iter()
+            .find(|&(_, lba)| lba == self.sb_lba)
+            .unwrap_or(SUPERBLOCK_COPIES[0])
+    }
+
+    /// Reads every superblock copy and returns those that do not hold the superblock in use:
+    /// unreadable, damaged, or (though valid) different. An unreadable copy is reported, not
+    /// an error.
+    pub fn bad_superblock_copies(&self) -> Vec<BadCopy> {
+        let ss = self.sb.sector as usize;
+        let (in_use, _) = self.superblock_copy();
+        let mut bad = Vec::new();
+        for (name, lba) in SUPERBLOCK_COPIES {
+            let mut b = vec![0u8; ss];
+            let why = match self.dev.read(lba, &mut b) {
+                Err(e) => Some(format!("unreadable: {e}")),
+                Ok(_) => match Superblock::decode(&b) {
+                    Err(e) => Some(e),
+                    Ok(sb) if sb != self.sb => Some(format!("differs from copy {in_use} in use")),
+                    Ok(_) => None,
+                },
+            };
+            if let Some(why) = why {
+                bad.push(BadCopy { name, lba, why });
+            }
+        }
+        bad
+    }
+
+    /// Rewrites the superblock copy at `lba` from the superblock in use and flushes the
+    /// device cache.
+    pub fn rewrite_superblock_copy(&self, lba: u64) -> Result<()> {
+        if !SUPERBLOCK_COPIES.iter().any(|&(_, l)| l == lba) {
+            return Err(FsError::Invalid(format!(
+                "LBA {lba} holds no superblock copy"
+            )));
+        }
+        self.dev.write(lba, &self.sb.encode())?;
+        self.dev.flush()?;
+        Ok(())
     }
 
     /// Log sectors in use since the last checkpoint.
@@ -233,6 +293,7 @@ impl Journal {
         let mut j = Journal {
             dev,
             sb,
+            sb_lba: 0,
             gen: 0,
             next_seq: 0,
             tail: 0,
@@ -257,9 +318,13 @@ impl Journal {
         let ss = info.sector_size as usize;
         let mut b = vec![0u8; 2 * ss];
         dev.read(0, &mut b)?;
-        let sb = Superblock::decode(&b[..ss])
-            .or_else(|e0| Superblock::decode(&b[ss..]).map_err(|e1| format!("{e0}; copy: {e1}")))
-            .map_err(FsError::NotFs)?;
+        let (sb, sb_lba) = match Superblock::decode(&b[..ss]) {
+            Ok(sb) => (sb, 0),
+            Err(e0) => match Superblock::decode(&b[ss..]) {
+                Ok(sb) => (sb, 1),
+                Err(e1) => return Err(FsError::NotFs(format!("{e0}; copy: {e1}"))),
+            },
+        };
         if sb.sector != info.sector_size || sb.zones != info.zones {
             return Err(FsError::NotFs(
                 "superblock does not match the device geometry".into(),
@@ -268,6 +333,7 @@ impl Journal {
         let mut j = Journal {
             dev,
             sb,
+            sb_lba,
             gen: 0,
             next_seq: 0,
             tail: 0,

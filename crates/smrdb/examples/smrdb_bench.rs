@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk, ZoneFilter, ZonedDevice};
-use tegula_smrdb::{Db, Mode, Options};
+use tegula_smrdb::{Db, FormatOptions, Mode, Options};
 
 fn disk(cap_gib: u64, zone_mib: u64) -> Arc<Disk> {
     let mut cfg = profile("hm-smr").unwrap();
@@ -53,13 +53,12 @@ fn fill(mode: Mode, random: bool, num: u64, vsize: usize, cap: u64, zone_mib: u6
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
     let od = Options::default();
     let opts = Options {
-        mode,
         background_compaction: false,
         l1_overlap_trigger: env("SMRDB_L1_OVERLAP_TRIGGER").unwrap_or(od.l1_overlap_trigger),
         l0_compaction_max_bands: env("SMRDB_L0_MAX_BANDS").unwrap_or(od.l0_compaction_max_bands),
         ..od
     };
-    let db = Db::open(d.clone(), opts).unwrap();
+    let db = Db::create(d.clone(), FormatOptions { mode }, opts).unwrap();
     let before = d.stats();
     let t0 = d.now();
     let w0 = std::time::Instant::now();

@@ -1,5 +1,6 @@
 //! Typed errors of the engine.
 
+use crate::options::Mode;
 use tegula_device::DeviceError;
 
 /// Everything a database operation can fail with. Each variant names what and where.
@@ -31,6 +32,15 @@ pub enum Error {
     /// The device does not suit the engine (no conventional zone, no sequential zones, …).
     #[error("unsupported device: {0}")]
     Unsupported(String),
+    /// [`crate::Db::open`] found no database on the device (it wrote nothing); says why.
+    #[error("no SMRDB database on the device: {0}")]
+    NotFound(String),
+    /// [`crate::Db::create`] found a database on the device already and left it untouched.
+    #[error("the device already holds an SMRDB-{mode:?} database")]
+    AlreadyExists {
+        /// Organisation of the database that is there.
+        mode: Mode,
+    },
 }
 
 impl Error {

@@ -11,13 +11,16 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tegula_smrdb::{Db, Options};
+//! use tegula_smrdb::{Db, FormatOptions, Options};
 //! use tegula_device::{profile, Disk};
 //! let mut cfg = profile("hm-smr").unwrap();
 //! cfg.zones.zone_size = 1 << 20;
 //! cfg.capacity = 64 << 20;
-//! let db = Db::open(Arc::new(Disk::in_memory(cfg).unwrap()), Options::default()).unwrap();
+//! let dev = Arc::new(Disk::in_memory(cfg).unwrap());
+//! let db = Db::create(dev.clone(), FormatOptions::default(), Options::default()).unwrap();
 //! db.put(b"k", b"v").unwrap();
+//! db.close().unwrap();
+//! let db = Db::open(dev, Options::default()).unwrap(); // the mode comes from the disk
 //! assert_eq!(db.get(b"k").unwrap(), Some(b"v".to_vec()));
 //! ```
 
@@ -41,5 +44,5 @@ pub mod version;
 
 pub use db::{detect_mode, Db, ScanIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
-pub use options::{Mode, Options, WriteOptions};
+pub use options::{FormatOptions, Mode, Options, WriteOptions};
 pub use stats::{CheckReport, DbStats};

@@ -15,11 +15,27 @@ pub enum Mode {
     Loc,
 }
 
-/// Options of [`crate::Db::open`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Options {
+/// What the on-disk format fixes when a database is created ([`crate::Db::create`]). It is
+/// recorded in the superblock, and [`crate::Db::open`] reads it from there: it cannot be given
+/// again, so it can never disagree with the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FormatOptions {
     /// Organisation and compaction policy. Default [`Mode::Soc`].
     pub mode: Mode,
+}
+
+impl FormatOptions {
+    /// The format of an SMRDB-LOC (LevelDB-style) database.
+    pub fn loc() -> Self {
+        FormatOptions { mode: Mode::Loc }
+    }
+}
+
+/// Options of [`crate::Db::create`] and [`crate::Db::open`] that may change from one open to
+/// the next (nothing here changes how existing bytes are read: each band records its own
+/// block, filter and histogram layout).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Options {
     /// Bytes of key-value data buffered in the memtable before it is flushed to a band.
     /// Default `None` = the band (zone) capacity less 1/64 of it (at least 64 KiB) for the
     /// band's index, filter, histogram and footer, so that one memtable fills one band, as
@@ -85,7 +101,6 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            mode: Mode::Soc,
             memtable_bytes: None,
             log_buffer_bytes: 1 << 20,
             block_size: 4096,
@@ -106,16 +121,6 @@ impl Default for Options {
             read_ahead_bytes: 1 << 20,
             write_chunk_bytes: 1 << 20,
             verify_checksums: true,
-        }
-    }
-}
-
-impl Options {
-    /// Options for LevelDB-style SMRDB-LOC.
-    pub fn loc() -> Self {
-        Options {
-            mode: Mode::Loc,
-            ..Options::default()
         }
     }
 }

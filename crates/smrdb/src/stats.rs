@@ -126,7 +126,7 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
     let io = &db.dev().counters;
     let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let user = g(&c.user_bytes);
-    let levels = match db.opts().mode {
+    let levels = match db.mode() {
         Mode::Soc => 2,
         Mode::Loc => crate::compaction::loc::LEVELS as usize,
     };
@@ -154,7 +154,7 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
     };
     let gets = g(&c.gets);
     DbStats {
-        mode: format!("{:?}", db.opts().mode).to_lowercase(),
+        mode: format!("{:?}", db.mode()).to_lowercase(),
         user_bytes: user,
         puts: g(&c.puts),
         deletes: g(&c.deletes),
@@ -336,7 +336,7 @@ pub(crate) fn check(
             ));
         }
     }
-    if db.opts().mode == Mode::Loc {
+    if db.mode() == Mode::Loc {
         for l in 1..crate::compaction::loc::LEVELS {
             let n = overlap_pairs(&level_of(&sv.bands, l));
             if n > 0 {

@@ -9,17 +9,17 @@ use std::sync::Arc;
 use std::thread;
 use tegula_smrdb::{Db, Mode, Options, WriteOptions};
 
-fn bg_opts(mode: Mode) -> Options {
+fn bg_opts() -> Options {
     Options {
         background_compaction: true,
         slowdown_factor: 0.2,
-        ..tiny_opts(mode)
+        ..tiny_opts()
     }
 }
 
 fn run(mode: Mode) {
     let disk = tiny_disk(96);
-    let db = Arc::new(Db::open(disk, bg_opts(mode)).unwrap());
+    let db = Arc::new(Db::create(disk, format(mode), bg_opts()).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     // Each writer owns a key prefix and writes increasing versions; readers check that a
     // key's version never goes backwards and scans are sorted.

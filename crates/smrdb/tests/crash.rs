@@ -80,13 +80,13 @@ fn workload(seed: u64, n: usize) -> Vec<Op> {
     ops
 }
 
-fn opts(mode: Mode) -> Options {
+fn opts() -> Options {
     Options {
         memtable_bytes: Some(24 << 10),
         log_buffer_bytes: 8 << 10,
         background_compaction: BACKGROUND.with(|b| b.get()),
         slowdown_factor: 0.05,
-        ..tiny_opts(mode)
+        ..tiny_opts()
     }
 }
 
@@ -110,7 +110,9 @@ fn apply(
         if let Some(old) = slot.take() {
             old.close()?;
         }
-        *slot = Some(Db::open(dev.clone(), opts(mode))?);
+        let db = Db::open(dev.clone(), opts())?;
+        assert_eq!(db.mode(), mode, "reopened without being told its mode");
+        *slot = Some(db);
         return Ok(());
     }
     let db = slot.as_ref().expect("database open");
@@ -195,7 +197,7 @@ fn durable(op: &Op) -> bool {
 fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bool {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let mut db = Some(Db::open(dev.clone(), opts(mode)).unwrap());
+    let mut db = Some(Db::create(dev.clone(), format(mode), opts()).unwrap());
     disk.arm_power_cut(at, seed ^ at);
     let mut done = 0usize; // operations acknowledged
     let mut synced = 0usize; // operations covered by an acknowledged sync
@@ -228,7 +230,7 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bo
     if recovery_cut {
         // Cut again somewhere in recovery (log replay, zone resets, the first manifest write).
         disk.arm_power_cut(1 + (seed ^ at) % 6, seed.rotate_left(7) ^ at);
-        match Db::open(dev.clone(), opts(mode)) {
+        match Db::open(dev.clone(), opts()) {
             Ok(db) => {
                 disk.power_cut();
                 drop(db);
@@ -237,7 +239,7 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bo
         }
         disk.power_on();
     }
-    let db = Db::open(dev.clone(), opts(mode))
+    let db = Db::open(dev.clone(), opts())
         .unwrap_or_else(|e| panic!("seed {seed} cut {at}: reopen failed: {e}"));
     let got: Model = db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
     // The state must equal the model after some prefix p with synced <= p <= done + 1.
@@ -294,7 +296,7 @@ fn cuts(mode: Mode, runs: u64, seed0: u64) {
         let dev: Arc<dyn ZonedDevice> = disk.clone();
         let before = disk.stats().media_writes;
         {
-            let mut db = Some(Db::open(dev.clone(), opts(mode)).unwrap());
+            let mut db = Some(Db::create(dev.clone(), format(mode), opts()).unwrap());
             let mut model = Model::new();
             for op in &ops {
                 apply(&mut db, &dev, mode, op, &model).unwrap();
@@ -372,7 +374,7 @@ const UNLOGGED_WRITE: WriteOptions = WriteOptions {
 fn unlogged_then_logged(b_unlogged: bool) -> Model {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let db = Db::open(dev.clone(), opts(Mode::Soc)).unwrap();
+    let db = Db::create(dev.clone(), format(Mode::Soc), opts()).unwrap();
     let synced = WriteOptions {
         sync: true,
         ..WriteOptions::default()
@@ -393,13 +395,13 @@ fn unlogged_then_logged(b_unlogged: bool) -> Model {
     disk.power_cut();
     drop(db);
     disk.power_on();
-    let db = Db::open(dev.clone(), opts(Mode::Soc)).unwrap();
+    let db = Db::open(dev.clone(), opts()).unwrap();
     let got: Model = db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
     assert!(db.check().unwrap().is_ok());
     // Writable, and the discarded records are gone for good (a second recovery agrees).
     db.put(b"d", b"4").unwrap();
     db.close().unwrap();
-    let db = Db::open(dev, opts(Mode::Soc)).unwrap();
+    let db = Db::open(dev, opts()).unwrap();
     let again: Model = db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
     let mut want = got.clone();
     want.insert(b"d".to_vec(), b"4".to_vec());
@@ -431,7 +433,7 @@ fn unlogged_writes_are_durable_after_a_sync_flush_or_close() {
     for how in ["sync", "flush", "close"] {
         let disk = tiny_disk(32);
         let dev: Arc<dyn ZonedDevice> = disk.clone();
-        let db = Db::open(dev.clone(), opts(Mode::Soc)).unwrap();
+        let db = Db::create(dev.clone(), format(Mode::Soc), opts()).unwrap();
         for i in 0..30u32 {
             db.write(
                 put_batch(format!("u{i:02}").as_bytes(), b"v"),
@@ -450,7 +452,7 @@ fn unlogged_writes_are_durable_after_a_sync_flush_or_close() {
                 db.close().unwrap();
                 disk.power_cut();
                 disk.power_on();
-                let db = Db::open(dev.clone(), opts(Mode::Soc)).unwrap();
+                let db = Db::open(dev.clone(), opts()).unwrap();
                 assert_eq!(db.scan(b"", None).unwrap().count(), 30, "{how}");
                 continue;
             }
@@ -466,7 +468,7 @@ fn unlogged_writes_are_durable_after_a_sync_flush_or_close() {
         disk.power_cut();
         drop(db);
         disk.power_on();
-        let db = Db::open(dev.clone(), opts(Mode::Soc)).unwrap();
+        let db = Db::open(dev.clone(), opts()).unwrap();
         let n = db.scan(b"", None).unwrap().count();
         assert_eq!(n, if how == "sync" { 31 } else { 30 }, "{how}");
     }

@@ -90,7 +90,7 @@ fn mutated_valid_structures_never_panic_and_are_detected() {
 fn damaged_band_gives_corruption_not_panic() {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let db = Db::open(dev.clone(), tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     for i in 0..2000u64 {
         db.put(&key(i), &[b'v'; 100]).unwrap();
     }
@@ -110,7 +110,7 @@ fn damaged_band_gives_corruption_not_panic() {
     sector[100] ^= 0xff;
     disk.with_media(|m| m.write(band_zone.start_lba, &sector, true))
         .unwrap();
-    let db = Db::open(dev, tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::open(dev, tiny_opts()).unwrap();
     let mut errors = 0;
     for i in 0..2000u64 {
         if db.get(&key(i)).is_err() {
@@ -250,7 +250,7 @@ fn log_sector_with(dev: &dyn ZonedDevice, needle: &[u8]) -> Option<u64> {
 fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_tail() {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let db = Db::open(dev.clone(), tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     let synced = WriteOptions {
         sync: true,
         ..WriteOptions::default()
@@ -285,7 +285,7 @@ fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_
     })
     .unwrap();
 
-    let err = match Db::open(dev.clone(), tiny_opts(Mode::Soc)) {
+    let err = match Db::open(dev.clone(), tiny_opts()) {
         Ok(db) => panic!(
             "a damaged log record followed by valid ones was taken for a torn tail \
              (doomed = {:?}, key0 = {:?})",
@@ -306,7 +306,7 @@ fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_
 fn damaged_last_log_chunk_is_a_torn_tail() {
     let disk = tiny_disk(32);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let db = Db::open(dev.clone(), tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     let synced = WriteOptions {
         sync: true,
         ..WriteOptions::default()
@@ -324,7 +324,7 @@ fn damaged_last_log_chunk_is_a_torn_tail() {
     dev.read(lba, &mut sector).unwrap();
     sector[20] ^= 0x01;
     disk.with_media(|m| m.write(lba, &sector, true)).unwrap();
-    let db = Db::open(dev, tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::open(dev, tiny_opts()).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
     assert_eq!(db.get(b"last").unwrap(), None);

@@ -27,7 +27,7 @@ fn runs_on_a_banded_plain_file() {
         let mut model = BTreeMap::new();
         let mut rng = Rng(3);
         {
-            let db = Db::open(open(&path), tiny_opts(mode)).unwrap();
+            let db = Db::create(open(&path), format(mode), tiny_opts()).unwrap();
             for i in 0..6000u64 {
                 let k = key(rng.below(2000));
                 if i % 7 == 0 {
@@ -44,7 +44,8 @@ fn runs_on_a_banded_plain_file() {
             db.close().unwrap();
         }
         // Reopen from the file and its zone sidecar.
-        let db = Db::open(open(&path), tiny_opts(mode)).unwrap();
+        let db = Db::open(open(&path), tiny_opts()).unwrap();
+        assert_eq!(db.mode(), mode, "the mode comes from the superblock");
         let got: BTreeMap<Vec<u8>, Vec<u8>> =
             db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
         assert_eq!(got, model, "{mode:?}");

@@ -40,7 +40,7 @@ fn verify(db: &Db, model: &Model, rng: &mut Rng, keys: u64) {
 fn run_model(mode: Mode, seed: u64, ops: usize, keys: u64, max_value: u64) {
     let disk = tiny_disk(64);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
-    let mut db = Db::open(dev.clone(), tiny_opts(mode)).unwrap();
+    let mut db = Db::create(dev.clone(), format(mode), tiny_opts()).unwrap();
     let mut model = Model::new();
     let mut rng = Rng(seed);
     let mut snaps: Vec<(tegula_smrdb::Snapshot, Model)> = Vec::new();
@@ -103,7 +103,8 @@ fn run_model(mode: Mode, seed: u64, ops: usize, keys: u64, max_value: u64) {
             95 => {
                 snaps.clear();
                 db.close().unwrap();
-                db = Db::open(dev.clone(), tiny_opts(mode)).unwrap();
+                db = Db::open(dev.clone(), tiny_opts()).unwrap();
+                assert_eq!(db.mode(), mode);
             }
             _ => {}
         }
@@ -122,7 +123,8 @@ fn run_model(mode: Mode, seed: u64, ops: usize, keys: u64, max_value: u64) {
     snaps.clear();
     db.close().unwrap();
     // Reopen once more and compare everything.
-    let db = Db::open(dev, tiny_opts(mode)).unwrap();
+    let db = Db::open(dev, tiny_opts()).unwrap();
+    assert_eq!(db.mode(), mode);
     let all: Vec<_> = db.scan(b"", None).unwrap().map(|r| r.unwrap()).collect();
     assert_eq!(all, want);
 }
@@ -144,7 +146,7 @@ fn loc_matches_model() {
 #[test]
 fn soc_compacts_and_keeps_l0_bounded() {
     let disk = tiny_disk(64);
-    let db = Db::open(disk, tiny_opts(Mode::Soc)).unwrap();
+    let db = Db::create(disk, format(Mode::Soc), tiny_opts()).unwrap();
     let mut rng = Rng(42);
     let mut model = Model::new();
     for i in 0..20_000u64 {

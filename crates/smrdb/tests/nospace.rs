@@ -10,7 +10,7 @@ use tegula_smrdb::{Db, Error, Mode};
 fn full_device_reports_nospace_and_stays_readable() {
     for mode in [Mode::Soc, Mode::Loc] {
         let disk = tiny_disk(16);
-        let db = Db::open(disk.clone(), tiny_opts(mode)).unwrap();
+        let db = Db::create(disk.clone(), format(mode), tiny_opts()).unwrap();
         let mut rng = Rng(5);
         let mut written = Vec::new();
         let mut err = None;
@@ -36,7 +36,7 @@ fn full_device_reports_nospace_and_stays_readable() {
         assert!(matches!(db.put(b"more", b"data"), Err(Error::NoSpace(_))));
         db.close().unwrap();
         // Reopen: everything acknowledged is still there.
-        let db = Db::open(disk.clone(), tiny_opts(mode)).unwrap();
+        let db = Db::open(disk.clone(), tiny_opts()).unwrap();
         for (k, v) in written.iter().step_by(53) {
             assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
         }
@@ -49,7 +49,7 @@ fn full_device_reports_nospace_and_stays_readable() {
 fn usable_again_after_deletes_and_compaction() {
     for mode in [Mode::Soc, Mode::Loc] {
         let disk = tiny_disk(16);
-        let db = Db::open(disk.clone(), tiny_opts(mode)).unwrap();
+        let db = Db::create(disk.clone(), format(mode), tiny_opts()).unwrap();
         let mut rng = Rng(9);
         let mut n = 0u64;
         loop {

@@ -5,7 +5,7 @@ use crate::engine::{BatchOp, DeviceCounters, EngineOptions, KvEngine};
 use anyhow::{Context, Result};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, ZonedDevice};
-use tegula_smrdb::{Db, Mode, Options, WriteBatch, WriteOptions};
+use tegula_smrdb::{Db, Error, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
 /// An open SMRDB database and the emulated disk under it.
 pub struct SmrdbEngine {
@@ -17,15 +17,16 @@ pub struct SmrdbEngine {
 }
 
 impl SmrdbEngine {
-    /// Opens (creating on an empty device) SMRDB on `disk`, in LOC mode if `loc`. The block
+    /// Opens SMRDB on `disk`, or creates it on a device without one, in LOC mode if `loc` (a
+    /// database of the other organisation already there is an error). The block
     /// cache and Bloom filter follow `o`; the memtable stays band-sized (SMRDB's default,
     /// which equals the other engines' 256 MiB write buffer on 256 MiB zones).
     pub fn open(disk: Disk, loc: bool, o: &EngineOptions) -> Result<Self> {
         let disk = Arc::new(disk);
         let dev: Arc<dyn ZonedDevice> = disk.clone();
         let d = Options::default();
+        let mode = if loc { Mode::Loc } else { Mode::Soc };
         let opts = Options {
-            mode: if loc { Mode::Loc } else { Mode::Soc },
             block_cache_bytes: o.cache_size,
             bloom_bits_per_key: o.bloom_bits,
             l0_compaction_trigger: o.l0_compaction_trigger.unwrap_or(d.l0_compaction_trigger),
@@ -34,7 +35,17 @@ impl SmrdbEngine {
             ..d
         };
         let opts = with_overrides(opts, &o.smrdb_options)?;
-        let db = Db::open(dev, opts).context("opening SMRDB")?;
+        let db = match Db::open(dev.clone(), opts.clone()) {
+            Err(Error::NotFound(_)) => {
+                Db::create(dev, FormatOptions { mode }, opts).context("creating SMRDB")?
+            }
+            r => r.context("opening SMRDB")?,
+        };
+        anyhow::ensure!(
+            db.mode() == mode,
+            "the device holds an SMRDB-{:?} database, not SMRDB-{mode:?}",
+            db.mode()
+        );
         Ok(SmrdbEngine {
             db: Some(db),
             disk,

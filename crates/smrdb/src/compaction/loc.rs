@@ -114,7 +114,7 @@ mod tests {
             vb(5, 1, 0, 12),
             vb(6, 1, 40, 50),
         ];
-        let p = pick(&Options::loc(), &b, &[]).unwrap();
+        let p = pick(&Options::default(), &b, &[]).unwrap();
         assert_eq!(p.inputs, vec![1, 2, 3, 5]);
         assert_eq!(p.output_level, 1);
     }
@@ -123,7 +123,7 @@ mod tests {
     fn round_robin_in_level_one() {
         let o = Options {
             loc_level1_bands: 2,
-            ..Options::loc()
+            ..Options::default()
         };
         let b = vec![vb(1, 1, 0, 9), vb(2, 1, 10, 19), vb(3, 1, 20, 29)];
         let p = pick(&o, &b, &[]).unwrap();

@@ -22,17 +22,17 @@ pub struct Plan {
     pub reason: &'static str,
 }
 
-/// Picks the next background compaction, if one is due.
-pub fn pick(opts: &Options, bands: &[VBand], pointers: &[Vec<u8>]) -> Option<Plan> {
-    match opts.mode {
+/// Picks the next background compaction of a `mode` database, if one is due.
+pub fn pick(mode: Mode, opts: &Options, bands: &[VBand], pointers: &[Vec<u8>]) -> Option<Plan> {
+    match mode {
         Mode::Soc => soc::pick(opts, bands),
         Mode::Loc => loc::pick(opts, bands, pointers),
     }
 }
 
-/// Whether a background compaction is due.
-pub fn needed(opts: &Options, bands: &[VBand], pointers: &[Vec<u8>]) -> bool {
-    pick(opts, bands, pointers).is_some()
+/// Whether a background compaction of a `mode` database is due.
+pub fn needed(mode: Mode, opts: &Options, bands: &[VBand], pointers: &[Vec<u8>]) -> bool {
+    pick(mode, opts, bands, pointers).is_some()
 }
 
 /// Bytes of other bands' data that the histograms place inside `b`'s key range, per byte of

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 use tegula_device::{profile, Disk};
-use tegula_smrdb::{Mode, Options};
+use tegula_smrdb::{FormatOptions, Mode, Options};
 
 /// A tiny host-managed SMR disk: 1 MiB zones, `mib` MiB, write cache on.
 pub fn tiny_disk(mib: u64) -> Arc<Disk> {
@@ -16,10 +16,14 @@ pub fn tiny_disk(mib: u64) -> Arc<Disk> {
     Arc::new(Disk::in_memory(cfg).unwrap())
 }
 
+/// The format of a database in organisation `mode`.
+pub fn format(mode: Mode) -> FormatOptions {
+    FormatOptions { mode }
+}
+
 /// Options that make flushes and compactions happen quickly and deterministically.
-pub fn tiny_opts(mode: Mode) -> Options {
+pub fn tiny_opts() -> Options {
     Options {
-        mode,
         memtable_bytes: Some(128 << 10),
         log_buffer_bytes: 16 << 10,
         block_cache_bytes: 256 << 10,

@@ -10,7 +10,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use std::time::Instant;
 use tegula_device::{format_size, profile, BlockDevice, Disk, Nanos, MS, SEC};
-use tegula_smrdb::{Db, Options};
+use tegula_smrdb::{Db, FormatOptions, Options};
 use tegula_stl::DmDrive;
 
 /// The built-in journal drive: Skylight's 5 TB Seagate (Table III), metadata only.
@@ -49,7 +49,8 @@ fn smrdb_tour(n: u32) -> Result<()> {
     cfg.validate()?;
     let disk = Arc::new(Disk::in_memory(cfg)?);
     let media = disk.with_media(|m| m.mechanics().geometry().media_rate_at(0)) / 1e6;
-    let db = Db::open(disk.clone(), Options::default()).context("opening SMRDB")?;
+    let db = Db::create(disk.clone(), FormatOptions::default(), Options::default())
+        .context("creating SMRDB")?;
     let count = 200_000u64;
     let value = vec![b'v'; 100];
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
@@ -128,7 +129,7 @@ fn smrdb_tour(n: u32) -> Result<()> {
         c.capacity = 1 << 30;
         c
     })?);
-    let db = Db::open(disk.clone(), Options::default())?;
+    let db = Db::create(disk.clone(), FormatOptions::default(), Options::default())?;
     db.put(b"a", b"put before the synced batch")?;
     db.write(
         {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use show::Format;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use tegula_smrdb::{detect_mode, Db, Mode, Options, WriteBatch, WriteOptions};
+use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
 /// `tegula db`.
 #[derive(Debug, Args)]
@@ -140,9 +140,8 @@ pub enum DbCommand {
     },
 }
 
-fn cli_options(mode: Mode) -> Options {
+fn cli_options() -> Options {
     Options {
-        mode,
         background_compaction: false,
         ..Options::default()
     }
@@ -151,13 +150,13 @@ fn cli_options(mode: Mode) -> Options {
 /// Opens the database on `image` for writing (exclusive lock).
 fn open_db(args: &BandedArgs, image: &Path) -> Result<Db> {
     let dev = device::open_zoned(&args.spec(image, Access::ReadWrite)?)?;
-    let Some(mode) = detect_mode(dev.as_ref())? else {
-        bail!(
+    match Db::open(dev, cli_options()) {
+        Err(DbError::NotFound(_)) => bail!(
             "{} holds no database (run `tegula db create` first)",
             image.display()
-        );
-    };
-    Ok(Db::open(dev, cli_options(mode))?)
+        ),
+        r => Ok(r?),
+    }
 }
 
 fn synced() -> WriteOptions {
@@ -350,7 +349,7 @@ fn create(dev_args: &BandedArgs, image: &Path, loc: bool, force: bool) -> Result
         signature::wipe(dev.as_ref())?;
     }
     let mode = if loc { Mode::Loc } else { Mode::Soc };
-    let db = Db::open(dev, cli_options(mode))?;
+    let db = Db::create(dev, FormatOptions { mode }, cli_options())?;
     db.close()?;
     println!("created an SMRDB-{mode:?} database on {}", image.display());
     Ok(())
@@ -381,8 +380,8 @@ fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
         // A band or manifest that cannot even be opened is the first problem.
         Err(e)
             if matches!(
-                e.downcast_ref::<tegula_smrdb::Error>(),
-                Some(tegula_smrdb::Error::Corruption { .. })
+                e.downcast_ref::<DbError>(),
+                Some(DbError::Corruption { .. })
             ) =>
         {
             CheckJson {

@@ -70,6 +70,9 @@ pub enum FsCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Rewrite a damaged superblock copy from the good one (as e2fsck does), then check.
+        #[arg(long)]
+        repair: bool,
     },
     /// Clean zones now (most dead bytes first).
     Clean {
@@ -136,7 +139,12 @@ pub fn run(cmd: FsCommand) -> Result<()> {
             }
         }
         FsCommand::Stats { image, json } => stats::run(&image, json),
-        FsCommand::Check { image, quick, json } => check(&image, quick, json),
+        FsCommand::Check {
+            image,
+            quick,
+            json,
+            repair,
+        } => check(&image, quick, json, repair),
         FsCommand::Clean { image, zones } => {
             let mut fs = open_fs(&image, false)?;
             for _ in 0..zones {
@@ -191,6 +199,7 @@ fn mkfs(image: &Path, back_pointers: u16, force: bool) -> Result<()> {
 #[derive(Serialize)]
 struct CheckJson {
     image: String,
+    repaired: Vec<String>,
     files: u64,
     dirs: u64,
     pieces: u64,
@@ -198,12 +207,21 @@ struct CheckJson {
     problems: Vec<String>,
 }
 
-fn check(image: &Path, quick: bool, json: bool) -> Result<()> {
-    let mut fs = open_fs(image, true)?;
+fn check(image: &Path, quick: bool, json: bool, repair: bool) -> Result<()> {
+    let mut fs = open_fs(image, !repair)?;
+    let repaired = if repair {
+        fs.repair_superblocks()?
+    } else {
+        Vec::new()
+    };
     let r = fs.check(!quick)?;
+    if repair {
+        fs.close()?;
+    }
     if json {
         output::print_json(&CheckJson {
             image: image.display().to_string(),
+            repaired: repaired.clone(),
             files: r.files,
             dirs: r.dirs,
             pieces: r.pieces,
@@ -211,6 +229,9 @@ fn check(image: &Path, quick: bool, json: bool) -> Result<()> {
             problems: r.problems.clone(),
         })?;
     } else {
+        for line in &repaired {
+            println!("repaired: {line}");
+        }
         println!(
             "check {}: {} files, {} directories, {} pieces, {} verified",
             image.display(),

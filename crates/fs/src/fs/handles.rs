@@ -1,0 +1,64 @@
+//! Open handles and durability requests: open, release (the last one writes the file's
+//! buffer), fsync and sync.
+
+use super::{Fs, OpenFile};
+use crate::error::Result;
+
+impl Fs {
+    /// Counts an open handle (unlinked files live until the last one is released).
+    pub fn open_file(&mut self, ino: u64) -> Result<()> {
+        let size = self.inode(ino)?.size;
+        self.files
+            .entry(ino)
+            .or_insert_with(|| OpenFile {
+                size,
+                ..OpenFile::default()
+            })
+            .opens += 1;
+        Ok(())
+    }
+
+    /// Releases a handle; the last release writes the file's buffer (without waiting for a
+    /// commit) or frees an unlinked file.
+    pub fn release(&mut self, ino: u64) -> Result<()> {
+        let last = match self.files.get_mut(&ino) {
+            Some(f) => {
+                f.opens = f.opens.saturating_sub(1);
+                f.opens == 0
+            }
+            None => false,
+        };
+        if !last {
+            return Ok(());
+        }
+        if self.state.get(ino).is_some_and(|n| n.nlink == 0) {
+            self.maybe_free(ino)?;
+        } else {
+            self.flush_file(ino)?;
+        }
+        self.maybe_commit()
+    }
+
+    /// Writes the file's buffer and commits all metadata: afterwards the file's data and
+    /// every metadata change made so far survive a crash.
+    pub fn fsync(&mut self, ino: u64) -> Result<()> {
+        self.inode(ino)?;
+        self.flush_file(ino)?;
+        self.commit()
+    }
+
+    /// Commits metadata (fsync of a directory).
+    pub fn fsync_dir(&mut self, ino: u64) -> Result<()> {
+        self.dir(ino)?;
+        self.commit()
+    }
+
+    /// Writes every buffer and commits.
+    pub fn sync_all(&mut self) -> Result<()> {
+        let inos: Vec<u64> = self.files.keys().copied().collect();
+        for ino in inos {
+            self.flush_file(ino)?;
+        }
+        self.commit()
+    }
+}

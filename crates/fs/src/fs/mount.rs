@@ -1,0 +1,96 @@
+//! Mounting: mkfs, mount (newest checkpoint, log replay, zone recovery) and the clean
+//! unmount.
+
+use super::{now_ns, Fs, FsOptions};
+use crate::codec::Dec;
+use crate::error::{FsError, Result};
+use crate::journal::Journal;
+use crate::pool::Pool;
+use crate::state::{Op, State};
+use std::collections::HashMap;
+use std::sync::Arc;
+use tegula_device::{ZoneAction, ZoneTarget, ZonedDevice};
+
+impl Fs {
+    /// Creates a file system on `dev`: resets every sequential zone and writes the superblock
+    /// and an empty root.
+    pub fn mkfs(dev: Arc<dyn ZonedDevice>, opts: FsOptions) -> Result<Fs> {
+        let info = dev.info();
+        if !info.stores_data {
+            return Err(FsError::NotFs("the device keeps no data".into()));
+        }
+        dev.zone_action(ZoneAction::Reset, ZoneTarget::All)?;
+        let state = State::new(info.zones as usize, now_ns());
+        let fs_id = (now_ns() as u64) ^ ((std::process::id() as u64) << 32) ^ 0x7e9a_1a5f;
+        Journal::format(
+            dev.clone(),
+            opts.back_pointers as u32,
+            fs_id,
+            &state.encode(),
+        )?;
+        Self::open(dev, opts)
+    }
+
+    /// Mounts the file system on `dev`: newest checkpoint, log replay, zone recovery; inodes
+    /// left without names (unlinked while open before a crash) are freed.
+    pub fn open(dev: Arc<dyn ZonedDevice>, mut opts: FsOptions) -> Result<Fs> {
+        let rec = Journal::open(dev.clone())?;
+        let corrupt = |what: String| {
+            eprintln!("tegula-fs: {what}");
+            FsError::Corrupt(what)
+        };
+        let mut state = State::decode(&rec.checkpoint)
+            .map_err(|e| corrupt(format!("checkpoint (conventional zone 0): {e}")))?;
+        for (i, r) in rec.records.iter().enumerate() {
+            let mut d = Dec::new(r);
+            while d.remaining() > 0 {
+                let op = Op::decode(&mut d).map_err(|e| corrupt(format!("log record {i}: {e}")))?;
+                state
+                    .apply(&op)
+                    .map_err(|e| corrupt(format!("log record {i}: {e}")))?;
+            }
+        }
+        let sb = rec.journal.superblock().clone();
+        opts.back_pointers = sb.back_pointers as u16;
+        let pool = Pool::open(dev.clone(), sb.first_seq_zone, opts.back_pointers)?;
+        let mut fs = Fs {
+            dev,
+            journal: rec.journal,
+            state,
+            pending: Vec::new(),
+            pending_bytes: 0,
+            pool,
+            files: HashMap::new(),
+            dirty: 0,
+            opts,
+            broken: None,
+            active_user: None,
+            active_gc: None,
+            bad_zones: Vec::new(),
+            cleanings: 0,
+        };
+        // Continue filling the emptiest partly written zone rather than opening a new one.
+        fs.active_user = fs
+            .pool
+            .seq_zones()
+            .filter(|&z| !fs.pool.is_empty(z) && fs.pool.max_put(z) > 0)
+            .max_by_key(|&z| fs.pool.max_put(z));
+        if fs.opts.read_only {
+            fs.broken = Some("mounted read-only".into());
+            return Ok(fs);
+        }
+        for ino in fs.state.orphans() {
+            fs.log(Op::Free { ino })?;
+        }
+        fs.commit()?;
+        Ok(fs)
+    }
+
+    /// Writes every buffer, commits, checkpoints: the clean unmount.
+    pub fn close(mut self) -> Result<()> {
+        self.sync_all()?;
+        self.checkpoint()?;
+        self.dev.flush()?;
+        Ok(())
+    }
+}

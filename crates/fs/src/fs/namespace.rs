@@ -1,0 +1,255 @@
+//! The namespace: lookups, directory listings, and creating, linking, unlinking and
+//! renaming names.
+
+use super::{now_ns, Attr, Fs};
+use crate::error::{FsError, Result};
+use crate::state::{Kind, Op, ROOT};
+
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(FsError::Invalid("reserved name".into()));
+    }
+    if name.len() > 255 || name.iter().any(|&c| c == b'/' || c == 0) {
+        return Err(FsError::BadName);
+    }
+    Ok(())
+}
+
+impl Fs {
+    /// Looks up `name` in `parent`.
+    pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        self.dir(parent)?;
+        let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
+        self.getattr(ino)
+    }
+
+    /// Entries of a directory (without `.` and `..`): name, inode, kind.
+    pub fn readdir(&self, ino: u64) -> Result<Vec<(Vec<u8>, u64, Kind)>> {
+        let d = self.dir(ino)?;
+        Ok(d.entries
+            .iter()
+            .map(|(name, &c)| {
+                let k = self.state.get(c).map_or(Kind::File, |n| n.kind);
+                (name.clone(), c, k)
+            })
+            .collect())
+    }
+
+    /// Parent of a directory.
+    pub fn parent(&self, ino: u64) -> Result<u64> {
+        Ok(self.dir(ino)?.parent)
+    }
+
+    pub(super) fn make(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        kind: Kind,
+        perm: u32,
+        (uid, gid): (u32, u32),
+        target: Vec<u8>,
+    ) -> Result<Attr> {
+        check_name(name)?;
+        self.dir(parent)?;
+        if self.state.lookup(parent, name).is_some() {
+            return Err(FsError::Exists);
+        }
+        let ino = self.state.next_ino;
+        self.log(Op::Create {
+            parent,
+            name: name.to_vec(),
+            ino,
+            kind,
+            perm: perm & 0o7777,
+            uid,
+            gid,
+            time: now_ns(),
+            target,
+        })?;
+        self.maybe_commit()?;
+        self.getattr(ino)
+    }
+
+    /// Creates a regular file.
+    pub fn create(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr> {
+        self.make(parent, name, Kind::File, perm, (uid, gid), Vec::new())
+    }
+
+    /// Creates a directory.
+    pub fn mkdir(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        perm: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr> {
+        self.make(parent, name, Kind::Dir, perm, (uid, gid), Vec::new())
+    }
+
+    /// Creates a symbolic link.
+    pub fn symlink(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        target: &[u8],
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr> {
+        if target.is_empty() || target.len() > 4096 {
+            return Err(FsError::Invalid("symlink target length".into()));
+        }
+        self.make(
+            parent,
+            name,
+            Kind::Symlink,
+            0o777,
+            (uid, gid),
+            target.to_vec(),
+        )
+    }
+
+    /// Target of a symbolic link.
+    pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
+        let n = self.inode(ino)?;
+        if n.kind != Kind::Symlink {
+            return Err(FsError::Invalid("not a symlink".into()));
+        }
+        Ok(n.target.clone())
+    }
+
+    /// Adds a hard link to a non-directory.
+    pub fn link(&mut self, ino: u64, parent: u64, name: &[u8]) -> Result<Attr> {
+        check_name(name)?;
+        if self.inode(ino)?.kind == Kind::Dir {
+            return Err(FsError::Invalid("hard link to a directory".into()));
+        }
+        self.dir(parent)?;
+        if self.state.lookup(parent, name).is_some() {
+            return Err(FsError::Exists);
+        }
+        self.log(Op::Link {
+            parent,
+            name: name.to_vec(),
+            ino,
+            time: now_ns(),
+        })?;
+        self.maybe_commit()?;
+        self.getattr(ino)
+    }
+
+    /// Frees `ino` if nothing names it and nothing has it open.
+    pub(super) fn maybe_free(&mut self, ino: u64) -> Result<()> {
+        let unnamed = self.state.get(ino).is_some_and(|n| n.nlink == 0);
+        let open = self.files.get(&ino).is_some_and(|f| f.opens > 0);
+        if unnamed && !open {
+            if let Some(f) = self.files.remove(&ino) {
+                self.dirty -= f.buf.bytes();
+            }
+            self.log(Op::Free { ino })?;
+        }
+        Ok(())
+    }
+
+    /// Removes a non-directory name; the inode lives on while open.
+    pub fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<()> {
+        self.dir(parent)?;
+        let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
+        if self.inode(ino)?.kind == Kind::Dir {
+            return Err(FsError::IsDir);
+        }
+        self.log(Op::Unlink {
+            parent,
+            name: name.to_vec(),
+            time: now_ns(),
+        })?;
+        self.maybe_free(ino)?;
+        self.maybe_commit()
+    }
+
+    /// Removes an empty directory.
+    pub fn rmdir(&mut self, parent: u64, name: &[u8]) -> Result<()> {
+        self.dir(parent)?;
+        let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
+        let n = self.inode(ino)?;
+        if n.kind != Kind::Dir {
+            return Err(FsError::NotDir);
+        }
+        if !n.entries.is_empty() {
+            return Err(FsError::NotEmpty);
+        }
+        self.log(Op::Unlink {
+            parent,
+            name: name.to_vec(),
+            time: now_ns(),
+        })?;
+        self.maybe_free(ino)?;
+        self.maybe_commit()
+    }
+
+    /// Renames `parent/name` to `new_parent/new_name`, atomically replacing an existing
+    /// target (a file, or an empty directory when a directory moves). With `no_replace` an
+    /// existing target is an error.
+    pub fn rename(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        new_parent: u64,
+        new_name: &[u8],
+        no_replace: bool,
+    ) -> Result<()> {
+        check_name(new_name)?;
+        self.dir(parent)?;
+        self.dir(new_parent)?;
+        let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
+        let moving_dir = self.inode(ino)?.kind == Kind::Dir;
+        let old = self.state.lookup(new_parent, new_name);
+        if let Some(o) = old {
+            if no_replace {
+                return Err(FsError::Exists);
+            }
+            if o == ino {
+                return Ok(());
+            }
+            let on = self.inode(o)?;
+            match (moving_dir, on.kind == Kind::Dir) {
+                (true, true) if !on.entries.is_empty() => return Err(FsError::NotEmpty),
+                (true, false) => return Err(FsError::NotDir),
+                (false, true) => return Err(FsError::IsDir),
+                _ => {}
+            }
+        }
+        if moving_dir {
+            // Refuse to move a directory below itself.
+            let mut d = new_parent;
+            for _ in 0..self.state.inodes.len() + 1 {
+                if d == ino {
+                    return Err(FsError::Invalid("directory moved into itself".into()));
+                }
+                let p = self.state.get(d).map_or(ROOT, |n| n.parent);
+                if p == d {
+                    break;
+                }
+                d = p;
+            }
+        }
+        self.log(Op::Rename {
+            parent,
+            name: name.to_vec(),
+            new_parent,
+            new_name: new_name.to_vec(),
+            time: now_ns(),
+        })?;
+        if let Some(o) = old {
+            self.maybe_free(o)?;
+        }
+        self.maybe_commit()
+    }
+}

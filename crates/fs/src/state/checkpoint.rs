@@ -1,0 +1,97 @@
+//! The checkpoint payload: the whole state encoded at once (`docs/fs-format.md`,
+//! "Checkpoint payload").
+
+use super::inode::{decode_piece, encode_piece, Inode, Kind};
+use super::State;
+use crate::codec::{Dec, DecodeError, Enc};
+use std::collections::BTreeMap;
+
+impl State {
+    /// Serializes the whole state (a checkpoint payload).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut e = Enc::new();
+        e.u64(self.next_ino);
+        e.u64(self.zone_live.len() as u64);
+        e.u64(self.inodes.len() as u64);
+        for (&ino, n) in &self.inodes {
+            e.u64(ino);
+            e.u8(n.kind.code());
+            e.u32(n.perm);
+            e.u32(n.uid);
+            e.u32(n.gid);
+            e.u32(n.nlink);
+            e.u64(n.size);
+            e.i64(n.times.atime);
+            e.i64(n.times.mtime);
+            e.i64(n.times.ctime);
+            e.u64(n.parent);
+            e.bytes(&n.target);
+            e.u64(n.entries.len() as u64);
+            for (name, &c) in &n.entries {
+                e.bytes(name);
+                e.u64(c);
+            }
+            e.u64(n.map.len() as u64);
+            for (&off, p) in &n.map {
+                e.u64(off);
+                encode_piece(&mut e, p);
+            }
+        }
+        e.buf
+    }
+
+    /// Deserializes a checkpoint payload; recomputes live bytes per zone.
+    pub fn decode(b: &[u8]) -> Result<State, DecodeError> {
+        let mut d = Dec::new(b);
+        let next_ino = d.u64()?;
+        let zones = d.u64()?;
+        if zones > 1 << 24 {
+            return Err(d.err("zone count"));
+        }
+        let mut s = State {
+            inodes: BTreeMap::new(),
+            next_ino,
+            zone_live: vec![0; zones as usize],
+        };
+        let n = d.count(60)?;
+        for _ in 0..n {
+            let ino = d.u64()?;
+            let kind = Kind::from_code(d.u8()?).ok_or_else(|| d.err("inode kind"))?;
+            let mut node = Inode::new(kind, 0, 0, 0, 0);
+            node.perm = d.u32()?;
+            node.uid = d.u32()?;
+            node.gid = d.u32()?;
+            node.nlink = d.u32()?;
+            node.size = d.u64()?;
+            node.times.atime = d.i64()?;
+            node.times.mtime = d.i64()?;
+            node.times.ctime = d.i64()?;
+            node.parent = d.u64()?;
+            node.target = d.bytes()?;
+            let ne = d.count(12)?;
+            for _ in 0..ne {
+                let name = d.bytes()?;
+                let c = d.u64()?;
+                node.entries.insert(name, c);
+            }
+            let np = d.count(44)?;
+            for _ in 0..np {
+                let off = d.u64()?;
+                let p = decode_piece(&mut d)?;
+                if p.zone as u64 >= zones {
+                    return Err(d.err("piece zone"));
+                }
+                if !p.fits() || off.checked_add(p.len).is_none() {
+                    return Err(d.err("piece outside its extent"));
+                }
+                s.zone_live[p.zone as usize] = s.zone_live[p.zone as usize].saturating_add(p.len);
+                node.map.insert(off, p);
+            }
+            s.inodes.insert(ino, node);
+        }
+        if d.remaining() != 0 {
+            return Err(d.err("trailing bytes"));
+        }
+        Ok(s)
+    }
+}

@@ -1,0 +1,229 @@
+//! Writing sorted streams into bands, and flushing the immutable memtable to level 0.
+
+use super::{is_nospace, Checkpoint, Inner};
+use crate::band::{Band, BandWriter, WriterConfig};
+use crate::error::Result;
+use crate::io::IoKind;
+use crate::iter::{IterRefs, RefSource};
+use crate::memtable::Memtable;
+use crate::version::{sort_newest_first, VBand};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl Inner {
+    pub(super) fn writer_config(&self) -> WriterConfig {
+        WriterConfig {
+            block_size: self.opts.block_size,
+            bloom_bits_per_key: self.opts.bloom_bits_per_key,
+            histogram_bytes: self.opts.histogram_bytes,
+            write_chunk_bytes: self.opts.write_chunk_bytes,
+        }
+    }
+
+    pub(super) fn smallest_snapshot(&self) -> u64 {
+        self.snapshots
+            .lock()
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(u64::MAX)
+            .min(self.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Writes a sorted stream into fresh bands, dropping versions nobody can see and, when
+    /// `drop_tombstone` says no older version can exist elsewhere, tombstones. Bands are
+    /// taken leaving `keep` free. With `checkpoint`, when a new band is needed and at most
+    /// one is free, the finished bands are handed to it (with the next key to write) so that
+    /// it can record them and free the inputs already consumed.
+    #[allow(clippy::too_many_arguments)] // one call per kind of writer; a struct adds nothing
+    pub(super) fn write_bands(
+        &self,
+        src: &mut dyn RefSource,
+        level: u8,
+        kind: IoKind,
+        keep: usize,
+        drop_tombstone: &dyn Fn(&[u8]) -> bool,
+        zones_out: &mut Vec<u32>,
+        mut checkpoint: Option<&mut Checkpoint<'_>>,
+    ) -> Result<Vec<Band>> {
+        let smallest_snap = self.smallest_snapshot();
+        let cfg = self.writer_config();
+        let mut out = Vec::new();
+        let mut cur: Option<(BandWriter<'_>, u64)> = None;
+        let mut last_key: Vec<u8> = Vec::new();
+        let mut have_last = false;
+        let mut last_seq_for_key = u64::MAX;
+        while let Some(e) = src.next_ref()? {
+            if !have_last || last_key != e.key {
+                last_key.clear();
+                last_key.extend_from_slice(e.key);
+                have_last = true;
+                last_seq_for_key = u64::MAX;
+            }
+            let shadowed = last_seq_for_key <= smallest_snap;
+            last_seq_for_key = e.seq;
+            if shadowed {
+                continue;
+            }
+            if e.value.is_none() && e.seq <= smallest_snap && drop_tombstone(e.key) {
+                continue;
+            }
+            let full = cur
+                .as_ref()
+                .is_some_and(|(w, _)| !w.is_empty() && !w.fits(e));
+            if full {
+                if let Some((w, id)) = cur.take() {
+                    out.push(w.finish(id, level, self.dev.dev.now())?);
+                }
+            }
+            if cur.is_none() {
+                if let Some(cp) = checkpoint.as_mut() {
+                    let tight = self.meta.lock().free.len() <= keep + 1;
+                    if tight && !out.is_empty() {
+                        self.dev.flush(kind)?;
+                        cp(&mut out, e.key, zones_out)?;
+                    }
+                }
+                let (z, id) = {
+                    let mut ms = self.meta.lock();
+                    let z = self.alloc(&mut ms, keep)?;
+                    let id = ms.m.next_band_id;
+                    ms.m.next_band_id += 1;
+                    (z, id)
+                };
+                zones_out.push(z);
+                cur = Some((BandWriter::new(&self.dev, z, kind, cfg), id));
+            }
+            if let Some((w, _)) = cur.as_mut() {
+                w.add(e)?;
+            }
+        }
+        if let Some((w, id)) = cur.take() {
+            out.push(w.finish(id, level, self.dev.dev.now())?);
+        }
+        Ok(out)
+    }
+
+    /// Flushes the immutable memtable, if any, to L0 bands.
+    pub(super) fn flush_imm(&self) -> Result<bool> {
+        let sv = self.current();
+        let Some(imm) = sv.imm.clone() else {
+            return Ok(false);
+        };
+        let mut zones = Vec::new();
+        // Streamed from the immutable memtable: nothing is copied into an intermediate list.
+        let r = imm.with_iter(|it| {
+            self.write_bands(
+                &mut IterRefs(it),
+                0,
+                IoKind::Flush,
+                self.flush_keep(),
+                &|_| false,
+                &mut zones,
+                None,
+            )
+        });
+        let bands = match r.and_then(|b| self.dev.flush(IoKind::Flush).map(|_| b)) {
+            Ok(b) => b,
+            Err(e) => {
+                if is_nospace(&e) {
+                    self.abandon(&zones);
+                }
+                return Err(e);
+            }
+        };
+        let old_logs;
+        {
+            let mut ms = self.meta.lock();
+            let saved = ms.m.clone();
+            old_logs = std::mem::take(&mut ms.imm_zones);
+            ms.m.log_zones.retain(|z| !old_logs.contains(z));
+            ms.m.flushed_seq = ms.m.flushed_seq.max(imm.max_seq());
+            ms.m.bands.extend(bands.iter().map(|b| b.meta.clone()));
+            if let Err(e) = self.commit(&mut ms) {
+                ms.m = saved;
+                ms.imm_zones = old_logs;
+                return Err(e);
+            }
+            let mut svw = self.sv.write();
+            let mut n = (**svw).clone();
+            let mut all = (*n.bands).clone();
+            all.extend(bands.into_iter().map(|b| VBand {
+                level: 0,
+                band: Arc::new(b),
+            }));
+            sort_newest_first(&mut all);
+            n.bands = Arc::new(all);
+            n.imm = None;
+            *svw = Arc::new(n);
+            drop(svw);
+            for z in &old_logs {
+                if let Err(e) = self.dev.reset(*z) {
+                    return self.fail(e);
+                }
+                ms.free.insert(*z);
+            }
+        }
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        drop(sv);
+        if self.opts.background_compaction {
+            // Free the flushed memtable on the background thread rather than in whichever
+            // reader lets go of it last (a band's worth of versions takes milliseconds).
+            self.retired.lock().push(imm);
+            self.free_retired();
+        }
+        Ok(true)
+    }
+
+    /// Frees the flushed memtables no reader holds any more.
+    pub(super) fn free_retired(&self) {
+        let done: Vec<Arc<Memtable>> = {
+            let mut r = self.retired.lock();
+            let (done, keep) = std::mem::take(&mut *r)
+                .into_iter()
+                .partition(|m| Arc::strong_count(m) == 1);
+            *r = keep;
+            done
+        };
+        drop(done);
+    }
+
+    pub(super) fn flush_memtable(&self) -> Result<()> {
+        self.check_writable()?;
+        loop {
+            // The background thread may fail (and poison the handle) while we wait for it.
+            self.check_writable()?;
+            {
+                let mut w = self.writer.lock();
+                let sv = self.current();
+                // Forced flushes (synced writes after unlogged ones, `Db::flush`) respect the L0
+                // stop like writes do, or they could pile up bands faster than compaction.
+                let stopped = self.opts.background_compaction
+                    && Self::l0_count(&sv) >= self.opts.l0_stop
+                    && !sv.mem.is_empty();
+                if sv.imm.is_none() && !stopped {
+                    if sv.mem.is_empty() {
+                        return Ok(());
+                    }
+                    if let Err(e) = self.rotate(&mut w) {
+                        return self.fail(e);
+                    }
+                    break;
+                }
+            }
+            self.wait_for_background()?;
+        }
+        let _m = self.maint.lock();
+        match self.flush_imm() {
+            Ok(_) => Ok(()),
+            Err(e) if is_nospace(&e) => {
+                // Compaction may use the reserve and free bands; then try again.
+                if let Some(p) = self.pick() {
+                    self.run(&p)?;
+                }
+                self.flush_imm().map(|_| ())
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+}

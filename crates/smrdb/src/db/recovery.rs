@@ -1,0 +1,334 @@
+//! Opening a database: superblock, manifest, band footers and log replay (zones written but
+//! not recorded are reset).
+
+use super::{BgState, Inner, MetaState, WriteState};
+use crate::band::Band;
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::io::{Dev, IoKind};
+use crate::log;
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::options::{FormatOptions, Mode, Options};
+use crate::stats::Counters;
+use crate::superblock::Superblock;
+use crate::version::{sort_newest_first, SuperVersion, VBand};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use tegula_device::{DeviceInfo, Zone, ZoneCondition, ZoneFilter, ZonedDevice};
+
+/// The device as the engine sees it, checked before anything is read or written.
+struct Layout {
+    dev: Arc<Dev>,
+    info: DeviceInfo,
+    zones: Vec<Zone>,
+    seq_zones: Vec<u32>,
+    slot_sectors: u64,
+}
+
+impl Layout {
+    /// Checks that the device suits SMRDB and that the options are in range.
+    fn of(device: Arc<dyn ZonedDevice>, opts: &Options) -> Result<Layout> {
+        let dev = Arc::new(Dev::new(device));
+        let info = dev.dev.info();
+        if info.zone_sectors == 0 || info.conventional_zones == 0 {
+            return Err(Error::Unsupported(
+                "SMRDB needs a zoned device with at least one conventional zone".into(),
+            ));
+        }
+        if opts.block_size == 0 || opts.write_chunk_bytes == 0 || opts.l0_compaction_trigger == 0 {
+            return Err(Error::InvalidArgument(
+                "block_size, write_chunk_bytes and l0_compaction_trigger must be positive".into(),
+            ));
+        }
+        let zones = dev.dev.report_zones(ZoneFilter::All);
+        let seq_zones: Vec<u32> = zones
+            .iter()
+            .filter(|z| z.zone_type.is_sequential())
+            .map(|z| z.index)
+            .collect();
+        if seq_zones.len() < opts.reserve_bands as usize + 4 {
+            return Err(Error::Unsupported(format!(
+                "{} sequential zones; SMRDB needs at least {}",
+                seq_zones.len(),
+                opts.reserve_bands + 4
+            )));
+        }
+        let conv_sectors = info.conventional_zones as u64 * info.zone_sectors;
+        let slot_sectors = (conv_sectors - 1) / 2;
+        if slot_sectors == 0 {
+            return Err(Error::Unsupported("conventional area too small".into()));
+        }
+        Ok(Layout {
+            dev,
+            info,
+            zones,
+            seq_zones,
+            slot_sectors,
+        })
+    }
+
+    /// The superblock in sector 0: `None` on a device without one; a damaged one is
+    /// corruption.
+    fn superblock(&self) -> Result<Option<Superblock>> {
+        let sector0 = self.dev.read_lba(0, 1)?;
+        Superblock::decode(&sector0).map_err(|w| Error::corruption(0, 0, w))
+    }
+}
+
+impl Inner {
+    /// Formats a new database on a device that holds none: writes the superblock, then the
+    /// first manifest.
+    pub(super) fn create(
+        device: Arc<dyn ZonedDevice>,
+        format: FormatOptions,
+        opts: Options,
+    ) -> Result<Inner> {
+        let l = Layout::of(device, &opts)?;
+        if let Some(sb) = l.superblock()? {
+            return Err(Error::AlreadyExists { mode: sb.mode });
+        }
+        if l.zones
+            .iter()
+            .any(|z| z.zone_type.is_sequential() && z.condition != ZoneCondition::Empty)
+        {
+            return Err(Error::Unsupported(
+                "the device holds data but no SMRDB superblock".into(),
+            ));
+        }
+        let sb = Superblock {
+            sector_size: l.dev.ss as u32,
+            zone_sectors: l.info.zone_sectors,
+            zones: l.info.zones,
+            conventional_zones: l.info.conventional_zones,
+            slot_sectors: l.slot_sectors,
+            mode: format.mode,
+        };
+        let mut b = sb.encode();
+        l.dev.pad(&mut b);
+        l.dev.dev.write(0, &b).map_err(Error::Device)?;
+        l.dev.flush(IoKind::Meta)?;
+        let inner = Self::recover(l, format.mode, Manifest::default(), opts)?;
+        {
+            let mut ms = inner.meta.lock();
+            ms.m.next_band_id = 1;
+            inner.commit(&mut ms)?;
+        }
+        Ok(inner)
+    }
+
+    /// Opens the database on the device with the organisation its superblock records.
+    pub(super) fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Inner> {
+        let l = Layout::of(device, &opts)?;
+        let Some(sb) = l.superblock()? else {
+            return Err(Error::NotFound(
+                "sector 0 holds no SMRDB superblock (create the database first)".into(),
+            ));
+        };
+        if sb.sector_size as u64 != l.dev.ss
+            || sb.zone_sectors != l.info.zone_sectors
+            || sb.zones != l.info.zones
+            || sb.conventional_zones != l.info.conventional_zones
+        {
+            return Err(Error::Unsupported(format!(
+                "database was laid out for another geometry: {sb:?}"
+            )));
+        }
+        let m = load_manifest(&l.dev, sb.slot_sectors)?;
+        Self::recover(l, sb.mode, m, opts)
+    }
+
+    /// Builds the engine state from manifest `m`: opens its bands, resets zones written but
+    /// not recorded, and replays the log bands into a memtable.
+    fn recover(l: Layout, mode: Mode, m: Manifest, opts: Options) -> Result<Inner> {
+        let Layout {
+            dev,
+            zones,
+            seq_zones,
+            slot_sectors,
+            ..
+        } = l;
+        let zone_bytes = dev.zone_bytes();
+        let memtable_limit = opts
+            .memtable_bytes
+            .unwrap_or(zone_bytes - (zone_bytes / 64).clamp(64 << 10, zone_bytes / 2))
+            .max(4096);
+        // Open bands.
+        let mut bands = Vec::with_capacity(m.bands.len());
+        let mut used: BTreeSet<u32> = BTreeSet::new();
+        for meta in &m.bands {
+            if !used.insert(meta.zone) {
+                return Err(Error::corruption(
+                    meta.zone,
+                    0,
+                    "zone used twice in manifest",
+                ));
+            }
+            let level = meta.level;
+            let band = Band::open(&dev, meta.clone())?;
+            bands.push(VBand {
+                level,
+                band: Arc::new(band),
+            });
+        }
+        for z in &m.log_zones {
+            if !used.insert(*z) {
+                return Err(Error::corruption(*z, 0, "log zone used twice in manifest"));
+            }
+        }
+        sort_newest_first(&mut bands);
+        // Every other zone is free; reset what a crash left behind.
+        let mut free = BTreeSet::new();
+        for z in &zones {
+            if !z.zone_type.is_sequential() || used.contains(&z.index) {
+                continue;
+            }
+            match z.condition {
+                ZoneCondition::Empty => {
+                    free.insert(z.index);
+                }
+                ZoneCondition::ReadOnly | ZoneCondition::Offline => {}
+                _ => {
+                    dev.reset(z.index)?;
+                    free.insert(z.index);
+                }
+            }
+        }
+        // Replay the log.
+        let mem = Arc::new(Memtable::new());
+        let mut last_seq = m.flushed_seq;
+        for b in &bands {
+            last_seq = last_seq.max(b.band.meta.max_seq);
+        }
+        let mut active = None;
+        let mut gap = None;
+        'zones: for (i, &z) in m.log_zones.iter().enumerate() {
+            let zi = dev.dev.zone(z).map_err(Error::Device)?;
+            let wp = zi.write_pointer_lba - zi.start_lba;
+            let r = log::replay_zone(&dev, z, wp)?;
+            for (seq0, ops) in r.batches {
+                if ops.is_empty() {
+                    // A gap marker: the write `seq0` was not logged. Unless a flush put it in
+                    // a band, it is lost, and so is everything logged after it (replaying
+                    // those would not give the state after a prefix of the writes).
+                    if seq0 > m.flushed_seq {
+                        gap = Some(seq0);
+                        break 'zones;
+                    }
+                    continue;
+                }
+                for (j, (k, v)) in ops.iter().enumerate() {
+                    let s = seq0 + j as u64;
+                    if s > m.flushed_seq {
+                        mem.insert(k, s, v.as_deref());
+                        last_seq = last_seq.max(s);
+                    }
+                }
+            }
+            if i + 1 == m.log_zones.len() && r.end_sector == wp && wp < dev.zone_sectors {
+                // A clean tail: keep appending here.
+                active = Some((z, wp));
+            }
+        }
+        if let Some(g) = gap {
+            tracing::info!(
+                "smrdb recovery: write {g} was not logged and not flushed; \
+                 the log after it is discarded"
+            );
+            // The records after the marker stay in these log bands: never append behind
+            // them. `Db::open` flushes what was replayed and drops the bands.
+            active = None;
+        }
+        let mem_zones = m.log_zones.clone();
+        let sv = SuperVersion {
+            mem,
+            imm: None,
+            bands: Arc::new(bands),
+        };
+        let inner = Inner {
+            dev: dev.clone(),
+            memtable_limit,
+            seq_zones,
+            sv: RwLock::new(Arc::new(sv)),
+            writer: Mutex::new(WriteState {
+                last_seq,
+                buf: log::LogBuffer::default(),
+                active,
+                mem_zones,
+                marked_gap: 0,
+            }),
+            sync_lock: Mutex::new(()),
+            durable_seq: AtomicU64::new(last_seq),
+            visible_seq: AtomicU64::new(last_seq),
+            meta: Mutex::new(MetaState {
+                m,
+                free,
+                pending: Vec::new(),
+                imm_zones: Vec::new(),
+                slot_sectors,
+            }),
+            maint: Mutex::new(()),
+            cache: BlockCache::new(opts.block_cache_bytes),
+            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
+            bg: Mutex::new(BgState::default()),
+            bg_cv: Condvar::new(),
+            done_cv: Condvar::new(),
+            poisoned: Mutex::new(None),
+            is_poisoned: AtomicBool::new(false),
+            delete_pressure: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            retired: Mutex::new(Vec::new()),
+            recovered_gap: gap,
+            counters: Counters::default(),
+            mode,
+            opts,
+        };
+        Ok(inner)
+    }
+}
+
+fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<Manifest> {
+    let mut best: Option<Manifest> = None;
+    let mut errors = Vec::new();
+    for slot in 0..2u64 {
+        let lba = 1 + slot * slot_sectors;
+        let first = dev.read_lba(lba, 1)?;
+        let Some(len) = Manifest::encoded_len(&first) else {
+            errors.push(format!("slot {slot}: no manifest"));
+            continue;
+        };
+        let secs = (len as u64).div_ceil(dev.ss);
+        if secs > slot_sectors {
+            errors.push(format!("slot {slot}: length {len} exceeds the slot"));
+            continue;
+        }
+        let buf = dev.read_lba(lba, secs)?;
+        match Manifest::decode(&buf) {
+            Ok(m) => {
+                if best.as_ref().is_none_or(|b| m.generation > b.generation) {
+                    best = Some(m);
+                }
+            }
+            Err(e) => errors.push(format!("slot {slot}: {e}")),
+        }
+    }
+    best.ok_or_else(|| {
+        Error::corruption(
+            0,
+            dev.ss,
+            format!("no valid manifest copy ({})", errors.join("; ")),
+        )
+    })
+}
+
+/// The organisation recorded in the device's superblock, or `None` when the device holds no
+/// SMRDB database.
+pub fn detect_mode(device: &dyn ZonedDevice) -> Result<Option<Mode>> {
+    let ss = device.info().sector_size as usize;
+    let mut buf = vec![0u8; ss];
+    device.read(0, &mut buf).map_err(Error::Device)?;
+    let sb = Superblock::decode(&buf).map_err(|w| Error::corruption(0, 0, w))?;
+    Ok(sb.map(|s| s.mode))
+}

@@ -1,0 +1,314 @@
+//! The write path: batches into the log buffer and the memtable, log bands, group commit,
+//! write stalls and the memtable switch.
+
+use super::{is_nospace, Inner, WriteBatch, WriteState, MAX_KEY_LEN};
+use crate::error::{Error, Result};
+use crate::io::IoKind;
+use crate::log;
+use crate::memtable::Memtable;
+use crate::options::WriteOptions;
+use crate::version::SuperVersion;
+use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+impl Inner {
+    pub(super) fn write(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
+        self.check_writable()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if batch.puts == 0 {
+            // Deletes free space; let them (and the flushes they need) use the reserve.
+            self.delete_pressure.store(true, Ordering::Release);
+            let r = self.write_inner(batch, wo);
+            self.delete_pressure.store(false, Ordering::Release);
+            return r;
+        }
+        self.write_inner(batch, wo)
+    }
+
+    pub(super) fn write_inner(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
+        let zone_bytes = self.dev.zone_bytes();
+        if wo.sync && wo.disable_wal {
+            return Err(Error::InvalidArgument(
+                "a synced write needs the log (sync with disable_wal)".into(),
+            ));
+        }
+        if batch.max_key > MAX_KEY_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes (limit {MAX_KEY_LEN})",
+                batch.max_key
+            )));
+        }
+        if batch.bytes as u64 + 64 * batch.count as u64 > zone_bytes / 4 {
+            return Err(Error::InvalidArgument(format!(
+                "batch of {} bytes exceeds a quarter band ({} bytes)",
+                batch.bytes,
+                zone_bytes / 4
+            )));
+        }
+        let mut w = self.make_room_for_write()?;
+        let seq0 = w.last_seq + 1;
+        // The reader view cannot switch memtables while the writer lock is held.
+        let sv = self.current();
+        if wo.disable_wal {
+            sv.mem.mark_unlogged(seq0);
+        } else {
+            // After an unlogged write that no flush has put in a band yet, the log gets a gap
+            // marker (a record of no operations naming it) before the next logged record:
+            // recovery replays nothing after a marker whose write is lost, so that the
+            // recovered state is always that after a prefix of the writes.
+            let gap = [sv.imm.as_deref(), Some(&*sv.mem)]
+                .into_iter()
+                .flatten()
+                .filter_map(Memtable::first_unlogged)
+                .min()
+                .filter(|&g| g != w.marked_gap);
+            let mut rec_len = log::record_len(seq0, batch.count, &batch.rep);
+            if let Some(g) = gap {
+                rec_len += log::record_len(g, 0, &[]);
+            }
+            if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
+                return self.fail(e);
+            }
+            if let Some(g) = gap {
+                w.buf.append_record(g, 0, &[]);
+                w.marked_gap = g;
+            }
+            w.buf.append_record(seq0, batch.count, &batch.rep);
+        }
+        sv.mem.insert_many(seq0, batch.iter());
+        drop(sv);
+        w.last_seq += batch.count as u64;
+        let my_seq = w.last_seq;
+        self.visible_seq.store(my_seq, Ordering::Release);
+        let c = &self.counters;
+        c.user_bytes
+            .fetch_add(batch.bytes as u64, Ordering::Relaxed);
+        let dels = (batch.count - batch.puts) as u64;
+        c.puts.fetch_add(batch.puts as u64, Ordering::Relaxed);
+        if dels > 0 {
+            c.deletes.fetch_add(dels, Ordering::Relaxed);
+        }
+        if w.buf.len() as u64 >= self.opts.log_buffer_bytes {
+            if let Err(e) = self.write_out(&mut w) {
+                return self.fail(e);
+            }
+        }
+        drop(w);
+        if wo.sync {
+            if self.has_unlogged() {
+                // Unlogged writes before this one are durable only in a band.
+                self.flush_memtable()?;
+            } else {
+                self.sync_to(my_seq)?;
+            }
+        }
+        if !self.opts.background_compaction {
+            let needs = {
+                let sv = self.current();
+                sv.imm.is_some()
+            };
+            if needs {
+                // The write is in; a flush that finds no room reports it at the next write.
+                match self.maintain() {
+                    Err(e) if !is_nospace(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a memtable holds writes that are in no log (`WriteOptions::disable_wal`).
+    pub(super) fn has_unlogged(&self) -> bool {
+        let sv = self.current();
+        sv.mem.first_unlogged().is_some()
+            || sv
+                .imm
+                .as_ref()
+                .is_some_and(|m| m.first_unlogged().is_some())
+    }
+
+    pub(super) fn l0_count(sv: &SuperVersion) -> usize {
+        sv.bands.iter().filter(|b| b.level == 0).count()
+    }
+
+    pub(super) fn mem_full(&self, w: &WriteState, sv: &SuperVersion) -> bool {
+        // Deletes on a full device may grow the memtable to twice its size (tombstones are
+        // small) rather than need a new log band before the old memtable is flushed.
+        let limit = if self.pressure() {
+            self.memtable_limit * 2
+        } else {
+            self.memtable_limit
+        };
+        sv.mem.approximate_bytes() >= limit || w.mem_zones.len() > self.opts.max_log_bands as usize
+    }
+
+    /// LevelDB's MakeRoomForWrite: slowdown, stop, and memtable rotation.
+    pub(super) fn make_room_for_write(&self) -> Result<MutexGuard<'_, WriteState>> {
+        let mut slowed = false;
+        loop {
+            self.check_writable()?;
+            let mut w = self.writer.lock();
+            let sv = self.current();
+            let l0 = Self::l0_count(&sv);
+            if !slowed
+                && self.opts.background_compaction
+                && l0 >= self.opts.l0_slowdown
+                && self.opts.slowdown_factor > 0.0
+            {
+                drop(w);
+                let d = Duration::from_secs_f64(self.opts.slowdown_factor / 1000.0);
+                std::thread::sleep(d);
+                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .stall_ns
+                    .fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+                slowed = true;
+                continue;
+            }
+            if !self.mem_full(&w, &sv) {
+                return Ok(w);
+            }
+            if sv.imm.is_some() || (l0 >= self.opts.l0_stop && self.opts.background_compaction) {
+                drop(w);
+                self.wait_for_background()?;
+                continue;
+            }
+            if let Err(e) = self.rotate(&mut w) {
+                return self.fail(e);
+            }
+            drop(w);
+            if self.opts.background_compaction {
+                self.kick();
+            } else {
+                self.maintain()?;
+            }
+        }
+    }
+
+    /// Lets the background thread make progress; fails once the handle is poisoned (the
+    /// background thread stops working then, so a waiter would otherwise wait for ever).
+    pub(super) fn wait_for_background(&self) -> Result<()> {
+        self.check_writable()?;
+        let t0 = Instant::now();
+        if !self.opts.background_compaction {
+            self.maintain()?;
+        } else {
+            let mut b = self.bg.lock();
+            if let Some(e) = b.nospace.take() {
+                return Err(Error::NoSpace(e));
+            }
+            b.work = true;
+            self.bg_cv.notify_all();
+            self.done_cv.wait_for(&mut b, Duration::from_millis(50));
+        }
+        self.counters.stalls.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .stall_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Makes the mutable memtable immutable and starts a new one with new log bands.
+    pub(super) fn rotate(&self, w: &mut WriteState) -> Result<()> {
+        self.write_out(w)?;
+        {
+            let mut ms = self.meta.lock();
+            ms.imm_zones = std::mem::take(&mut w.mem_zones);
+        }
+        w.active = None;
+        let mut sv = self.sv.write();
+        let mut n = (**sv).clone();
+        n.imm = Some(n.mem.clone());
+        n.mem = Arc::new(Memtable::new());
+        *sv = Arc::new(n);
+        Ok(())
+    }
+
+    pub(super) fn ensure_log_room(&self, w: &mut WriteState, rec_len: usize) -> Result<()> {
+        let ss = self.dev.ss;
+        if let Some((_, next)) = w.active {
+            if next + log::chunk_sectors(w.buf.len() + rec_len, ss) <= self.dev.zone_sectors {
+                return Ok(());
+            }
+        }
+        self.write_out(w)?;
+        // Everything in the earlier log bands must be durable before a later band can hold
+        // anything, or a crash could keep later records and lose earlier ones.
+        self.dev.flush(IoKind::Log)?;
+        let mut ms = self.meta.lock();
+        let z = self.alloc(&mut ms, self.log_keep())?;
+        ms.m.log_zones.push(z);
+        if let Err(e) = self.commit(&mut ms) {
+            ms.m.log_zones.pop();
+            ms.free.insert(z);
+            return Err(e);
+        }
+        w.active = Some((z, 0));
+        w.mem_zones.push(z);
+        Ok(())
+    }
+
+    pub(super) fn write_out(&self, w: &mut WriteState) -> Result<()> {
+        if w.buf.is_empty() {
+            return Ok(());
+        }
+        let Some((z, next)) = w.active else {
+            return Err(Error::InvalidArgument(
+                "log buffer without a log band".into(),
+            ));
+        };
+        let chunk = w.buf.framed(self.dev.ss);
+        let sectors = chunk.len() as u64 / self.dev.ss;
+        self.dev.write_at(z, next, chunk, IoKind::Log)?;
+        w.active = Some((z, next + sectors));
+        w.buf.clear();
+        Ok(())
+    }
+
+    /// Group commit: the first synced writer to get here writes the buffer and flushes the
+    /// device for everyone whose records are in it.
+    pub(super) fn sync_to(&self, seq: u64) -> Result<()> {
+        if self.durable_seq.load(Ordering::Acquire) >= seq {
+            return Ok(());
+        }
+        let _g = self.sync_lock.lock();
+        if self.durable_seq.load(Ordering::Acquire) >= seq {
+            self.counters.grouped_syncs.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let target = {
+            let mut w = self.writer.lock();
+            if let Err(e) = self.write_out(&mut w) {
+                return self.fail(e);
+            }
+            w.last_seq
+        };
+        if let Err(e) = self.dev.flush(IoKind::Log) {
+            return self.fail(e);
+        }
+        self.counters.syncs.fetch_add(1, Ordering::Relaxed);
+        self.durable_seq.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Flushes the memtables if they hold writes that are in no log (close).
+    pub(super) fn flush_unlogged(&self) -> Result<()> {
+        if self.is_poisoned.load(Ordering::Acquire) || !self.has_unlogged() {
+            return Ok(());
+        }
+        self.flush_memtable()
+    }
+
+    pub(super) fn sync_all(&self) -> Result<()> {
+        if self.poisoned.lock().is_some() {
+            return Ok(());
+        }
+        let seq = self.writer.lock().last_seq;
+        self.sync_to(seq)
+    }
+}
