@@ -40,17 +40,6 @@ pub fn dm_profile(name: &str) -> Option<Result<DmConfig>> {
     dm_profile_toml(name).map(DmConfig::from_toml)
 }
 
-/// The first comment paragraph of a profile's TOML: what drive it is.
-pub fn dm_profile_description(name: &str) -> Option<String> {
-    let text = dm_profile_toml(name)?;
-    let lines: Vec<&str> = text
-        .lines()
-        .take_while(|l| l.starts_with('#'))
-        .map(|l| l.trim_start_matches('#').trim())
-        .collect();
-    Some(lines.join(" "))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -61,7 +50,6 @@ mod tests {
         for (name, _) in DM_PROFILES {
             let cfg = dm_profile(name).unwrap().unwrap();
             cfg.validate().unwrap();
-            assert!(!dm_profile_description(name).unwrap().is_empty(), "{name}");
         }
         assert!(dm_profile("no-such-drive").is_none());
     }

@@ -115,6 +115,15 @@ impl Opened {
         }
     }
 
+    /// The device's clock (virtual or wall time since it was opened).
+    pub fn now(&self) -> tegula_device::Nanos {
+        match self {
+            Opened::Disk(d) => d.now(),
+            Opened::Dm(d) => d.now(),
+            Opened::Banded(d) => d.now(),
+        }
+    }
+
     /// Makes everything acknowledged durable and releases the device (and its lock).
     pub fn close(self) -> Result<()> {
         match self {

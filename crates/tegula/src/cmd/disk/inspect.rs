@@ -250,12 +250,6 @@ pub struct ProfilesArgs {
     json: bool,
 }
 
-/// The text up to the first colon or period (a profile's one-line summary).
-fn first_sentence(s: &str) -> &str {
-    let end = s.find([':', '.']).unwrap_or(s.len());
-    &s[..end]
-}
-
 /// The JSON of `disk profiles --json`.
 #[derive(Serialize)]
 struct ProfilesJson {
@@ -328,10 +322,46 @@ pub fn profiles(a: ProfilesArgs) -> Result<()> {
     }
     print!("{}", t.render());
     println!("\nDrive-managed SMR drives (a translation layer behind a block interface):");
+    let mut t = Table::new(&[
+        ("profile", Align::Left),
+        ("stl", Align::Left),
+        ("capacity", Align::Right),
+        ("media", Align::Left),
+        ("band", Align::Right),
+        ("persistent cache", Align::Left),
+        ("cleaning", Align::Left),
+        ("data", Align::Left),
+    ]);
     for (name, _) in tegula_stl::DM_PROFILES {
-        let desc = tegula_stl::profiles::dm_profile_description(name).unwrap_or_default();
-        println!("  {name:<18} {}", first_sentence(&desc));
+        let Some(c) = tegula_stl::dm_profile(name).transpose()? else {
+            continue;
+        };
+        t.row(vec![
+            name.to_string(),
+            format!("{:?}", c.stl).to_lowercase(),
+            format!("{:.2} TB", c.capacity as f64 / 1e12),
+            c.media.clone(),
+            if c.band_size == 0 {
+                "tracks".into()
+            } else {
+                format_size(c.band_size)
+            },
+            format!(
+                "{} {} at {}",
+                format_size(c.cache_size),
+                format!("{:?}", c.cache_media).to_lowercase(),
+                format!("{:?}", c.cache_location).to_lowercase()
+            ),
+            format!("{:?}", c.cleaning).to_lowercase(),
+            if c.store_data {
+                "kept"
+            } else {
+                "metadata only"
+            }
+            .into(),
+        ]);
     }
+    print!("{}", t.render());
     println!("\nStart from one with `tegula disk create --profile NAME --capacity SIZE IMAGE`;");
     println!("override any key with --set KEY=VALUE or a TOML file (--config).");
     Ok(())

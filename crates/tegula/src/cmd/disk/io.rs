@@ -150,6 +150,7 @@ pub fn write(a: WriteArgs) -> Result<()> {
     };
     interrupt::install()?;
     let opened = device::open(&Spec::new(&path, Access::ReadWrite))?;
+    let t0 = opened.now();
     let result = match &opened {
         Opened::Disk(d) => start_lba(d, a.lba, a.zone)
             .and_then(|first| write_all(d, &a, first, &mut *input, total)),
@@ -163,7 +164,7 @@ pub fn write(a: WriteArgs) -> Result<()> {
         Opened::Banded(_) => Err(anyhow::anyhow!("not a disk image")),
     };
     let zone_note = match (&opened, &result) {
-        (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1),
+        (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1, t0),
         _ => None,
     };
     // Whatever happened, persist what the drive completed.
@@ -187,16 +188,16 @@ pub fn write(a: WriteArgs) -> Result<()> {
     Ok(())
 }
 
-fn zone_note(disk: &Disk, last_lba: u64) -> Option<String> {
+fn zone_note(disk: &Disk, last_lba: u64, t0: Nanos) -> Option<String> {
     let zs = disk.info().zone_sectors.max(1);
     let z = disk.zone((last_lba / zs) as u32).ok()?;
     z.zone_type.is_sequential().then(|| {
         format!(
-            "zone {}: write pointer now at LBA {} ({}), virtual clock at {}",
+            "zone {}: write pointer now at LBA {} ({}), {} of virtual time",
             z.index,
             z.write_pointer_lba,
             z.condition,
-            output::duration(disk.now())
+            output::duration(disk.now() - t0)
         )
     })
 }
