@@ -15,7 +15,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 use tegula_device::geometry::ANGLE_FULL;
 use tegula_device::media::Media;
 use tegula_device::Nanos;

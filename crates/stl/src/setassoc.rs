@@ -16,7 +16,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeSet;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 use tegula_device::media::Media;
 use tegula_device::store::{MemStore, Store};
 use tegula_device::Nanos;
