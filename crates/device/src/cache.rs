@@ -1,5 +1,6 @@
 //! The drive's volatile write cache: dirty extents waiting to be destaged to the media.
-//! Lost on power cut; destaged on FLUSH, when full, and during idle time.
+//! Lost on power cut; destaged on FLUSH, when full, and during idle time. The media's cache
+//! and a drive-managed drive's (in `tegula-stl`, keyed by logical LBA) are both this one.
 
 use std::collections::BTreeMap;
 
@@ -185,6 +186,45 @@ impl WriteCache {
         Some((first, total, if no_data { None } else { data }))
     }
 
+    /// The first dirty sector at or after `from`.
+    pub fn first_dirty_from(&self, from: u64) -> Option<u64> {
+        match self.dirty.range(..=from).next_back() {
+            Some((&k, d)) if k + d.sectors > from => Some(from),
+            _ => self.dirty.range(from..).next().map(|(&k, _)| k),
+        }
+    }
+
+    /// End of the run of contiguous dirty sectors that covers `lba` (`lba` itself when it is
+    /// not dirty), across extent boundaries.
+    pub fn run_end(&self, lba: u64) -> u64 {
+        let mut end = lba;
+        while let Some((&k, d)) = self.dirty.range(..=end).next_back() {
+            if k + d.sectors <= end {
+                break;
+            }
+            end = k + d.sectors;
+        }
+        end
+    }
+
+    /// Takes `[lba, end)` out of the cache, appending the data of its dirty sectors to `out`
+    /// in LBA order (sectors that are not dirty, or carry no data, append nothing).
+    pub fn take_range(&mut self, lba: u64, end: u64, out: &mut Vec<u8>) {
+        let ss = self.sector_size;
+        let start_key = match self.dirty.range(..=lba).next_back() {
+            Some((&k, d)) if k + d.sectors > lba => k,
+            _ => lba,
+        };
+        for (&k, d) in self.dirty.range(start_key..end) {
+            let a = k.max(lba);
+            let b = (k + d.sectors).min(end);
+            if let (true, Some(src)) = (a < b, d.data.as_ref()) {
+                out.extend_from_slice(&src[((a - k) * ss) as usize..((b - k) * ss) as usize]);
+            }
+        }
+        self.remove(lba, end);
+    }
+
     /// Every dirty range (what a power cut loses).
     pub fn ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.dirty.iter().map(|(&k, d)| (k, k + d.sectors))
@@ -217,6 +257,38 @@ mod tests {
         assert_eq!((lba, n), (10, 10));
         let data = data.expect("data");
         assert_eq!(&data[2 * 512..2 * 512 + 4], &[2, 2, 2, 2]);
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn runs_span_extents_and_take_range_returns_their_data_in_order() {
+        let mut c = WriteCache::new(512);
+        // Two adjacent extents (a write merges only into its predecessor), a gap, one more.
+        c.insert(12, 2, Some(&[2u8; 1024]));
+        c.insert(10, 2, Some(&[1u8; 1024]));
+        c.insert(20, 1, Some(&[3u8; 512]));
+        assert_eq!(c.ranges().count(), 3);
+        assert_eq!(c.first_dirty_from(0), Some(10));
+        assert_eq!(c.first_dirty_from(11), Some(11));
+        assert_eq!(c.first_dirty_from(14), Some(20));
+        assert_eq!(c.first_dirty_from(21), None);
+        assert_eq!(c.run_end(10), 14);
+        assert_eq!(c.run_end(13), 14);
+        assert_eq!(c.run_end(14), 14);
+        assert_eq!(c.run_end(20), 21);
+        let mut out = Vec::new();
+        c.take_range(11, 13, &mut out);
+        assert_eq!(out.len(), 1024);
+        assert_eq!((out[0], out[600]), (1, 2));
+        assert_eq!(c.dirty_sectors(), 3);
+        assert_eq!(
+            c.ranges().collect::<Vec<_>>(),
+            vec![(10, 11), (13, 14), (20, 21)]
+        );
+        // Sectors that are not dirty append nothing.
+        let mut out = Vec::new();
+        c.take_range(0, 100, &mut out);
+        assert_eq!(out.len(), 3 * 512);
         assert!(c.is_empty());
     }
 

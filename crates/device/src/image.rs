@@ -3,7 +3,6 @@
 //! (zone conditions and write pointers, damage and fault state, clock, statistics), and a
 //! sparse data region.
 
-use crate::codec::{Dec, Enc};
 use crate::config::DiskConfig;
 use crate::error::{DeviceError, Result};
 use crate::ranges::RangeSet;
@@ -13,6 +12,9 @@ use crate::zone::ZoneCondition;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use tegula_codec::checksum::crc32c;
+use tegula_codec::frame::{self, Format};
+use tegula_codec::{Dec, Enc};
 
 /// Magic number at offset 0 of every tegula disk image.
 pub const IMAGE_MAGIC: [u8; 8] = *b"TGLADISK";
@@ -22,6 +24,8 @@ pub const STATE_MAGIC: [u8; 8] = *b"TGLASTAT";
 pub const IMAGE_VERSION: u32 = 1;
 /// Current state format version.
 pub const STATE_VERSION: u32 = 1;
+/// The frame around a state record: a slot frame (magic, version, length, seq, CRC-32C).
+pub const STATE_FORMAT: Format = Format::slot("state", &STATE_MAGIC, STATE_VERSION);
 /// Bytes reserved for the header.
 pub const HEADER_REGION: u64 = 64 << 10;
 const HEADER_FIXED: usize = 48;
@@ -73,8 +77,8 @@ pub fn layout_for(cfg: &DiskConfig) -> (u64, u64) {
 /// Encodes a header.
 pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
     let cfg = h.config.to_toml();
-    let mut e = Enc::default();
-    e.bytes(&IMAGE_MAGIC);
+    let mut e = Enc::new();
+    e.raw(&IMAGE_MAGIC);
     e.u32(h.version);
     e.u32((HEADER_FIXED + cfg.len()) as u32);
     e.u32(cfg.len() as u32);
@@ -86,10 +90,9 @@ pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
     e.u64(h.state_offset);
     e.u64(h.slot_size);
     e.u64(h.data_offset);
-    e.bytes(cfg.as_bytes());
-    let crc = crc32c::crc32c(&e.buf);
-    e.u32(crc);
-    e.buf
+    e.raw(cfg.as_bytes());
+    frame::seal(&mut e);
+    e.into_bytes()
 }
 
 /// Decodes a header, checking magic, version, lengths and checksum.
@@ -116,7 +119,7 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
     }
     let cfg_bytes = d.take(cfg_len)?;
     let crc = d.u32()?;
-    let actual = crc32c::crc32c(&b[..header_len]);
+    let actual = crc32c(&b[..header_len]);
     if crc != actual {
         return Err(format!("corrupt header: checksum mismatch at offset {header_len} (stored {crc:#010x}, computed {actual:#010x})"));
     }
@@ -186,7 +189,7 @@ fn decode_ranges(d: &mut Dec<'_>, what: &str) -> std::result::Result<RangeSet, S
 
 /// Encodes a state record.
 pub fn encode_state(s: &ImageState) -> Vec<u8> {
-    let mut body = Enc::default();
+    let mut body = Enc::new();
     body.u64(s.now);
     body.u32(s.zones.len() as u32);
     for &(c, ns, wp) in &s.zones {
@@ -197,39 +200,15 @@ pub fn encode_state(s: &ImageState) -> Vec<u8> {
     encode_ranges(&mut body, &s.destroyed);
     encode_ranges(&mut body, &s.injected);
     let stats = serde_json::to_vec(&s.stats).unwrap_or_default();
-    body.u32(stats.len() as u32);
-    body.bytes(&stats);
-    let mut e = Enc::default();
-    e.bytes(&STATE_MAGIC);
-    e.u32(STATE_VERSION);
-    e.u32(body.buf.len() as u32);
-    e.u64(s.seq);
-    e.bytes(&body.buf);
-    let crc = crc32c::crc32c(&e.buf);
-    e.u32(crc);
-    e.buf
+    body.bytes_u32(&stats);
+    STATE_FORMAT.encode(0, s.seq, body.as_bytes())
 }
 
 /// Decodes a state record, checking magic, version, length and checksum.
 pub fn decode_state(b: &[u8]) -> std::result::Result<ImageState, String> {
-    let mut d = Dec::new(b);
-    if d.take(8)? != STATE_MAGIC {
-        return Err("bad state magic".into());
-    }
-    let version = d.u32()?;
-    if version != STATE_VERSION {
-        return Err(format!("unsupported state version {version}"));
-    }
-    let len = d.u32()? as usize;
-    let seq = d.u64()?;
-    let body = d.take(len)?;
-    let crc = d.u32()?;
-    let actual = crc32c::crc32c(&b[..24 + len]);
-    if crc != actual {
-        return Err(format!(
-            "state checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
-        ));
-    }
+    let f = STATE_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    let seq = f.header.seq;
+    let body = f.payload;
     let mut d = Dec::new(body);
     let now = d.u64()?;
     let nz = d.u32()? as usize;
@@ -246,8 +225,7 @@ pub fn decode_state(b: &[u8]) -> std::result::Result<ImageState, String> {
     }
     let destroyed = decode_ranges(&mut d, "destroyed")?;
     let injected = decode_ranges(&mut d, "media-error")?;
-    let slen = d.u32()? as usize;
-    let sbytes = d.take(slen)?;
+    let sbytes = d.bytes_u32()?;
     let stats =
         serde_json::from_slice(sbytes).map_err(|e| format!("corrupt state: statistics: {e}"))?;
     Ok(ImageState {
@@ -494,5 +472,51 @@ mod tests {
             bad[i] ^= 1;
             assert!(decode_state(&bad).is_err(), "flip at {i} not detected");
         }
+    }
+
+    /// Bytes from a hex string (fixtures written by an earlier build).
+    fn unhex(h: &str) -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// On-disk compatibility: the state of `state_round_trips_and_detects_corruption`, as the
+    /// build before the shared codec encoded it (format version 1).
+    #[test]
+    fn state_bytes_match_those_written_by_earlier_builds() {
+        let mut destroyed = RangeSet::new();
+        destroyed.insert(10, 20);
+        let s = ImageState {
+            seq: 7,
+            now: 123,
+            zones: vec![
+                (ZoneCondition::Empty, false, 0),
+                (ZoneCondition::Closed, true, 99),
+            ],
+            destroyed,
+            injected: RangeSet::new(),
+            stats: Stats {
+                reads: 3,
+                ..Default::default()
+            },
+        };
+        let old = unhex(concat!(
+            "54474c415354415401000000b501000007000000000000007b0000000000000002000000010000000000",
+            "0000000004016300000000000000010000000a0000000000000014000000000000000000000079010000",
+            "7b227265616473223a332c22777269746573223a302c22666c7573686573223a302c2264697363617264",
+            "73223a302c227a6f6e655f6f7073223a302c2262797465735f72656164223a302c2262797465735f7772",
+            "697474656e223a302c2263616368655f726561645f68697473223a302c226d656469615f726561647322",
+            "3a302c226d656469615f777269746573223a302c226d656469615f62797465735f72656164223a302c22",
+            "6d656469615f62797465735f7772697474656e223a302c22627573795f6e73223a302c2269646c655f6e",
+            "73223a302c226d656368223a7b227365656b73223a302c227365656b5f64697374616e6365223a302c22",
+            "686561645f7377697463686573223a302c22747261636b5f7377697463686573223a302c227365656b5f",
+            "6e73223a302c22726f746174696f6e5f6e73223a302c227472616e736665725f6e73223a302c22726561",
+            "645f61686561645f68697473223a307d2c227a6f6e655f62797465735f7772697474656e223a5b5d7dca",
+            "912f12",
+        ));
+        assert_eq!(encode_state(&s), old);
+        assert_eq!(decode_state(&old), Ok(s));
     }
 }

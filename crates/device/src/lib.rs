@@ -16,7 +16,6 @@
 pub mod api;
 pub mod banded;
 pub mod cache;
-pub mod codec;
 pub mod config;
 pub mod disk;
 pub mod error;

@@ -8,7 +8,8 @@ use common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::panic::catch_unwind;
-use tegula_device::codec::Enc;
+use tegula_codec::checksum::crc32c;
+use tegula_codec::Enc;
 use tegula_device::image::{
     decode_header, decode_state, encode_header, encode_state, layout_for, ImageHeader, ImageState,
     HEADER_REGION, IMAGE_MAGIC, STATE_MAGIC,
@@ -175,8 +176,8 @@ fn trailing_bytes_after_a_valid_record_are_ignored() {
 
 /// A header record with a correct checksum around arbitrary configuration text.
 fn forged_header(cfg: &[u8], flags: u32, layout: (u64, u64, u64)) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.bytes(&IMAGE_MAGIC);
+    let mut e = Enc::new();
+    e.raw(&IMAGE_MAGIC);
     e.u32(1);
     e.u32(48 + cfg.len() as u32);
     e.u32(cfg.len() as u32);
@@ -184,10 +185,10 @@ fn forged_header(cfg: &[u8], flags: u32, layout: (u64, u64, u64)) -> Vec<u8> {
     e.u64(layout.0);
     e.u64(layout.1);
     e.u64(layout.2);
-    e.bytes(cfg);
-    let crc = crc32c::crc32c(&e.buf);
+    e.raw(cfg);
+    let crc = crc32c(e.as_bytes());
     e.u32(crc);
-    e.buf
+    e.into_bytes()
 }
 
 #[test]
@@ -237,23 +238,23 @@ fn checksummed_headers_with_hostile_contents_are_errors() {
 
 /// A state record with a correct checksum around an arbitrary body.
 fn forged_state(body: &[u8]) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.bytes(&STATE_MAGIC);
+    let mut e = Enc::new();
+    e.raw(&STATE_MAGIC);
     e.u32(1);
     e.u32(body.len() as u32);
     e.u64(1);
-    e.bytes(body);
-    let crc = crc32c::crc32c(&e.buf);
+    e.raw(body);
+    let crc = crc32c(e.as_bytes());
     e.u32(crc);
-    e.buf
+    e.into_bytes()
 }
 
 #[test]
 fn checksummed_states_with_hostile_counts_are_errors_without_huge_allocations() {
     let body = |f: &dyn Fn(&mut Enc)| {
-        let mut e = Enc::default();
+        let mut e = Enc::new();
         f(&mut e);
-        e.buf
+        e.into_bytes()
     };
     let cases = [
         body(&|e| {
@@ -292,7 +293,7 @@ fn checksummed_states_with_hostile_counts_are_errors_without_huge_allocations() 
             e.u32(0);
             e.u32(0);
             e.u32(5);
-            e.bytes(b"nope!");
+            e.raw(b"nope!");
         }),
         body(&|_| {}),
     ];
@@ -308,7 +309,7 @@ fn checksummed_states_with_hostile_counts_are_errors_without_huge_allocations() 
         e.u32(0);
         e.u32(0);
         e.u32(stats.len() as u32);
-        e.bytes(&stats);
+        e.raw(&stats);
     });
     assert!(decode_state(&forged_state(&ok)).is_ok());
 }

@@ -9,7 +9,7 @@ use crate::journal::JState;
 use crate::metalog::decode_frame;
 use crate::setassoc::SState;
 use proptest::prelude::*;
-use tegula_device::codec::Enc;
+use tegula_codec::Enc;
 
 fn shape() -> Shape {
     Shape {
@@ -27,32 +27,32 @@ fn states_and_records(b: &[u8]) {
     if let Ok(s) = decode_state::<JState>(b, &sh) {
         let mut e = Enc::default();
         s.encode(&mut e);
-        assert_eq!(decode_state::<JState>(&e.buf, &sh).ok(), Some(s));
+        assert_eq!(decode_state::<JState>(e.as_bytes(), &sh).ok(), Some(s));
     }
     if let Ok(s) = decode_state::<SState>(b, &sh) {
         let mut e = Enc::default();
         s.encode(&mut e);
-        assert_eq!(e.buf, b);
+        assert_eq!(e.as_bytes(), b);
     }
     if let Ok(s) = decode_state::<FState>(b, &sh) {
         let mut e = Enc::default();
         s.encode(&mut e);
-        assert_eq!(e.buf, b);
+        assert_eq!(e.as_bytes(), b);
     }
     if let Ok(r) = decode_record::<JState>(b, &sh) {
         let mut e = Enc::default();
         JState::encode_rec(&r, &mut e);
-        assert_eq!(e.buf, b);
+        assert_eq!(e.as_bytes(), b);
     }
     if let Ok(r) = decode_record::<SState>(b, &sh) {
         let mut e = Enc::default();
         SState::encode_rec(&r, &mut e);
-        assert_eq!(e.buf, b);
+        assert_eq!(e.as_bytes(), b);
     }
     if let Ok(r) = decode_record::<FState>(b, &sh) {
         let mut e = Enc::default();
         FState::encode_rec(&r, &mut e);
-        assert_eq!(e.buf, b);
+        assert_eq!(e.as_bytes(), b);
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::error::{Result, StlError};
 use crate::metalog::MetaLog;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 
 /// The dimensions every decoded state and record is checked against, so that a record that
 /// passed its checksum but names a band or sector outside the drive is refused rather than
@@ -113,7 +113,7 @@ impl<S: Replay> Durable<S> {
             live: initial,
             log,
             shape,
-            buf: Enc::default(),
+            buf: Enc::new(),
         };
         if d.log.is_fresh() {
             d.write_checkpoint()?;
@@ -122,24 +122,21 @@ impl<S: Replay> Durable<S> {
     }
 
     fn write_checkpoint(&mut self) -> Result<()> {
-        let mut e = Enc::default();
+        let mut e = Enc::new();
         self.live.encode(&mut e);
-        self.log.write_checkpoint(&e.buf)
+        self.log.write_checkpoint(e.as_bytes())
     }
 
     /// Commits a record whose media write has completed.
     pub fn commit(&mut self, r: S::Rec) -> Result<()> {
-        self.buf.buf.clear();
+        self.buf.clear();
         S::encode_rec(&r, &mut self.buf);
         self.live.apply(&r);
-        if !self.log.fits(self.buf.buf.len()) || self.log.wants_compaction() {
+        if !self.log.fits(self.buf.len()) || self.log.wants_compaction() {
             // The new checkpoint already contains `r`.
             return self.write_checkpoint();
         }
-        let payload = std::mem::take(&mut self.buf.buf);
-        let res = self.log.append(&payload);
-        self.buf.buf = payload;
-        res
+        self.log.append(self.buf.as_bytes())
     }
 
     /// A hint that the layer wrote a map copy: compact the log if it has grown.

@@ -3,7 +3,7 @@
 
 use crate::durable::{dec_count, Shape};
 use std::collections::BTreeMap;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 
 /// One mapped piece: logical `[lba, lba + len)` at physical `pos..`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 //! extra). Merges write only to free bands and switch the map atomically, so no staging is
 //! needed. Aggressive cleaning merges update bands in idle time.
 
+use crate::bands::{read_native, write_by_band};
 use crate::config::{Cleaning, DmConfig};
 use crate::durable::{dec_count, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
@@ -15,7 +16,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 use tegula_device::media::Media;
 use tegula_device::Nanos;
 
@@ -428,14 +429,8 @@ impl Layer for FullyAssociative {
                     m.read(p, &mut buf[a..b])?;
                 }
                 None => {
-                    let mut cur = l;
-                    while cur < l + k {
-                        let (_, hi) = self.layout.logical_range(self.layout.band_of(cur));
-                        let e = hi.min(l + k);
-                        let (a, b) = (((cur - lba) * ss) as usize, ((e - lba) * ss) as usize);
-                        m.read(self.native(cur), &mut buf[a..b])?;
-                        cur = e;
-                    }
+                    let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
+                    read_native(m, &self.layout, l, &mut buf[a..b], |p| self.native(p))?;
                 }
             }
         }
@@ -444,20 +439,7 @@ impl Layer for FullyAssociative {
 
     fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
         let ss = self.ss;
-        let mut done = Vec::with_capacity(batch.len());
-        for r in batch {
-            let n = r.data.len() as u64 / ss;
-            let mut cur = r.lba;
-            while cur < r.lba + n {
-                let (_, hi) = self.layout.logical_range(self.layout.band_of(cur));
-                let e = hi.min(r.lba + n);
-                let (a, b) = (((cur - r.lba) * ss) as usize, ((e - r.lba) * ss) as usize);
-                self.put(m, cur, &r.data[a..b])?;
-                cur = e;
-            }
-            done.push(m.now());
-        }
-        Ok(done)
+        write_by_band(self, m, ss, batch, Self::put)
     }
 
     fn discard(&mut self, _m: &mut Media, _lba: u64, _n: u64) -> Result<()> {
@@ -497,7 +479,7 @@ impl Layer for FullyAssociative {
     }
 
     fn band_range(&self, lba: u64) -> (u64, u64) {
-        self.layout.logical_range(self.layout.band_of(lba))
+        self.layout.band_range(lba)
     }
 
     fn restore_stats(&mut self, s: &StlStats) {

@@ -12,7 +12,9 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::checksum::crc32c;
+use tegula_codec::frame::{self, Format};
+use tegula_codec::{Dec, Enc};
 use tegula_device::image::{
     decode_state as decode_media, encode_state as encode_media, ImageState,
 };
@@ -25,6 +27,8 @@ pub const DM_STATE_MAGIC: [u8; 8] = *b"TGLADMST";
 pub const DM_IMAGE_VERSION: u32 = 1;
 /// Current drive-state version.
 pub const DM_STATE_VERSION: u32 = 1;
+/// The frame around a drive-state record: a slot frame (magic, version, length, seq, CRC-32C).
+pub const DM_STATE_FORMAT: Format = Format::slot("drive-state", &DM_STATE_MAGIC, DM_STATE_VERSION);
 /// Bytes reserved for the header.
 pub const DM_HEADER_REGION: u64 = 64 << 10;
 /// Bytes of each drive-state slot.
@@ -104,8 +108,8 @@ pub fn meta_slot_size(cfg: &DmConfig, layout: &Layout) -> u64 {
 /// Encodes a header.
 pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
     let cfg = h.config.to_toml();
-    let mut e = Enc::default();
-    e.bytes(&DM_MAGIC);
+    let mut e = Enc::new();
+    e.raw(&DM_MAGIC);
     e.u32(h.version);
     e.u32((HEADER_FIXED + cfg.len()) as u32);
     e.u32(cfg.len() as u32);
@@ -120,10 +124,9 @@ pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
     e.u64(h.meta_slot);
     e.u64(h.data_offset);
     e.u64(h.flash_offset);
-    e.bytes(cfg.as_bytes());
-    let crc = crc32c::crc32c(&e.buf);
-    e.u32(crc);
-    e.buf
+    e.raw(cfg.as_bytes());
+    frame::seal(&mut e);
+    e.into_bytes()
 }
 
 /// Decodes a header, checking magic, version, lengths, checksum, configuration and layout.
@@ -156,7 +159,7 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
     }
     let cfg_bytes = d.take(cfg_len)?;
     let crc = d.u32()?;
-    let actual = crc32c::crc32c(&b[..header_len]);
+    let actual = crc32c(&b[..header_len]);
     if crc != actual {
         return Err(format!(
             "corrupt header: checksum mismatch at offset {header_len} (stored {crc:#010x}, computed {actual:#010x})"
@@ -204,47 +207,20 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
 pub fn encode_drive_state(s: &DriveState) -> Vec<u8> {
     let media = encode_media(&s.media);
     let stl = serde_json::to_vec(&s.stl).unwrap_or_default();
-    let mut body = Enc::default();
-    body.u32(media.len() as u32);
-    body.bytes(&media);
-    body.u32(stl.len() as u32);
-    body.bytes(&stl);
-    let mut e = Enc::default();
-    e.bytes(&DM_STATE_MAGIC);
-    e.u32(DM_STATE_VERSION);
-    e.u32(body.buf.len() as u32);
-    e.u64(s.seq);
-    e.bytes(&body.buf);
-    let crc = crc32c::crc32c(&e.buf);
-    e.u32(crc);
-    e.buf
+    let mut body = Enc::new();
+    body.bytes_u32(&media);
+    body.bytes_u32(&stl);
+    DM_STATE_FORMAT.encode(0, s.seq, body.as_bytes())
 }
 
 /// Decodes a drive-state slot, checking magic, version, length and checksums.
 pub fn decode_drive_state(b: &[u8]) -> std::result::Result<DriveState, String> {
-    let mut d = Dec::new(b);
-    if d.take(8)? != DM_STATE_MAGIC {
-        return Err("bad drive-state magic".into());
-    }
-    let version = d.u32()?;
-    if version != DM_STATE_VERSION {
-        return Err(format!("unsupported drive-state version {version}"));
-    }
-    let len = d.u32()? as usize;
-    let seq = d.u64()?;
-    let body = d.take(len)?;
-    let crc = d.u32()?;
-    let actual = crc32c::crc32c(&b[..24 + len]);
-    if crc != actual {
-        return Err(format!(
-            "drive-state checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
-        ));
-    }
+    let f = DM_STATE_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    let seq = f.header.seq;
+    let body = f.payload;
     let mut d = Dec::new(body);
-    let ml = d.u32()? as usize;
-    let media = decode_media(d.take(ml)?).map_err(|e| format!("media state: {e}"))?;
-    let sl = d.u32()? as usize;
-    let stl = serde_json::from_slice(d.take(sl)?).map_err(|e| format!("stl statistics: {e}"))?;
+    let media = decode_media(d.bytes_u32()?).map_err(|e| format!("media state: {e}"))?;
+    let stl = serde_json::from_slice(d.bytes_u32()?).map_err(|e| format!("stl statistics: {e}"))?;
     Ok(DriveState { seq, media, stl })
 }
 
@@ -519,5 +495,55 @@ mod tests {
                 "flip at {i} not detected"
             );
         }
+    }
+
+    /// Bytes from a hex string (fixtures written by an earlier build).
+    fn unhex(h: &str) -> Vec<u8> {
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// On-disk compatibility: a drive state as the build before the shared codec encoded it
+    /// (format version 1).
+    #[test]
+    fn drive_state_bytes_match_those_written_by_earlier_builds() {
+        let s = DriveState {
+            seq: 3,
+            media: ImageState {
+                now: 42,
+                ..Default::default()
+            },
+            stl: StlStats {
+                stl: "journal".into(),
+                map_merges: 7,
+                ..Default::default()
+            },
+        };
+        let old = unhex(concat!(
+            "54474c41444d5354010000002b0300000300000000000000ad01000054474c4153544154010000009101",
+            "000000000000000000002a00000000000000000000000000000000000000790100007b22726561647322",
+            "3a302c22777269746573223a302c22666c7573686573223a302c226469736361726473223a302c227a6f",
+            "6e655f6f7073223a302c2262797465735f72656164223a302c2262797465735f7772697474656e223a30",
+            "2c2263616368655f726561645f68697473223a302c226d656469615f7265616473223a302c226d656469",
+            "615f777269746573223a302c226d656469615f62797465735f72656164223a302c226d656469615f6279",
+            "7465735f7772697474656e223a302c22627573795f6e73223a302c2269646c655f6e73223a302c226d65",
+            "6368223a7b227365656b73223a302c227365656b5f64697374616e6365223a302c22686561645f737769",
+            "7463686573223a302c22747261636b5f7377697463686573223a302c227365656b5f6e73223a302c2272",
+            "6f746174696f6e5f6e73223a302c227472616e736665725f6e73223a302c22726561645f61686561645f",
+            "68697473223a307d2c227a6f6e655f62797465735f7772697474656e223a5b5d7d40f6e951760100007b",
+            "2273746c223a226a6f75726e616c222c2263616368655f6279746573223a302c2263616368655f757365",
+            "645f6279746573223a302c2263616368655f6c6976655f6279746573223a302c226a6f75726e616c5f65",
+            "6e7472696573223a302c226a6f75726e616c5f656e74726965735f6c697665223a302c226d61705f656e",
+            "7472696573223a302c226d61705f656e74726965735f6d6178223a302c226d61705f6d6572676573223a",
+            "372c22636c65616e696e675f72756e73223a302c2262616e64735f636c65616e6564223a302c22636c65",
+            "616e696e675f62797465735f72656164223a302c22636c65616e696e675f62797465735f777269747465",
+            "6e223a302c22636c65616e696e675f6e73223a302c226279706173735f777269746573223a302c227361",
+            "6c76616765645f736563746f7273223a302c227265636f766572696573223a302c227265706c61796564",
+            "5f7265636f726473223a302c22766f6c6174696c655f64697274795f6279746573223a307d93f8cce4",
+        ));
+        assert_eq!(encode_drive_state(&s), old);
+        assert_eq!(decode_drive_state(&old), Ok(s));
     }
 }

@@ -3,6 +3,7 @@
 //! map with a low watermark, periodic map merges to the middle tracks, static band mapping, and
 //! FIFO read-modify-write cleaning that stages each band in the cache area first.
 
+use crate::bands::read_native;
 use crate::config::{Cleaning, DmConfig};
 use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
@@ -15,7 +16,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 use tegula_device::geometry::ANGLE_FULL;
 use tegula_device::media::Media;
 use tegula_device::Nanos;
@@ -572,21 +573,6 @@ impl Journal {
         }
         Ok(done.end)
     }
-
-    fn read_native(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
-        let ss = self.ss as usize;
-        let mut cur = lba;
-        let mut off = 0usize;
-        while off < buf.len() {
-            let b = self.layout.band_of(cur);
-            let (_, hi) = self.layout.logical_range(b);
-            let n = ((buf.len() - off) / ss).min((hi - cur) as usize);
-            m.read(self.layout.native(cur), &mut buf[off..off + n * ss])?;
-            off += n * ss;
-            cur += n as u64;
-        }
-        Ok(())
-    }
 }
 
 impl Layer for Journal {
@@ -599,7 +585,10 @@ impl Layer for Journal {
                 Some(p) => {
                     m.read(p, &mut buf[a..b])?;
                 }
-                None => self.read_native(m, l, &mut buf[a..b])?,
+                None => {
+                    let layout = &self.layout;
+                    read_native(m, layout, l, &mut buf[a..b], |p| layout.native(p))?
+                }
             }
         }
         Ok(())
@@ -749,7 +738,7 @@ impl Layer for Journal {
     }
 
     fn band_range(&self, lba: u64) -> (u64, u64) {
-        self.layout.logical_range(self.layout.band_of(lba))
+        self.layout.band_range(lba)
     }
 
     fn restore_stats(&mut self, s: &StlStats) {

@@ -67,6 +67,11 @@ impl Layout {
         (self.logical_starts[b], self.logical_starts[b + 1])
     }
 
+    /// Logical range `[start, end)` of the band holding logical `lba`.
+    pub fn band_range(&self, lba: u64) -> (u64, u64) {
+        self.logical_range(self.band_of(lba))
+    }
+
     /// Sectors of logical band `b`.
     pub fn logical_len(&self, b: usize) -> u64 {
         self.logical_starts[b + 1] - self.logical_starts[b]

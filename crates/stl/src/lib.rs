@@ -20,6 +20,7 @@
 //! assert_eq!(back, vec![7u8; 4096]);
 //! ```
 
+mod bands;
 pub mod config;
 #[cfg(test)]
 mod decoder_tests;

@@ -9,18 +9,25 @@ use crate::error::{Result, StlError};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::frame::{Format, Header, CHECKSUM_LEN};
 
 /// Magic of every metadata frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"TGLM";
 /// Current frame format version.
 pub const FRAME_VERSION: u8 = 1;
-/// Bytes of a frame before its payload.
-pub const FRAME_HEADER: usize = 20;
 /// Frame kind: a checkpoint of the whole layer state.
 pub const KIND_CHECKPOINT: u8 = 1;
 /// Frame kind: one committed record.
 pub const KIND_RECORD: u8 = 2;
+/// The metadata frame: a record frame (magic, version, kind, generation, length, CRC-32C).
+pub const FRAME_FORMAT: Format = Format::record(
+    "frame",
+    &FRAME_MAGIC,
+    FRAME_VERSION,
+    &[KIND_CHECKPOINT, KIND_RECORD],
+);
+/// Bytes of a frame before its payload.
+pub const FRAME_HEADER: usize = FRAME_FORMAT.header_len();
 /// Records are compacted into a new checkpoint once they exceed this many bytes and the size
 /// of the last checkpoint.
 const COMPACT_MIN: u64 = 1 << 20;
@@ -36,63 +43,34 @@ pub struct FrameHeader {
     pub len: u32,
 }
 
+impl From<Header> for FrameHeader {
+    fn from(h: Header) -> Self {
+        FrameHeader {
+            kind: h.kind,
+            gen: h.seq,
+            len: h.len,
+        }
+    }
+}
+
 /// Encodes one frame: header, payload, CRC-32C over both.
 pub fn encode_frame(kind: u8, gen: u64, payload: &[u8]) -> Vec<u8> {
-    let mut e = Enc::default();
-    e.bytes(&FRAME_MAGIC);
-    e.u8(FRAME_VERSION);
-    e.u8(kind);
-    e.u8(0);
-    e.u8(0);
-    e.u64(gen);
-    e.u32(payload.len() as u32);
-    e.bytes(payload);
-    let crc = crc32c::crc32c(&e.buf);
-    e.u32(crc);
-    e.buf
+    FRAME_FORMAT.encode(kind, gen, payload)
 }
 
 /// Decodes a frame header (no checksum yet: the payload is needed for that).
 pub fn decode_frame_header(b: &[u8]) -> std::result::Result<FrameHeader, String> {
-    let mut d = Dec::new(b);
-    if d.take(4)? != FRAME_MAGIC {
-        return Err("bad frame magic".into());
-    }
-    let version = d.u8()?;
-    if version != FRAME_VERSION {
-        return Err(format!("unsupported frame version {version}"));
-    }
-    let kind = d.u8()?;
-    if kind != KIND_CHECKPOINT && kind != KIND_RECORD {
-        return Err(format!("unknown frame kind {kind}"));
-    }
-    d.take(2)?;
-    let gen = d.u64()?;
-    let len = d.u32()?;
-    Ok(FrameHeader { kind, gen, len })
+    Ok(FRAME_FORMAT
+        .decode_header(b)
+        .map_err(|e| e.to_string())?
+        .into())
 }
 
 /// Decodes a whole frame from `b` (which may hold more bytes after it): returns the header,
 /// the payload and the frame's total length.
 pub fn decode_frame(b: &[u8]) -> std::result::Result<(FrameHeader, &[u8], usize), String> {
-    let h = decode_frame_header(b)?;
-    let total = FRAME_HEADER
-        .checked_add(h.len as usize)
-        .and_then(|t| t.checked_add(4))
-        .ok_or("frame length overflows")?;
-    if b.len() < total {
-        return Err(format!("truncated frame: {} of {total} bytes", b.len()));
-    }
-    let body = &b[..total - 4];
-    let mut d = Dec::new(&b[total - 4..total]);
-    let crc = d.u32()?;
-    let actual = crc32c::crc32c(body);
-    if crc != actual {
-        return Err(format!(
-            "frame checksum mismatch (stored {crc:#010x}, computed {actual:#010x})"
-        ));
-    }
-    Ok((h, &b[FRAME_HEADER..total - 4], total))
+    let f = FRAME_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    Ok((f.header.into(), f.payload, f.total))
 }
 
 /// Where the two slots live.
@@ -288,7 +266,7 @@ impl MetaLog {
 
     /// Whether a record of `len` payload bytes still fits the current slot.
     pub fn fits(&self, len: usize) -> bool {
-        self.write_off + (FRAME_HEADER + len + 4) as u64 <= self.slot_size
+        self.write_off + FRAME_FORMAT.frame_len(len) as u64 <= self.slot_size
     }
 
     /// Whether the records have grown past the checkpoint (time to compact).
@@ -321,20 +299,20 @@ impl MetaLog {
     }
 
     fn read_frame(&mut self, slot: usize, off: u64, buf: &mut Vec<u8>) -> Option<FrameHeader> {
-        if off + FRAME_HEADER as u64 + 4 > self.slot_size {
+        if off + FRAME_FORMAT.frame_len(0) as u64 > self.slot_size {
             return None;
         }
         let mut hb = [0u8; FRAME_HEADER];
         self.backend.read_at(slot, off, &mut hb).ok()?;
-        let h = decode_frame_header(&hb).ok()?;
-        let total = FRAME_HEADER as u64 + h.len as u64 + 4;
+        let h = FRAME_FORMAT.decode_header(&hb).ok()?;
+        let total = FRAME_FORMAT.frame_len(h.len as usize) as u64;
         if off + total > self.slot_size {
             return None;
         }
         buf.resize(total as usize, 0);
         self.backend.read_at(slot, off, buf).ok()?;
-        let (h2, _, _) = decode_frame(buf).ok()?;
-        Some(h2)
+        let f = FRAME_FORMAT.decode(buf).ok()?;
+        Some(f.header.into())
     }
 
     /// Describes slot `slot`: its checkpoint (generation, frame bytes) and the records of that
@@ -380,7 +358,7 @@ impl MetaLog {
                 "no valid metadata checkpoint in either slot".into(),
             ));
         };
-        let checkpoint = frame[FRAME_HEADER..frame.len() - 4].to_vec();
+        let checkpoint = frame[FRAME_HEADER..frame.len() - CHECKSUM_LEN].to_vec();
         let mut off = frame.len() as u64;
         let ckpt_len = off;
         let mut records = Vec::new();
@@ -388,7 +366,7 @@ impl MetaLog {
             if h.kind != KIND_RECORD || h.gen != gen {
                 break;
             }
-            records.push(buf[FRAME_HEADER..buf.len() - 4].to_vec());
+            records.push(buf[FRAME_HEADER..buf.len() - CHECKSUM_LEN].to_vec());
             off += buf.len() as u64;
         }
         self.cur = slot;
@@ -446,5 +424,15 @@ mod tests {
         log.append(b"r3").expect("append");
         let got = log.load().expect("load");
         assert_eq!(got.records, vec![b"r1".to_vec(), b"r3".to_vec()]);
+    }
+
+    /// On-disk compatibility: frames as the build before the shared codec encoded them.
+    #[test]
+    fn frame_bytes_match_those_written_by_earlier_builds() {
+        let rec = "54474c4d0102000007000000000000000500000068656c6c6f2ce3fc3c";
+        let ckpt = "54474c4d010100000100000000000000000000003b46ba4e";
+        let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        assert_eq!(hex(encode_frame(KIND_RECORD, 7, b"hello")), rec);
+        assert_eq!(hex(encode_frame(KIND_CHECKPOINT, 1, b"")), ckpt);
     }
 }

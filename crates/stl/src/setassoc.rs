@@ -4,6 +4,7 @@
 //! read-modify-written back to its static native location (lazy cleaning). The cache is on the
 //! shingled disk or on flash.
 
+use crate::bands::{read_native, write_by_band};
 use crate::config::{CacheMedia, Cleaning, DmConfig};
 use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
 use crate::error::{Result, StlError};
@@ -16,7 +17,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeSet;
-use tegula_device::codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc};
 use tegula_device::media::Media;
 use tegula_device::store::{MemStore, Store};
 use tegula_device::Nanos;
@@ -412,21 +413,6 @@ impl SetAssociative {
         self.stats.journal_entries += 1;
         Ok(())
     }
-
-    fn read_native(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
-        let ss = self.ss as usize;
-        let mut cur = lba;
-        let mut off = 0usize;
-        while off < buf.len() {
-            let b = self.layout.band_of(cur);
-            let (_, hi) = self.layout.logical_range(b);
-            let n = ((buf.len() - off) / ss).min((hi - cur) as usize);
-            m.read(self.layout.native(cur), &mut buf[off..off + n * ss])?;
-            off += n * ss;
-            cur += n as u64;
-        }
-        Ok(())
-    }
 }
 
 impl Layer for SetAssociative {
@@ -437,7 +423,10 @@ impl Layer for SetAssociative {
             let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
             match pos {
                 Some(p) => self.cache_read(m, p, k, &mut buf[a..b])?,
-                None => self.read_native(m, l, &mut buf[a..b])?,
+                None => {
+                    let layout = &self.layout;
+                    read_native(m, layout, l, &mut buf[a..b], |p| layout.native(p))?
+                }
             }
         }
         Ok(())
@@ -445,20 +434,7 @@ impl Layer for SetAssociative {
 
     fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
         let ss = self.ss;
-        let mut done = Vec::with_capacity(batch.len());
-        for r in batch {
-            let n = r.data.len() as u64 / ss;
-            let mut cur = r.lba;
-            while cur < r.lba + n {
-                let (_, hi) = self.layout.logical_range(self.layout.band_of(cur));
-                let e = hi.min(r.lba + n);
-                let (a, b) = (((cur - r.lba) * ss) as usize, ((e - r.lba) * ss) as usize);
-                self.put(m, cur, &r.data[a..b])?;
-                cur = e;
-            }
-            done.push(m.now());
-        }
-        Ok(done)
+        write_by_band(self, m, ss, batch, Self::put)
     }
 
     fn discard(&mut self, _m: &mut Media, _lba: u64, _n: u64) -> Result<()> {
@@ -509,7 +485,7 @@ impl Layer for SetAssociative {
     }
 
     fn band_range(&self, lba: u64) -> (u64, u64) {
-        self.layout.logical_range(self.layout.band_of(lba))
+        self.layout.band_range(lba)
     }
 
     fn restore_stats(&mut self, s: &StlStats) {

@@ -1,0 +1,30 @@
+//! tegula's one codec and one checksummed frame, shared by every on-disk format of the stack.
+//!
+//! * [`Enc`] / [`Dec`]: little-endian integers, LEB128 varints and length-prefixed byte
+//!   strings, encoded by explicit call (never `usize` on disk); the decoder checks every read
+//!   against the bytes left and never panics on bad bytes.
+//! * [`frame`]: magic, version, length, sequence and CRC-32C around a payload, in the two
+//!   layouts tegula's images use (state slots and log records), so that each format only
+//!   describes its payload.
+//! * [`checksum`]: CRC-32C, plain and masked.
+//!
+//! ```
+//! use tegula_codec::{Dec, Enc};
+//! let mut e = Enc::new();
+//! e.u32(7);
+//! e.bytes_varint(b"key");
+//! let mut d = Dec::new(e.as_bytes());
+//! assert_eq!(d.u32(), Ok(7));
+//! assert_eq!(d.bytes_varint(), Ok(&b"key"[..]));
+//! assert!(d.u8().is_err());
+//! ```
+
+pub mod checksum;
+mod dec;
+mod enc;
+mod error;
+pub mod frame;
+
+pub use dec::Dec;
+pub use enc::Enc;
+pub use error::DecodeError;

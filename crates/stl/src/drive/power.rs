@@ -1,0 +1,44 @@
+//! Fault injection on the whole drive: power cuts (armed or immediate) that lose the volatile
+//! cache, and power-on recovery of the translation layer from its metadata log.
+
+use super::DmDrive;
+use crate::error::Result;
+use tegula_device::media::PowerOnReport;
+
+impl DmDrive {
+    /// Arms a power cut during the `after`-th media write from now (cleaning and metadata
+    /// writes count too); see
+    /// [`Media::arm_power_cut`](tegula_device::Media::arm_power_cut).
+    pub fn arm_power_cut(&self, after: u64, seed: u64) {
+        self.inner.lock().media.arm_power_cut(after, seed);
+    }
+
+    /// Cuts power now: the volatile cache is lost.
+    pub fn power_cut(&self) {
+        let mut g = self.inner.lock();
+        g.media.power_cut();
+        if let Some(c) = &mut g.vcache {
+            c.clear();
+        }
+    }
+
+    /// Whether the drive has power.
+    pub fn is_powered(&self) -> bool {
+        self.inner.lock().media.is_powered()
+    }
+
+    /// Restores power and recovers the translation layer from its metadata log.
+    pub fn power_on(&self) -> Result<PowerOnReport> {
+        let mut g = self.inner.lock();
+        let g = &mut *g;
+        let r = g.media.power_on();
+        if let Some(c) = &mut g.vcache {
+            c.clear();
+        }
+        let redo = !g.read_only;
+        g.layer.recover(&mut g.media, redo)?;
+        g.last_io = g.media.now();
+        g.save_state()?;
+        Ok(r)
+    }
+}

@@ -1,0 +1,111 @@
+//! Queued submit: a batch of requests at one queue depth; consecutive writes go to the
+//! translation layer as one batch so that it may pack them together.
+
+use super::{DevResult, Inner};
+use crate::layer::WriteReq;
+use tegula_device::media::{Completion, IoDone, Request};
+use tegula_device::DeviceError;
+
+impl Inner {
+    /// Serves a batch on a drive of `cap` sectors: reads, FLUSHes and (with the volatile
+    /// cache) writes one at a time; runs of consecutive writes as one batch to the layer.
+    pub(super) fn submit(&mut self, cap: u64, reqs: Vec<Request>) -> Vec<DevResult<Completion>> {
+        let mut out: Vec<DevResult<Completion>> = Vec::with_capacity(reqs.len());
+        let start = self.arrive();
+        let mut i = 0;
+        while i < reqs.len() {
+            match &reqs[i] {
+                Request::Write { lba, data, fua } if self.vcache.is_some() => {
+                    out.push(self.write(cap, *lba, data, *fua).map(|d| Completion {
+                        done: IoDone { start, end: d.end },
+                        data: None,
+                    }));
+                    i += 1;
+                }
+                Request::Write { .. } if self.writable().is_err() => {
+                    out.push(self.writable().map(|_| Completion {
+                        done: IoDone { start, end: start },
+                        data: None,
+                    }));
+                    i += 1;
+                }
+                Request::Write { .. } => {
+                    // Consecutive writes form one batch: the layer may pack them together.
+                    let mut j = i;
+                    while j < reqs.len() && matches!(reqs[j], Request::Write { .. }) {
+                        j += 1;
+                    }
+                    let mut res: Vec<Option<DevResult<Completion>>> =
+                        (i..j).map(|_| None).collect();
+                    let mut batch = Vec::new();
+                    let mut idx = Vec::new();
+                    for (k, r) in reqs[i..j].iter().enumerate() {
+                        if let Request::Write { lba, data, .. } = r {
+                            match self.check(cap, *lba, data.len()) {
+                                Ok(_) => {
+                                    batch.push(WriteReq { lba: *lba, data });
+                                    idx.push(k);
+                                }
+                                Err(e) => res[k] = Some(Err(e)),
+                            }
+                        }
+                    }
+                    if !batch.is_empty() {
+                        match self.layer.write(&mut self.media, &batch) {
+                            Ok(ends) => {
+                                for (k, end) in idx.iter().zip(ends) {
+                                    res[*k] = Some(Ok(Completion {
+                                        done: IoDone { start, end },
+                                        data: None,
+                                    }));
+                                }
+                            }
+                            Err(e) => {
+                                let e: DeviceError = e.into();
+                                self.after_error(&e);
+                                for k in &idx {
+                                    res[*k] = Some(Err(clone_err(&e)));
+                                }
+                            }
+                        }
+                    }
+                    out.extend(
+                        res.into_iter()
+                            .map(|r| r.unwrap_or(Err(DeviceError::PowerLoss))),
+                    );
+                    i = j;
+                }
+                Request::Read { lba, sectors } => {
+                    let mut buf = vec![0u8; (*sectors * self.ss()) as usize];
+                    let r = self.read(cap, *lba, &mut buf).map(|d| Completion {
+                        done: IoDone { start, end: d.end },
+                        data: Some(buf),
+                    });
+                    out.push(r);
+                    i += 1;
+                }
+                Request::Flush => {
+                    out.push(self.flush().map(|d| Completion {
+                        done: IoDone { start, end: d.end },
+                        data: None,
+                    }));
+                    i += 1;
+                }
+            }
+        }
+        self.finish(start);
+        out
+    }
+}
+
+/// A copy of an error for each write of a failed batch (`DeviceError` is not `Clone`).
+fn clone_err(e: &DeviceError) -> DeviceError {
+    match e {
+        DeviceError::PowerLoss => DeviceError::PowerLoss,
+        DeviceError::MediaError { lba, cause } => DeviceError::MediaError {
+            lba: *lba,
+            cause: *cause,
+        },
+        other => DeviceError::Config(other.to_string()),
+    }
+}
