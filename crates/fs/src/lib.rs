@@ -7,7 +7,6 @@
 mod buffer;
 mod check;
 mod cleaner;
-mod codec;
 mod error;
 pub mod formats;
 mod fs;

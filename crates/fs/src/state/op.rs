@@ -2,7 +2,7 @@
 //! fields (`docs/fs-format.md`, "Log record payload").
 
 use super::inode::{decode_piece, encode_piece, Kind, Piece};
-use crate::codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc};
 
 /// One metadata change. The fields hold everything replay needs; no op reads the clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,14 +201,14 @@ impl Op {
                 target,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*ino);
                 e.u8(kind.code());
                 e.u32(*perm);
                 e.u32(*uid);
                 e.u32(*gid);
                 e.i64(*time);
-                e.bytes(target);
+                e.bytes_u32(target);
             }
             Op::Link {
                 parent,
@@ -217,13 +217,13 @@ impl Op {
                 time,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*ino);
                 e.i64(*time);
             }
             Op::Unlink { parent, name, time } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.i64(*time);
             }
             Op::Rename {
@@ -234,9 +234,9 @@ impl Op {
                 time,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*new_parent);
-                e.bytes(new_name);
+                e.bytes_u32(new_name);
                 e.i64(*time);
             }
             Op::SetAttr {
@@ -282,36 +282,36 @@ impl Op {
     pub fn decode(d: &mut Dec) -> Result<Op, DecodeError> {
         let tag = d.u8()?;
         let Some(tag) = OpTag::from_byte(tag) else {
-            return Err(d.err("op code"));
+            return Err(d.invalid("op code"));
         };
         Ok(match tag {
             OpTag::Create => Op::Create {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 ino: d.u64()?,
-                kind: Kind::from_code(d.u8()?).ok_or_else(|| d.err("inode kind"))?,
+                kind: Kind::from_code(d.u8()?).ok_or_else(|| d.invalid("inode kind"))?,
                 perm: d.u32()?,
                 uid: d.u32()?,
                 gid: d.u32()?,
                 time: d.i64()?,
-                target: d.bytes()?,
+                target: d.bytes_u32()?.to_vec(),
             },
             OpTag::Link => Op::Link {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 ino: d.u64()?,
                 time: d.i64()?,
             },
             OpTag::Unlink => Op::Unlink {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 time: d.i64()?,
             },
             OpTag::Rename => Op::Rename {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 new_parent: d.u64()?,
-                new_name: d.bytes()?,
+                new_name: d.bytes_u32()?.to_vec(),
                 time: d.i64()?,
             },
             OpTag::SetAttr => Op::SetAttr {
