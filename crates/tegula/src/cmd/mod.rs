@@ -2,6 +2,7 @@
 //! `Args` type deriving [`clap::Args`] (or a [`clap::Subcommand`] enum) and a `run` function,
 //! then one variant to [`Command`] and one arm to [`Command::run`].
 
+pub mod bench;
 pub mod demo;
 pub mod demo_stack;
 pub mod disk;
@@ -19,7 +20,7 @@ pub enum Command {
     Db(tegula_smrdb::cli::DbArgs),
     /// Benchmarks: db_bench-style, YCSB, and the seed papers' figures, engine against engine.
     #[command(subcommand)]
-    Bench(tegula_bench::cli::BenchCommand),
+    Bench(bench::BenchCommand),
     /// Serve a drive to other programs.
     #[command(subcommand)]
     Serve(ServeCommand),
@@ -43,7 +44,7 @@ impl Command {
         match self {
             Command::Disk(c) => c.run(),
             Command::Db(a) => tegula_smrdb::cli::run_args(a),
-            Command::Bench(c) => tegula_bench::cli::run(c),
+            Command::Bench(c) => c.run(),
             Command::Serve(ServeCommand::Nbd(a)) => tegula_nbd::cli::run(&a),
             Command::Fs(c) => tegula_fs::cli::run(c),
             Command::Demo(a) => demo::run(a),

@@ -1,0 +1,120 @@
+//! `tegula bench paper …`: the seed papers' figures, one subcommand per paper.
+
+use super::args::Size;
+use super::printer::Printer;
+use anyhow::Result;
+use clap::builder::{BoolishValueParser, PossibleValue, PossibleValuesParser};
+use clap::{ArgAction, Args, Subcommand};
+use std::path::PathBuf;
+use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
+use tegula_bench::paper::PaperReport;
+
+/// `tegula bench paper` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum PaperCommand {
+    /// SMRDB (seed 000), Figures 7-15: SMRDB-SOC against SMRDB-LOC in device time.
+    Smrdb(SmrdbArgs),
+}
+
+impl PaperCommand {
+    /// Runs the reproduction and prints its tables, the files written and the plots.
+    pub fn run(self) -> Result<PaperReport> {
+        let report = match self {
+            PaperCommand::Smrdb(a) => {
+                smrdb::run(&a.options(), &Printer::new(!a.no_progress, None))?
+            }
+        };
+        print!("{}", report.markdown);
+        if !report.tables.is_empty() {
+            let names: Vec<String> = report
+                .tables
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            eprintln!("wrote {}", names.join(" and "));
+        }
+        for f in &report.plots {
+            eprintln!("plot: {}", f.display());
+        }
+        Ok(report)
+    }
+}
+
+fn scales() -> PossibleValuesParser {
+    PossibleValuesParser::new([
+        PossibleValue::new("tiny").help("Seconds: 1 MiB bands, a few MiB per figure (the tests use it)"),
+        PossibleValue::new("small")
+            .help("About half a minute: 4 MiB bands, 256 MiB of random puts"),
+        PossibleValue::new("full").help(
+            "About three minutes: 16 MiB bands, 1 GiB of random puts, the paper's 100 KiB values too",
+        ),
+    ])
+}
+
+/// `tegula bench paper smrdb`.
+#[derive(Debug, Clone, Args)]
+pub struct SmrdbArgs {
+    /// Amount of work.
+    #[arg(long, value_parser = scales(), default_value = Scale::default().name())]
+    pub scale: String,
+    /// Output directory (markdown table, JSON, SVG plots).
+    #[arg(long, value_name = "DIR", default_value_os_t = SmrdbOptions::default().out)]
+    pub out: PathBuf,
+    /// Drive profiles, comma-separated; figures 7-10 run on each, 11-15 on the first.
+    #[arg(long, default_value_t = SmrdbOptions::default().profiles.join(","))]
+    pub profiles: String,
+    /// Figures to run, comma-separated numbers 7-15 (default: all).
+    #[arg(long)]
+    pub figures: Option<FigureList>,
+    /// Band (zone) size, overriding the scale's (figure 13 still sweeps its own sizes).
+    #[arg(long)]
+    pub band: Option<Size>,
+    /// Drive capacity, overriding the scale's.
+    #[arg(long)]
+    pub capacity: Option<Size>,
+    /// An SMRDB option for every run, NAME=VALUE (a field of `tegula_smrdb::Options`); repeatable.
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = tegula_bench::engine::parse_engine_option)]
+    pub smrdb_option: Vec<(String, serde_json::Value)>,
+    /// Random seed.
+    #[arg(long, default_value_t = SmrdbOptions::default().seed)]
+    pub seed: u64,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+/// `--figures 7,8,9`: figure numbers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureList(pub Vec<u32>);
+
+impl std::str::FromStr for FigureList {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        smrdb::parse_figures(s)
+            .map(FigureList)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl SmrdbArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> SmrdbOptions {
+        SmrdbOptions {
+            // The value parser admits only the scales' names.
+            scale: Scale::parse(&self.scale).unwrap_or_default(),
+            out: self.out.clone(),
+            profiles: self
+                .profiles
+                .split(',')
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .collect(),
+            figures: self.figures.as_ref().map(|f| f.0.clone()),
+            band: self.band.map(|s| s.0),
+            capacity: self.capacity.map(|s| s.0),
+            smrdb_options: self.smrdb_option.clone(),
+            seed: self.seed,
+        }
+    }
+}
