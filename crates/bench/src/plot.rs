@@ -99,8 +99,8 @@ impl Legend {
 }
 
 /// A line chart: every figure of the harness that is not a bar chart. The defaults
-/// ([`LineChart::new`]) draw 960 × 540 pixels, x from 0, a linear y axis from 0 with 10 %
-/// headroom, lines 2 pixels wide and no markers.
+/// ([`LineChart::new`]) draw 960 × 540 pixels, x from 0, a linear y axis from 0 to at least 1
+/// with 10 % headroom, lines 2 pixels wide and no markers.
 #[derive(Debug, Clone)]
 pub struct LineChart {
     /// Caption.
@@ -121,6 +121,9 @@ pub struct LineChart {
     pub x_headroom: f64,
     /// Factor on the largest y for the top of the y axis.
     pub y_headroom: f64,
+    /// The smallest top of a linear y axis (before `y_headroom`), so that an empty or flat
+    /// chart still has a range.
+    pub min_top: f64,
     /// Logarithmic y axis from half the smallest positive y; values at or below it are drawn
     /// at the bottom, and tick labels read 10k, 2M.
     pub log_y: bool,
@@ -150,6 +153,7 @@ impl LineChart {
             x_range: None,
             x_headroom: 1.0,
             y_headroom: 1.1,
+            min_top: 1.0,
             log_y: false,
             x_ticks: Vec::new(),
             markers: 0,
@@ -213,7 +217,7 @@ impl LineChart {
             self.lines(&mut c, series, ymin, ymax)?;
             self.legend(&mut c)?;
         } else {
-            let ymax = ys().fold(0.0f64, f64::max).max(1.0) * self.y_headroom;
+            let ymax = ys().fold(0.0f64, f64::max).max(self.min_top) * self.y_headroom;
             let mut c = builder
                 .build_cartesian_2d(x0..x1, 0.0..ymax)
                 .map_err(|e| err(&e))?;

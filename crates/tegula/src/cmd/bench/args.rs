@@ -36,7 +36,10 @@ impl fmt::Display for Size {
             (1 << 20, "MiB"),
             (1 << 10, "KiB"),
         ];
-        match UNITS.iter().find(|(u, _)| self.0 >= *u && self.0.is_multiple_of(*u)) {
+        match UNITS
+            .iter()
+            .find(|(u, _)| self.0 >= *u && self.0.is_multiple_of(*u))
+        {
             Some((u, name)) => write!(f, "{}{name}", self.0 / u),
             None => write!(f, "{}", self.0),
         }

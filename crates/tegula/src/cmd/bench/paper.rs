@@ -7,6 +7,7 @@ use clap::builder::{BoolishValueParser, PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, Args, Subcommand};
 use std::path::PathBuf;
 use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
+use tegula_bench::paper::zea::{self, ZeaOptions, ZeaScale};
 use tegula_bench::paper::PaperReport;
 
 /// `tegula bench paper` subcommands.
@@ -14,6 +15,9 @@ use tegula_bench::paper::PaperReport;
 pub enum PaperCommand {
     /// SMRDB (seed 000), Figures 7-15: SMRDB-SOC against SMRDB-LOC in device time.
     Smrdb(SmrdbArgs),
+    /// ZEA (seed 001), Figure 2: start-up discovery, and writes and reads through ZEA against
+    /// raw I/O, in device time.
+    Zea(ZeaArgs),
 }
 
 impl PaperCommand {
@@ -23,6 +27,7 @@ impl PaperCommand {
             PaperCommand::Smrdb(a) => {
                 smrdb::run(&a.options(), &Printer::new(!a.no_progress, None))?
             }
+            PaperCommand::Zea(a) => zea::run(&a.options(), &Printer::new(!a.no_progress, None))?,
         };
         print!("{}", report.markdown);
         if !report.tables.is_empty() {
@@ -115,6 +120,41 @@ impl SmrdbArgs {
             capacity: self.capacity.map(|s| s.0),
             smrdb_options: self.smrdb_option.clone(),
             seed: self.seed,
+        }
+    }
+}
+
+fn zea_scales() -> PossibleValuesParser {
+    PossibleValuesParser::new([
+        PossibleValue::new("tiny")
+            .help("A second or two: a few hundred extents (the tests use it)"),
+        PossibleValue::new("small").help("A smoke run: up to 4,000 extents, 128 writes per size"),
+        PossibleValue::new("full")
+            .help("The published figure: up to 32,000 extents, 1,024 writes per size"),
+    ])
+}
+
+/// `tegula bench paper zea`.
+#[derive(Debug, Clone, Args)]
+pub struct ZeaArgs {
+    /// Amount of work.
+    #[arg(long, value_parser = zea_scales(), default_value = ZeaScale::default().name())]
+    pub scale: String,
+    /// Output directory (zea-figure2.md, zea-figure2.json, zea-figure2{a,b,c}.svg).
+    #[arg(long, value_name = "DIR", default_value_os_t = ZeaOptions::default().out)]
+    pub out: PathBuf,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+impl ZeaArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> ZeaOptions {
+        ZeaOptions {
+            // The value parser admits only the scales' names.
+            scale: ZeaScale::parse(&self.scale).unwrap_or_default(),
+            out: self.out.clone(),
         }
     }
 }
