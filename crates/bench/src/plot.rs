@@ -124,9 +124,11 @@ pub struct LineChart {
     /// The smallest top of a linear y axis (before `y_headroom`), so that an empty or flat
     /// chart still has a range.
     pub min_top: f64,
-    /// Logarithmic y axis from half the smallest positive y; values at or below it are drawn
-    /// at the bottom, and tick labels read 10k, 2M.
+    /// Logarithmic y axis from half the smallest positive y (but not below `log_min`);
+    /// values at or below it are drawn at the bottom, and tick labels read 10k, 2M.
     pub log_y: bool,
+    /// The lowest bottom of a logarithmic y axis.
+    pub log_min: f64,
     /// Tick labels of the x axis, `(x, text)`; a tick shows the text nearest to it. Empty:
     /// numbers.
     pub x_ticks: Vec<(f64, String)>,
@@ -155,6 +157,7 @@ impl LineChart {
             y_headroom: 1.1,
             min_top: 1.0,
             log_y: false,
+            log_min: 1.0,
             x_ticks: Vec::new(),
             markers: 0,
             stroke: 2,
@@ -202,7 +205,8 @@ impl LineChart {
         if self.log_y {
             let positive = || ys().filter(|y| *y > 0.0);
             let ymax = positive().fold(1.0f64, f64::max) * 2.0;
-            let ymin = (positive().fold(f64::INFINITY, f64::min) / 2.0).clamp(1.0, ymax / 10.0);
+            let ymin = (positive().fold(f64::INFINITY, f64::min) / 2.0)
+                .clamp(self.log_min.min(ymax / 10.0), ymax / 10.0);
             let mut c = builder
                 .build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())
                 .map_err(|e| err(&e))?;

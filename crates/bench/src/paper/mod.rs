@@ -4,6 +4,7 @@
 //! returns a [`PaperReport`] naming them.
 
 pub mod smrdb;
+pub mod stl;
 pub mod zea;
 
 use crate::report::BenchResult;

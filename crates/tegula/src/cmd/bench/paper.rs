@@ -7,6 +7,8 @@ use clap::builder::{BoolishValueParser, PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, Args, Subcommand};
 use std::path::PathBuf;
 use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
+use tegula_bench::paper::stl::signatures::{self, SignatureOptions};
+use tegula_bench::paper::stl::speed::{self, SpeedOptions};
 use tegula_bench::paper::zea::{self, ZeaOptions, ZeaScale};
 use tegula_bench::paper::PaperReport;
 
@@ -18,6 +20,12 @@ pub enum PaperCommand {
     /// ZEA (seed 001), Figure 2: start-up discovery, and writes and reads through ZEA against
     /// raw I/O, in device time.
     Zea(ZeaArgs),
+    /// Drive-managed SMR (seed 004, Skylight): QD1 and QD31 write latency, map merges, idle
+    /// cleaning and fragmented reads of configured drives, in modelled time.
+    StlSignatures(StlSignaturesArgs),
+    /// How many emulated 4 KiB random writes per wall second the journal STL sustains, in
+    /// memory and on a drive image.
+    StlSpeed(StlSpeedArgs),
 }
 
 impl PaperCommand {
@@ -28,6 +36,12 @@ impl PaperCommand {
                 smrdb::run(&a.options(), &Printer::new(!a.no_progress, None))?
             }
             PaperCommand::Zea(a) => zea::run(&a.options(), &Printer::new(!a.no_progress, None))?,
+            PaperCommand::StlSignatures(a) => {
+                signatures::run(&a.options(), &Printer::new(!a.no_progress, None))?
+            }
+            PaperCommand::StlSpeed(a) => {
+                speed::run(&a.options(), &Printer::new(!a.no_progress, None))?
+            }
         };
         print!("{}", report.markdown);
         if !report.tables.is_empty() {
@@ -154,6 +168,58 @@ impl ZeaArgs {
         ZeaOptions {
             // The value parser admits only the scales' names.
             scale: ZeaScale::parse(&self.scale).unwrap_or_default(),
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// `tegula bench paper stl-signatures`.
+#[derive(Debug, Clone, Args)]
+pub struct StlSignaturesArgs {
+    /// Drive configurations (configs/dm-smr/NAME.toml), one table row each.
+    #[arg(value_name = "CONFIG", default_values_os_t = SignatureOptions::default().configs)]
+    pub configs: Vec<PathBuf>,
+    /// Output directory (stl-signatures.md, stl-signatures.json, stl-signatures-qd1.svg).
+    #[arg(long, value_name = "DIR", default_value_os_t = SignatureOptions::default().out)]
+    pub out: PathBuf,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+impl StlSignaturesArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> SignatureOptions {
+        SignatureOptions {
+            configs: self.configs.clone(),
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// `tegula bench paper stl-speed`.
+#[derive(Debug, Clone, Args)]
+pub struct StlSpeedArgs {
+    /// QD1 random 4 KiB writes per backing.
+    #[arg(long, default_value_t = SpeedOptions::default().writes)]
+    pub writes: u64,
+    /// Drive configuration.
+    #[arg(long, value_name = "CONFIG", default_value_os_t = SpeedOptions::default().config)]
+    pub config: PathBuf,
+    /// Output directory (stl-speed.md, stl-speed.json).
+    #[arg(long, value_name = "DIR", default_value_os_t = SpeedOptions::default().out)]
+    pub out: PathBuf,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+impl StlSpeedArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> SpeedOptions {
+        SpeedOptions {
+            writes: self.writes,
+            config: self.config.clone(),
             out: self.out.clone(),
         }
     }
