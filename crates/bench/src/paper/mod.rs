@@ -6,6 +6,7 @@
 pub mod smrdb;
 pub mod stl;
 pub mod zea;
+pub mod zeafs;
 
 use crate::report::BenchResult;
 use std::path::PathBuf;

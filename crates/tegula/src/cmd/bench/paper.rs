@@ -10,6 +10,7 @@ use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
 use tegula_bench::paper::stl::signatures::{self, SignatureOptions};
 use tegula_bench::paper::stl::speed::{self, SpeedOptions};
 use tegula_bench::paper::zea::{self, ZeaOptions, ZeaScale};
+use tegula_bench::paper::zeafs::{self, ZeafsOptions};
 use tegula_bench::paper::PaperReport;
 
 /// `tegula bench paper` subcommands.
@@ -20,6 +21,10 @@ pub enum PaperCommand {
     /// ZEA (seed 001), Figure 2: start-up discovery, and writes and reads through ZEA against
     /// raw I/O, in device time.
     Zea(ZeaArgs),
+    /// ZEAFS (seed 001), Figure 4: RocksDB's db_bench on tegula fs (hm-smr) against ext4 on
+    /// cmr-7200 and on drive-managed SMR over NBD, in device time. Needs db_bench and FUSE;
+    /// the ext4 drives also root, nbdfuse, losetup, mkfs.ext4.
+    Zeafs(ZeafsArgs),
     /// Drive-managed SMR (seed 004, Skylight): QD1 and QD31 write latency, map merges, idle
     /// cleaning and fragmented reads of configured drives, in modelled time.
     StlSignatures(StlSignaturesArgs),
@@ -36,6 +41,9 @@ impl PaperCommand {
                 smrdb::run(&a.options(), &Printer::new(!a.no_progress, None))?
             }
             PaperCommand::Zea(a) => zea::run(&a.options(), &Printer::new(!a.no_progress, None))?,
+            PaperCommand::Zeafs(a) => {
+                zeafs::run(&a.options(), &Printer::new(!a.no_progress, None))?
+            }
             PaperCommand::StlSignatures(a) => {
                 signatures::run(&a.options(), &Printer::new(!a.no_progress, None))?
             }
@@ -221,6 +229,101 @@ impl StlSpeedArgs {
             writes: self.writes,
             config: self.config.clone(),
             out: self.out.clone(),
+        }
+    }
+}
+
+/// Parses `KEY=VALUE` (clap value parser).
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
+}
+
+/// `tegula bench paper zeafs`.
+#[derive(Debug, Clone, Args)]
+pub struct ZeafsArgs {
+    /// db_bench's --num.
+    #[arg(long, default_value_t = ZeafsOptions::default().num)]
+    pub num: u64,
+    /// db_bench's --value_size.
+    #[arg(long = "value-size", alias = "value_size", default_value_t = ZeafsOptions::default().value_size)]
+    pub value_size: u64,
+    /// db_bench's benchmarks, comma-separated, run in one process.
+    #[arg(long, default_value_t = ZeafsOptions::default().benchmarks.join(","))]
+    pub benchmarks: String,
+    /// Drives, comma-separated: tegula (tegula fs on hm-smr), cmr (ext4 on cmr-7200), dm
+    /// (ext4 on drive-managed SMR).
+    #[arg(long, default_value_t = ZeafsOptions::default().drives.join(","))]
+    pub drives: String,
+    /// Only the tegula drive (the same as --drives tegula).
+    #[arg(long = "skip-ext4", alias = "skip_ext4", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub skip_ext4: bool,
+    /// Output directory (figure4.md, figure4.json, figure4.svg).
+    #[arg(long, value_name = "DIR", default_value_os_t = ZeafsOptions::default().out)]
+    pub out: PathBuf,
+    /// The plot (default: figure4.svg in --out).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Capacity of each drive.
+    #[arg(long, default_value_t = Size(ZeafsOptions::default().capacity))]
+    pub capacity: Size,
+    /// Configuration of the drive-managed drive, scaled to --capacity.
+    #[arg(long = "dm-config", alias = "dm_config", value_name = "FILE.toml", default_value_os_t = ZeafsOptions::default().dm_config)]
+    pub dm_config: PathBuf,
+    /// An override of the drive-managed configuration, KEY=VALUE; repeatable.
+    #[arg(long = "dm-set", alias = "dm_set", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub dm_set: Vec<(String, String)>,
+    /// Dirty page-cache limit of the ext4 loop devices (0: none).
+    #[arg(long = "dirty-limit", alias = "dirty_limit", default_value_t = Size(ZeafsOptions::default().dirty_limit))]
+    pub dirty_limit: Size,
+    /// Device seconds each ext4 drive idles after mkfs, before db_bench.
+    #[arg(long = "idle-before", alias = "idle_before", value_name = "SECONDS", default_value_t = ZeafsOptions::default().idle_before)]
+    pub idle_before: f64,
+    /// Width of the throughput windows in device seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = ZeafsOptions::default().window)]
+    pub window: f64,
+    /// A further db_bench argument (e.g. --db-bench-arg=--compression_type=none); repeatable.
+    #[arg(
+        long = "db-bench-arg",
+        alias = "db_bench_arg",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
+    pub db_bench_arg: Vec<String>,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+impl ZeafsArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> ZeafsOptions {
+        let mut drives = list(&self.drives);
+        if self.skip_ext4 {
+            drives.retain(|d| d == "tegula");
+        }
+        ZeafsOptions {
+            num: self.num,
+            value_size: self.value_size,
+            benchmarks: list(&self.benchmarks),
+            drives,
+            out: self.out.clone(),
+            plot: self.plot.clone(),
+            capacity: self.capacity.0,
+            dm_config: self.dm_config.clone(),
+            dm_set: self.dm_set.clone(),
+            dirty_limit: self.dirty_limit.0,
+            idle_before: self.idle_before,
+            window: self.window,
+            db_bench_args: self.db_bench_arg.clone(),
         }
     }
 }
