@@ -613,6 +613,19 @@ mod tests {
     }
 
     #[test]
+    fn the_default_is_workload_a_with_the_shared_threads_and_seed() {
+        let d = YcsbConfig::default();
+        assert_eq!(d.workload, Workload::core('a').expect("a"));
+        assert_eq!(YcsbConfig::new('a').expect("a"), d);
+        // The command line takes --threads and --seed of both db and ycsb from one default.
+        let db = crate::dbbench::DbBenchConfig::default();
+        assert_eq!((d.threads, d.seed), (db.threads, db.seed));
+        assert!(validate(&YcsbConfig { threads: 0, ..d }).is_err());
+        assert_eq!(Phases::parse(Phases::Both.name()).expect("both"), Phases::Both);
+        assert!(Phases::parse("all").is_err());
+    }
+
+    #[test]
     fn records_round_trip_and_bad_bytes_are_errors() {
         let f = vec![
             (b"field0".to_vec(), vec![1u8; 100]),
