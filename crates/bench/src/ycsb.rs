@@ -621,7 +621,10 @@ mod tests {
         let db = crate::dbbench::DbBenchConfig::default();
         assert_eq!((d.threads, d.seed), (db.threads, db.seed));
         assert!(validate(&YcsbConfig { threads: 0, ..d }).is_err());
-        assert_eq!(Phases::parse(Phases::Both.name()).expect("both"), Phases::Both);
+        assert_eq!(
+            Phases::parse(Phases::Both.name()).expect("both"),
+            Phases::Both
+        );
         assert!(Phases::parse("all").is_err());
     }
 
