@@ -6,6 +6,7 @@
 //!     --num 1000000 --value_size 100 --json out.json --plot plots/
 //! tegula bench ycsb --engine tegula --workload a --recordcount 100000 --operationcount 100000
 //! tegula bench paper smrdb --scale small --out paper-smrdb
+//! tegula bench paper zea --scale tiny --out paper-zea
 //! ```
 //!
 //! Flags keep db_bench's and YCSB's names (`--value_size`, `--recordcount`); the dashed
@@ -30,8 +31,8 @@ pub enum BenchCommand {
     Db(db::DbArgs),
     /// YCSB core workloads A–F (load and run phases).
     Ycsb(ycsb::YcsbArgs),
-    /// Reproductions of the seed papers' figures on the modelled drives (`paper smrdb`:
-    /// SMRDB, Figures 7-15).
+    /// Reproductions of the seed papers' figures on the modelled drives: smrdb, zea, zeafs,
+    /// stl-signatures, stl-speed.
     #[command(subcommand)]
     Paper(paper::PaperCommand),
 }
