@@ -374,7 +374,7 @@ mod tests {
         for op in ops {
             let mut e = Enc::new();
             op.encode(&mut e);
-            let mut d = Dec::new(&e.buf);
+            let mut d = Dec::new(e.as_bytes());
             assert_eq!(Op::decode(&mut d).unwrap(), op);
             assert_eq!(d.remaining(), 0);
         }
@@ -401,7 +401,7 @@ mod tests {
         let free = Op::Free { ino: 12 };
         let mut e = Enc::new();
         free.encode(&mut e);
-        assert_eq!(e.buf[0], 8);
+        assert_eq!(e.as_bytes()[0], 8);
         for bad in [0u8, 9, 0xff] {
             let mut b = vec![bad];
             b.extend_from_slice(&12u64.to_le_bytes());
