@@ -9,7 +9,7 @@
 //! whose `Default` is the one source of the defaults ([`EngineSetup`], [`DbBenchConfig`],
 //! [`YcsbConfig`], the paper options), runs ([`Lineup`], [`paper`]), and receives progress
 //! and results through an [`Observer`]; errors are typed ([`Error`]). The `tegula` binary's
-//! `tegula bench` is that caller; `docs/bench.md` describes the commands.
+//! `tegula bench` is that caller; `docs/guides/bench.md` describes the commands.
 
 pub mod dbbench;
 pub mod drive;

@@ -1,7 +1,7 @@
 //! The on-disk decoders as plain functions over bytes, for property tests and fuzz targets
 //! (`crates/fs/fuzz/`). Each decodes arbitrary bytes without panicking and, when the bytes
 //! decode, checks that re-encoding gives a value that decodes to the same thing. Layouts:
-//! `docs/fs-format.md`.
+//! `docs/formats/fs.md`.
 
 use crate::journal::Superblock;
 use crate::state::{Op, State};

@@ -1,4 +1,4 @@
-//! The checkpoint payload: the whole state encoded at once (`docs/fs-format.md`,
+//! The checkpoint payload: the whole state encoded at once (`docs/formats/fs.md`,
 //! "Checkpoint payload").
 
 use super::inode::{decode_piece, encode_piece, Inode, Kind};

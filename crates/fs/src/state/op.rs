@@ -1,5 +1,5 @@
 //! Ops, the metadata changes, and their log codec: one tag byte ([`OpTag`]) then the
-//! fields (`docs/fs-format.md`, "Log record payload").
+//! fields (`docs/formats/fs.md`, "Log record payload").
 
 use super::inode::{decode_piece, encode_piece, Kind, Piece};
 use tegula_codec::{Dec, DecodeError, Enc};
@@ -380,7 +380,7 @@ mod tests {
         }
     }
 
-    /// The tags are on disk (`docs/fs-format.md`): each op starts with its documented byte,
+    /// The tags are on disk (`docs/formats/fs.md`): each op starts with its documented byte,
     /// and bytes outside 1..=8 are not ops.
     #[test]
     fn op_tags_are_the_documented_bytes() {

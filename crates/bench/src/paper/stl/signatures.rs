@@ -1,5 +1,5 @@
 //! `tegula bench paper stl-signatures`: the Skylight signatures of configured drive-managed
-//! drives in modelled time (the figures quoted in `docs/drive-managed-smr.md`): QD1 random
+//! drives in modelled time (the figures quoted in `docs/guides/drive-managed-smr.md`): QD1 random
 //! 4 KiB write latency and its periodic map merges, packing at queue depth 31, when idle-time
 //! cleaning starts, and a fragmented read before and after cleaning. Deterministic: the same
 //! figures on any machine.
@@ -193,7 +193,7 @@ pub fn measure(path: &Path) -> Result<Signature> {
     })
 }
 
-/// The table of `docs/drive-managed-smr.md`, one row per drive.
+/// The table of `docs/guides/drive-managed-smr.md`, one row per drive.
 pub fn markdown(sigs: &[Signature]) -> String {
     let mut md = String::from(
         "| drive | QD1 latency mean ± sd | slow writes (index: latency) | 256 writes QD1 → QD31 | \

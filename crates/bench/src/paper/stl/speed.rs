@@ -1,7 +1,7 @@
 //! `tegula bench paper stl-speed`: how many emulated 4 KiB random writes per wall second the
 //! journal STL sustains on a metadata-only drive (the 5 TB Seagate configuration by default),
 //! in memory and on a drive image whose metadata log is appended to a file
-//! (`docs/performance-stl.md`). Wall time, so the figures vary with the machine's load; the
+//! (`docs/performance/stl.md`). Wall time, so the figures vary with the machine's load; the
 //! modelled figures are deterministic.
 //!
 //! Writes `stl-speed.md` (one row per backing) and `stl-speed.json`.
@@ -100,7 +100,7 @@ fn measure(d: &DmDrive, n: u64, backing: &'static str) -> Result<Speed> {
     })
 }
 
-/// The table of `docs/performance-stl.md`.
+/// The table of `docs/performance/stl.md`.
 pub fn markdown(rows: &[Speed]) -> String {
     let mut md = String::from(
         "| writes | backing | wall s | writes / wall s | modelled s | modelled IOPS | map merges | bands cleaned |\n\

@@ -35,7 +35,7 @@ pub enum ZeaScale {
     Tiny,
     /// A smoke run: up to 4,000 extents, 128 writes and 32 MiB of reads per size.
     Small,
-    /// The figure as published in `docs/performance-zea.md` (about 15 s wall in a release
+    /// The figure as published in `docs/performance/zea.md` (about 15 s wall in a release
     /// build): up to 32,000 extents, 1,024 writes and 256 MiB of reads per size.
     #[default]
     Full,
