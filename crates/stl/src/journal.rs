@@ -5,7 +5,7 @@
 
 use crate::bands::read_native;
 use crate::config::{Cleaning, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
+use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
 use crate::layer::{
@@ -463,13 +463,16 @@ impl Journal {
             img[a..].copy_from_slice(&native_img[a..]);
         }
         write_across(m, &self.layout, &self.layout.staging, &img, n)?;
-        self.d.commit(JRec::Staged { band })?;
+        self.d.commit(m, JRec::Staged { band })?;
         wr(m, native, n, &img)?;
-        self.d.commit(JRec::Native {
-            band: Some(band),
-            lo,
-            hi,
-        })?;
+        self.d.commit(
+            m,
+            JRec::Native {
+                band: Some(band),
+                lo,
+                hi,
+            },
+        )?;
         self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
@@ -486,7 +489,7 @@ impl Journal {
         self.map_buf = buf;
         r?;
         self.slot = new;
-        self.d.checkpoint()?;
+        self.d.checkpoint(m)?;
         self.stats.map_merges += 1;
         Ok(())
     }
@@ -564,7 +567,7 @@ impl Journal {
         } else {
             wr(m, pos, len, &[])?
         };
-        self.d.commit(JRec::Entry { pos, len, extents })?;
+        self.d.commit(m, JRec::Entry { pos, len, extents })?;
         self.stats.journal_entries += 1;
         let every = self.cfg.map_merge_every;
         if every > 0 && self.stats.journal_entries.is_multiple_of(every) {
@@ -648,11 +651,14 @@ impl Layer for Journal {
                     &[][..]
                 };
                 wr(m, self.layout.native(cur), hi - cur, data)?;
-                self.d.commit(JRec::Native {
-                    band: None,
-                    lo: cur,
-                    hi,
-                })?;
+                self.d.commit(
+                    m,
+                    JRec::Native {
+                        band: None,
+                        lo: cur,
+                        hi,
+                    },
+                )?;
                 self.stats.bypass_writes += 1;
                 cur = b;
                 continue;
@@ -675,23 +681,29 @@ impl Layer for Journal {
                 }
             }
             wr(m, self.layout.native(cur), hi - cur, &img)?;
-            self.d.commit(JRec::Native {
-                band: None,
-                lo: cur,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                JRec::Native {
+                    band: None,
+                    lo: cur,
+                    hi,
+                },
+            )?;
             self.stats.bypass_writes += 1;
             cur = b;
         }
         Ok(())
     }
 
-    fn discard(&mut self, _m: &mut Media, lba: u64, n: u64) -> Result<()> {
-        self.d.commit(JRec::Native {
-            band: None,
-            lo: lba,
-            hi: lba + n,
-        })
+    fn discard(&mut self, m: &mut Media, lba: u64, n: u64) -> Result<()> {
+        self.d.commit(
+            m,
+            JRec::Native {
+                band: None,
+                lo: lba,
+                hi: lba + n,
+            },
+        )
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
@@ -718,7 +730,7 @@ impl Layer for Journal {
     }
 
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
-        let n = self.d.recover()?;
+        let n = self.d.recover(m)?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
@@ -728,11 +740,14 @@ impl Layer for Journal {
             read_across(m, &self.layout, &self.layout.staging, &mut img, hi - lo)?;
             let native = self.layout.bands[self.layout.data[band]].start;
             wr(m, native, hi - lo, &img)?;
-            self.d.commit(JRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                JRec::Native {
+                    band: Some(band),
+                    lo,
+                    hi,
+                },
+            )?;
         }
         Ok(())
     }
@@ -746,8 +761,8 @@ impl Layer for Journal {
         self.slot = (self.stats.map_merges % 2) as usize;
     }
 
-    fn sync(&mut self) -> Result<()> {
-        self.d.sync()
+    fn log(&mut self) -> &mut dyn LogOps {
+        &mut self.d
     }
 
     fn stats(&self) -> StlStats {

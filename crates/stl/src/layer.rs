@@ -2,6 +2,7 @@
 //! share: reads and writes through the media, salvage reads, writes across a list of bands,
 //! and the flash cache device.
 
+use crate::durable::LogOps;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::stats::StlStats;
@@ -46,8 +47,8 @@ pub(crate) trait Layer: Send {
     fn band_range(&self, lba: u64) -> (u64, u64);
     /// Restores the cumulative statistics saved in a drive image.
     fn restore_stats(&mut self, s: &StlStats);
-    /// Makes the layer's metadata log durable on the host.
-    fn sync(&mut self) -> Result<()>;
+    /// The layer's metadata log (sync, damage events, format upgrade).
+    fn log(&mut self) -> &mut dyn LogOps;
 }
 
 /// Copies the cumulative counters of `from` into `to` (the derived, current figures are

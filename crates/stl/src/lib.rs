@@ -22,6 +22,7 @@
 
 mod bands;
 pub mod config;
+mod damage;
 #[cfg(test)]
 mod decoder_tests;
 mod drive;

@@ -46,6 +46,10 @@ struct Inner {
     poisoned: Option<String>,
     destage_buf: Vec<u8>,
     last_save: Instant,
+    /// An armed power cut stands for a crash of the host process: nothing more is persisted.
+    crash_armed: bool,
+    /// Problems found on open that did not stop it.
+    warnings: Vec<String>,
 }
 
 /// A drive-managed SMR drive.
@@ -84,6 +88,13 @@ impl DmDrive {
     /// Statistics of the raw media (seeks, media bytes, busy time).
     pub fn media_stats(&self) -> Stats {
         self.inner.lock().media.stats()
+    }
+
+    /// Problems found when the image was opened that did not stop it (a damaged drive-state
+    /// slot or metadata checkpoint passed over, a torn metadata tail), for the caller to show;
+    /// empty for a healthy image or a drive in memory.
+    pub fn open_warnings(&self) -> Vec<String> {
+        self.inner.lock().warnings.clone()
     }
 
     /// Runs `f` on the raw media (tests and tools: inspect destroyed sectors, positions).
