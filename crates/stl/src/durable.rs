@@ -7,6 +7,7 @@
 //! layer state and the damage from the log alone, by decoding it: the in-memory state is never
 //! trusted after a power cut.
 
+use crate::check::Finding;
 use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
 use crate::metalog::{MetaLog, FRAME_VERSION_V1};
@@ -115,7 +116,7 @@ pub(crate) trait LogOps {
     /// current frame version).
     fn rewrite_checkpoint(&mut self, m: &mut Media) -> Result<()>;
     /// What loading the log noticed without failing (for warnings and checks).
-    fn notes(&self) -> Vec<String>;
+    fn notes(&self) -> Vec<Finding>;
 }
 
 /// The live state plus its durable image.
@@ -263,7 +264,7 @@ impl<S: Replay> LogOps for Durable<S> {
         self.write_checkpoint(&Damage::of(m))
     }
 
-    fn notes(&self) -> Vec<String> {
+    fn notes(&self) -> Vec<Finding> {
         self.log.notes().to_vec()
     }
 }

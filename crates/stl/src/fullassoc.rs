@@ -11,7 +11,9 @@ use crate::config::{Cleaning, DmConfig};
 use crate::durable::{dec_count, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
-use crate::layer::{band_buf, part, rd, restore_counters, salvage_read, wr, Layer, WriteReq};
+use crate::layer::{
+    band_buf, live_runs_of, part, rd, restore_counters, salvage_read, wr, Layer, LiveRun, WriteReq,
+};
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
@@ -494,6 +496,11 @@ impl Layer for FullyAssociative {
 
     fn log(&mut self) -> &mut dyn LogOps {
         &mut self.d
+    }
+
+    fn live_runs(&self) -> Vec<LiveRun> {
+        let (l, st) = (&self.layout, &self.d.live);
+        live_runs_of(l, &st.map, true, None, |b| l.bands[st.phys_of[b]].start)
     }
 
     fn stats(&self) -> StlStats {

@@ -9,8 +9,8 @@ use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
 use crate::layer::{
-    band_buf, part, rd, read_across, restore_counters, salvage_read, wr, write_across, Layer,
-    WriteReq,
+    band_buf, live_runs_of, part, rd, read_across, restore_counters, salvage_read, wr,
+    write_across, Layer, LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -763,6 +763,16 @@ impl Layer for Journal {
 
     fn log(&mut self) -> &mut dyn LogOps {
         &mut self.d
+    }
+
+    fn live_runs(&self) -> Vec<LiveRun> {
+        let l = &self.layout;
+        let st = &self.d.live;
+        live_runs_of(l, &st.map, true, st.staged, |b| l.bands[l.data[b]].start)
+    }
+
+    fn staged_band(&self) -> Option<usize> {
+        self.d.live.staged
     }
 
     fn stats(&self) -> StlStats {

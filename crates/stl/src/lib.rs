@@ -21,6 +21,7 @@
 //! ```
 
 mod bands;
+pub mod check;
 pub mod config;
 mod damage;
 #[cfg(test)]
@@ -39,6 +40,7 @@ pub mod profiles;
 mod setassoc;
 pub mod stats;
 
+pub use check::{CheckReport, Finding, Severity};
 pub use config::{CacheLocation, CacheMedia, Cleaning, DmConfig, Mapping, StlKind};
 pub use drive::DmDrive;
 pub use error::{Result, StlError};

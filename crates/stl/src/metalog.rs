@@ -7,6 +7,7 @@
 //! of its generation follows it — otherwise it is corruption, reported with its offset and
 //! never written over. Decoding never panics on bad bytes.
 
+use crate::check::{Finding, Severity};
 use crate::error::{Result, StlError};
 use std::fs::File;
 use std::io;
@@ -272,7 +273,7 @@ pub(crate) struct MetaLog {
     ckpt_len: u64,
     rec_bytes: u64,
     fresh: bool,
-    notes: Vec<String>,
+    notes: Vec<Finding>,
 }
 
 fn io_err(what: &str, e: io::Error) -> StlError {
@@ -313,7 +314,7 @@ impl MetaLog {
 
     /// What the last [`Self::load`] noticed that did not stop it (a damaged checkpoint of the
     /// other slot passed over, a torn tail), worded for a person.
-    pub fn notes(&self) -> &[String] {
+    pub fn notes(&self) -> &[Finding] {
         &self.notes
     }
 
@@ -570,17 +571,20 @@ impl MetaLog {
                 ),
             ));
         }
-        self.notes.push(match claimed {
-            Some(h) if h.gen == next => format!(
+        self.notes.push(Finding::new(
+            Severity::Warning,
+            match claimed {
+                Some(h) if h.gen == next => format!(
                 "metadata slot {other}: the checkpoint of generation {next} is damaged ({why}) \
                  and no record follows it: a checkpoint write torn by a crash, ignored; using \
                  generation {chosen_gen}"
             ),
-            _ => format!(
-                "metadata slot {other}: damaged checkpoint ({why}) ignored; using generation \
+                _ => format!(
+                    "metadata slot {other}: damaged checkpoint ({why}) ignored; using generation \
                  {chosen_gen}"
-            ),
-        });
+                ),
+            },
+        ));
         Ok(())
     }
 
@@ -643,11 +647,14 @@ impl MetaLog {
         if tail_written {
             let why = self.why_bad(slot, off, gen);
             if !why.starts_with("a frame of generation") {
-                self.notes.push(format!(
-                    "metadata slot {slot}: the log ends at byte {off} after {} records of \
-                     generation {gen}; the bytes there ({why}) are a write torn by a crash, \
-                     and the next record is written over them",
-                    records.len()
+                self.notes.push(Finding::new(
+                    Severity::Note,
+                    format!(
+                        "metadata slot {slot}: the log ends at byte {off} after {} records of \
+                         generation {gen}; the bytes there ({why}) are a write torn by a crash, \
+                         and the next record is written over them",
+                        records.len()
+                    ),
                 ));
             }
         }
@@ -703,7 +710,7 @@ mod tests {
         assert_eq!(got.checkpoint, (FRAME_VERSION, b"c1".to_vec()));
         assert_eq!(payloads(&got), vec![b"r1".to_vec(), b"r2".to_vec()]);
         assert!(
-            log.notes().iter().any(|n| n.contains("ignored")),
+            log.notes().iter().any(|n| n.message.contains("ignored")),
             "{:?}",
             log.notes()
         );

@@ -2,6 +2,7 @@
 //! state and rebuilding the translation layer from its metadata log); and closing it.
 
 use super::{DmDrive, Inner};
+use crate::check::{Finding, Severity};
 use crate::config::{DmConfig, StlKind};
 use crate::durable::Shape;
 use crate::error::{Result, StlError};
@@ -194,15 +195,26 @@ impl DmDrive {
             e @ StlError::LogCorrupt { .. } => e,
             e => bad(format!("recovering the translation layer: {e}")),
         })?;
-        let mut warnings = img.warnings.clone();
+        let mut warnings: Vec<Finding> = img
+            .warnings
+            .iter()
+            .map(|w| Finding::new(Severity::Warning, w.clone()))
+            .collect();
         warnings.extend(layer.log().notes());
         if !read_only && (img.header.version < DM_IMAGE_VERSION || layer.log().is_v1()) {
             // An image of format version 1 keeps the damage only in the drive state: move it
             // into the log (header first, so that an older build refuses the image from now on).
             img.upgrade_header()?;
             layer.log().rewrite_checkpoint(&mut media)?;
-            warnings.push(format!(
-                "upgraded the image from format version 1 to {DM_IMAGE_VERSION}"
+            warnings.push(Finding::new(
+                Severity::Note,
+                format!("upgraded the image from format version 1 to {DM_IMAGE_VERSION}"),
+            ));
+        } else if img.header.version < DM_IMAGE_VERSION {
+            warnings.push(Finding::new(
+                Severity::Note,
+                "format version 1: the damage map is the one of the last FLUSH (upgraded to \
+                 version 2 when opened writable)",
             ));
         }
         let replayed = layer.stats().replayed_records;
