@@ -482,3 +482,78 @@ fn a_damaged_newest_drive_state_slot_is_reported() {
         assert_eq!(b, vec![i as u8 + 1; SS], "block {}", i * 5);
     }
 }
+
+/// Rebuilds the sparse image a fixture file describes (see its header).
+fn image_from_fixture(text: &str, path: &Path) {
+    let size: u64 = text
+        .lines()
+        .find_map(|l| l.split("File size: ").nth(1))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap();
+    let f = std::fs::File::create(path).unwrap();
+    f.set_len(size).unwrap();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let (off, runs) = line.split_once(' ').unwrap();
+        let mut page = Vec::new();
+        for run in runs.split(',') {
+            if let Some((n, b)) = run.split_once('*') {
+                let n = usize::from_str_radix(n, 16).unwrap();
+                page.extend(std::iter::repeat_n(u8::from_str_radix(b, 16).unwrap(), n));
+            } else {
+                for i in (0..run.len()).step_by(2) {
+                    page.push(u8::from_str_radix(&run[i..i + 2], 16).unwrap());
+                }
+            }
+        }
+        f.write_all_at(&page, off.parse().unwrap()).unwrap();
+    }
+}
+
+/// Images of format version 1 (damage only in the drive state) still open: read-only as they
+/// are, and upgraded to version 2 (header rewritten, the damage moved into a new checkpoint)
+/// when opened writable; their data reads back the same either way.
+#[test]
+fn version_1_images_open_and_are_upgraded_when_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.img");
+    image_from_fixture(include_str!("fixtures/dm-smr-v1.txt"), &path);
+    let version = |p: &Path| {
+        let b = std::fs::read(p).unwrap();
+        tegula_stl::image::decode_header(&b[..64 << 10])
+            .unwrap()
+            .version
+    };
+    assert_eq!(version(&path), 1);
+    let expect = |d: &DmDrive| {
+        for i in 0..12u64 {
+            let mut b = vec![0u8; SS];
+            d.read(i * 37, &mut b).unwrap();
+            assert_eq!(b, vec![i as u8 + 1; SS], "block {}", i * 37);
+        }
+    };
+    let report = DmDrive::check(&path).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.message.contains("version 1")),
+        "{:?}",
+        report.findings
+    );
+    expect(&DmDrive::open_image(&path, true).unwrap());
+    assert_eq!(version(&path), 1, "a read-only open changed the image");
+    let d = DmDrive::open_image(&path, false).unwrap();
+    assert_eq!(version(&path), 2);
+    expect(&d);
+    d.write(500, &[0xAB; SS]).unwrap();
+    d.close().unwrap();
+    let d = DmDrive::open_image(&path, false).unwrap();
+    expect(&d);
+    let mut b = vec![0u8; SS];
+    d.read(500, &mut b).unwrap();
+    assert_eq!(b, vec![0xAB; SS]);
+    d.close().unwrap();
+    let report = DmDrive::check(&path).unwrap();
+    assert!(report.is_clean(), "{:?}", report.findings);
+}
