@@ -12,7 +12,7 @@ use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
 use crate::metalog::{MetaLog, FRAME_VERSION_V1};
 use tegula_codec::{Dec, Enc};
-use tegula_device::media::Media;
+use tegula_device::media::{Media, MediaEvent};
 
 /// The dimensions every decoded state and record is checked against, so that a record that
 /// passed its checksum but names a band or sector outside the drive is refused rather than
@@ -103,6 +103,42 @@ pub(crate) fn decode_record<S: Replay>(
     Ok(r)
 }
 
+/// Decodes a checkpoint payload of frame version `version`: the damage (none before version
+/// 2) and the layer state, all of it checked against `shape`.
+pub(crate) fn decode_checkpoint_payload<S: Replay>(
+    version: u8,
+    b: &[u8],
+    shape: &Shape,
+) -> std::result::Result<(Option<Damage>, S), String> {
+    let mut d = Dec::new(b);
+    let damage = if version == FRAME_VERSION_V1 {
+        None
+    } else {
+        Some(Damage::decode(&mut d, shape.media)?)
+    };
+    Ok((damage, decode_state(d.rest(), shape)?))
+}
+
+/// Decodes a record payload of frame version `version`: the damage events (none before
+/// version 2) and the layer record (none in a record of damage events only).
+pub(crate) fn decode_record_payload<S: Replay>(
+    version: u8,
+    b: &[u8],
+    shape: &Shape,
+) -> std::result::Result<(Vec<MediaEvent>, Option<S::Rec>), String> {
+    if version == FRAME_VERSION_V1 {
+        return Ok((Vec::new(), Some(decode_record::<S>(b, shape)?)));
+    }
+    let mut d = Dec::new(b);
+    let events = decode_events(&mut d, shape.media)?;
+    let rec = if d.remaining() == 0 {
+        None
+    } else {
+        Some(decode_record::<S>(d.rest(), shape)?)
+    };
+    Ok((events, rec))
+}
+
 /// The operations on a layer's log that the drive needs, whatever the layer's state type.
 pub(crate) trait LogOps {
     /// Makes the log durable on the host.
@@ -186,38 +222,22 @@ impl<S: Replay> Durable<S> {
         let loaded = self.log.load()?;
         let generation = self.log.generation();
         let (version, bytes) = &loaded.checkpoint;
-        let bad = |p: String| {
-            StlError::Corrupt(format!(
-                "metadata checkpoint of generation {generation}: {p}"
-            ))
-        };
-        let mut d = Dec::new(bytes);
-        let damage = if *version == FRAME_VERSION_V1 {
-            None
-        } else {
-            Some(Damage::decode(&mut d, self.shape.media).map_err(bad)?)
-        };
-        let mut s: S = decode_state(d.rest(), &self.shape).map_err(bad)?;
+        let (damage, mut s) = decode_checkpoint_payload::<S>(*version, bytes, &self.shape)
+            .map_err(|p| {
+                StlError::Corrupt(format!(
+                    "metadata checkpoint of generation {generation}: {p}"
+                ))
+            })?;
         // Check every record before touching the media: a bad one leaves the drive as it was.
         let mut replay = Vec::with_capacity(loaded.records.len());
         for (i, (version, r)) in loaded.records.iter().enumerate() {
-            let bad = |p: String| {
-                StlError::Corrupt(format!(
-                    "metadata record {i} of generation {generation}: {p}"
-                ))
-            };
-            let mut d = Dec::new(r);
-            let events = if *version == FRAME_VERSION_V1 {
-                Vec::new()
-            } else {
-                decode_events(&mut d, self.shape.media).map_err(bad)?
-            };
-            let rec = if d.remaining() == 0 && *version != FRAME_VERSION_V1 {
-                None
-            } else {
-                Some(decode_record::<S>(d.rest(), &self.shape).map_err(bad)?)
-            };
-            replay.push((events, rec));
+            replay.push(
+                decode_record_payload::<S>(*version, r, &self.shape).map_err(|p| {
+                    StlError::Corrupt(format!(
+                        "metadata record {i} of generation {generation}: {p}"
+                    ))
+                })?,
+            );
         }
         m.take_events();
         if let Some(dmg) = damage {

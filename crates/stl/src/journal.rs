@@ -149,7 +149,12 @@ impl Replay for JState {
         let mut end = 0u64;
         for _ in 0..n {
             let (pos, len, live, seq) = (d.u64()?, d.u64()?, d.u64()?, d.u64()?);
-            shape.pos(pos, len.max(1))?;
+            if len == 0 || live > len {
+                return Err(format!(
+                    "journal entry at {pos} of {len} sectors with {live} live ones"
+                ));
+            }
+            shape.pos(pos, len)?;
             if pos < end {
                 return Err(format!("journal entry at {pos} overlaps the previous one"));
             }
@@ -204,7 +209,10 @@ impl Replay for JState {
         match d.u8()? {
             J_ENTRY => {
                 let (pos, len) = (d.u64()?, d.u64()?);
-                shape.pos(pos, len.max(1))?;
+                if len == 0 {
+                    return Err(format!("journal entry at {pos} of no sectors"));
+                }
+                shape.pos(pos, len)?;
                 let extents = dec_extents(d, shape)?;
                 Ok(JRec::Entry { pos, len, extents })
             }

@@ -31,6 +31,8 @@ mod durable;
 pub mod error;
 mod extmap;
 mod fullassoc;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod image;
 mod journal;
 mod layer;

@@ -130,6 +130,13 @@ pub(crate) struct MemMeta {
     slots: [Vec<u8>; 2],
 }
 
+impl MemMeta {
+    /// Slots holding these bytes.
+    pub fn with_slots(slots: [Vec<u8>; 2]) -> Self {
+        MemMeta { slots }
+    }
+}
+
 impl MetaBackend for MemMeta {
     fn read_at(&mut self, slot: usize, off: u64, buf: &mut [u8]) -> io::Result<()> {
         let s = &self.slots[slot & 1];
