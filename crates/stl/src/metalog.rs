@@ -763,9 +763,7 @@ mod tests {
             }
         }
         // The same flip in the last record is a torn tail.
-        log.backend
-            .write_at(0, offs[3] + 22, &[b'X'])
-            .expect("flip");
+        log.backend.write_at(0, offs[3] + 22, b"X").expect("flip");
         let got = log.load().expect("a damaged last record is a torn tail");
         assert_eq!(got.records.len(), 3);
     }
@@ -777,7 +775,7 @@ mod tests {
         log.append(b"r1").expect("append");
         log.write_checkpoint(b"c2").expect("ckpt");
         log.append(b"r2").expect("append");
-        log.backend.write_at(1, 21, &[b'X']).expect("flip");
+        log.backend.write_at(1, 21, b"X").expect("flip");
         match log.load() {
             Err(StlError::LogCorrupt {
                 slot: 1,
