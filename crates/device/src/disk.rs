@@ -160,6 +160,23 @@ impl Disk {
         Ok(disk)
     }
 
+    /// Problems found on open that did not stop it (a damaged state slot passed over), for the
+    /// caller to show; empty for a healthy image or a drive in memory.
+    pub fn open_warnings(&self) -> Vec<String> {
+        let g = self.inner.lock();
+        g.image
+            .as_ref()
+            .map_or_else(Vec::new, |i| i.warnings.clone())
+    }
+
+    /// Checks a disk image without modifying it: opens it read-only (header, state slots,
+    /// zone states) and returns the problems that do not stop it from opening; an error when
+    /// it cannot be opened.
+    pub fn check_image(path: &Path) -> Result<Vec<String>> {
+        let d = Self::open_image(path, OpenOptions { read_only: true })?;
+        Ok(d.open_warnings())
+    }
+
     /// The resolved configuration.
     pub fn config(&self) -> &DiskConfig {
         &self.config

@@ -6,6 +6,7 @@
 use crate::config::DiskConfig;
 use crate::error::{DeviceError, Result};
 use crate::ranges::RangeSet;
+use crate::slots::{self, SlotRead};
 use crate::stats::Stats;
 use crate::units::Nanos;
 use crate::zone::ZoneCondition;
@@ -245,6 +246,9 @@ pub struct ImageFile {
     path: PathBuf,
     /// The decoded header.
     pub header: ImageHeader,
+    /// Problems found with the state slots on open (a damaged slot passed over), for the
+    /// caller to show; empty for a healthy image.
+    pub warnings: Vec<String>,
     next_seq: u64,
 }
 
@@ -297,6 +301,7 @@ impl ImageFile {
             file,
             path: path.to_path_buf(),
             header,
+            warnings: Vec::new(),
             next_seq: 1,
         };
         img.write_state(state.clone())?;
@@ -339,24 +344,22 @@ impl ImageFile {
                 format!("truncated: {size} bytes, the configuration needs {expect}"),
             ));
         }
-        let mut best: Option<ImageState> = None;
-        let mut problems = Vec::new();
+        let mut reads = Vec::with_capacity(2);
         for slot in 0..2 {
             let off = header.state_offset + slot * header.slot_size;
             let mut b = vec![0u8; header.slot_size as usize];
             file.read_exact_at(&mut b, off)
                 .map_err(|e| DeviceError::io(format!("reading {}", path.display()), e))?;
-            match decode_state(&b) {
-                Ok(s) if best.as_ref().is_none_or(|bst| s.seq > bst.seq) => best = Some(s),
-                Ok(_) => {}
-                Err(p) => problems.push(format!(
-                    "slot {} at offset {off}: {p}",
-                    ["A", "B"][slot as usize]
-                )),
-            }
+            let claimed = STATE_FORMAT.decode_header(&b).ok().map(|h| h.seq);
+            let head = &b[..b.len().min(STATE_FORMAT.header_len())];
+            reads.push(SlotRead::new(off, head, decode_state(&b), claimed));
         }
-        let state = best
-            .ok_or_else(|| image_err(path, format!("no valid state: {}", problems.join("; "))))?;
+        let pair: [SlotRead<ImageState>; 2] = match reads.try_into() {
+            Ok(p) => p,
+            Err(_) => return Err(image_err(path, "state slots unreadable")),
+        };
+        let choice = slots::choose("state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
+        let (state, warnings) = (choice.state, choice.warnings);
         if state.zones.len() != header.config.zone_count() as usize {
             return Err(image_err(
                 path,
@@ -376,6 +379,7 @@ impl ImageFile {
                 file,
                 path: path.to_path_buf(),
                 header,
+                warnings,
                 next_seq,
             },
             state,

@@ -323,3 +323,56 @@ fn close_descriptors_of(path: &std::path::Path) {
         }
     }
 }
+
+/// The state slots of `p`: (offset, sequence or `None` when it does not decode), A then B.
+fn slots_of(p: &Path) -> Vec<(u64, Option<u64>)> {
+    let bytes = std::fs::read(p).unwrap();
+    let h = decode_header(&bytes[..HEADER_REGION as usize]).unwrap();
+    (0..2)
+        .map(|i| {
+            let off = h.state_offset + i * h.slot_size;
+            let b = &bytes[off as usize..(off + h.slot_size) as usize];
+            (off, decode_state(b).ok().map(|s| s.seq))
+        })
+        .collect()
+}
+
+/// A two-slot state (like a superblock pair) falls back to the older slot when the newer one
+/// is damaged — a save torn by a crash, or corruption — and says so instead of passing over
+/// it silently: on open (`Disk::open_warnings`) and in a check (`Disk::check_image`).
+#[test]
+fn a_damaged_newest_state_slot_is_reported_not_silently_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("d.img");
+    populated(&p);
+    assert!(open(&p).unwrap().open_warnings().is_empty());
+    assert!(Disk::check_image(&p).unwrap().is_empty());
+    let slots = slots_of(&p);
+    let newest = if slots[0].1 > slots[1].1 {
+        slots[0]
+    } else {
+        slots[1]
+    };
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    f.write_all_at(&[0x5a], newest.0 + 40).unwrap();
+    let d = open(&p).unwrap();
+    let w = d.open_warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("newer sequence") && w[0].contains("lost"),
+        "{w:?}"
+    );
+    d.close().unwrap();
+    // The close rewrote the damaged slot (the older one now): no warning left.
+    assert!(Disk::check_image(&p).unwrap().is_empty());
+    // A damaged older slot is a milder warning.
+    let slots = slots_of(&p);
+    let older_now = if slots[0].1 < slots[1].1 {
+        slots[0]
+    } else {
+        slots[1]
+    };
+    f.write_all_at(&[0x5a], older_now.0 + 40).unwrap();
+    let w = Disk::check_image(&p).unwrap();
+    assert!(w.len() == 1 && w[0].contains("older"), "{w:?}");
+}

@@ -4,7 +4,7 @@
 //! connection past the limit is closed at once, a client that does not finish negotiating
 //! within [`ServerOptions::handshake_timeout`] or stops reading its replies for
 //! [`ServerOptions::write_timeout`] is disconnected, reads are streamed in pieces of
-//! [`READ_PIECE`] bytes (a connection holds at most a few MiB whatever it asks), and a failing
+//! [`READ_PIECE`](crate::READ_PIECE) bytes (a connection holds at most a few MiB whatever it asks), and a failing
 //! `accept()` (out of file descriptors, say) is logged and retried, never fatal.
 
 use crate::negotiate::negotiate;

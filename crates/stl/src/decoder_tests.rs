@@ -19,6 +19,7 @@ fn shape() -> Shape {
         logical_bands: 200,
         cache_bands: 4,
         zones: 3,
+        media: 1 << 22,
     }
 }
 

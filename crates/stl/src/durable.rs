@@ -1,13 +1,18 @@
-//! What survives a power cut: the layer's last checkpoint and the records committed since
-//! (the out-of-band metadata of completed journal entries, cache block headers, band remap
-//! records), kept in a [`MetaLog`] — in memory, or in the drive image. A record is committed
-//! only after the media write that carries its data has completed, and recovery rebuilds the
-//! whole layer state from the log alone, by decoding it: the in-memory state is never trusted
-//! after a power cut.
+//! What survives a power cut or a killed process: the layer's last checkpoint and the records
+//! committed since (the out-of-band metadata of completed journal entries, cache block
+//! headers, band remap records), kept in a [`MetaLog`] — in memory, or in the drive image —
+//! together with the media's damage: a checkpoint carries the damage state, and each record
+//! the damage events of the media writes completed before it. A record is committed only
+//! after the media write that carries its data has completed, and recovery rebuilds the whole
+//! layer state and the damage from the log alone, by decoding it: the in-memory state is never
+//! trusted after a power cut.
 
+use crate::check::Finding;
+use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
-use crate::metalog::MetaLog;
+use crate::metalog::{MetaLog, FRAME_VERSION_V1};
 use tegula_codec::{Dec, Enc};
+use tegula_device::media::{Media, MediaEvent};
 
 /// The dimensions every decoded state and record is checked against, so that a record that
 /// passed its checksum but names a band or sector outside the drive is refused rather than
@@ -26,6 +31,8 @@ pub(crate) struct Shape {
     pub cache_bands: usize,
     /// Zones (fully associative layer).
     pub zones: usize,
+    /// Sectors of the raw media (damage ranges and events are checked against it).
+    pub media: u64,
 }
 
 impl Shape {
@@ -96,6 +103,58 @@ pub(crate) fn decode_record<S: Replay>(
     Ok(r)
 }
 
+/// Decodes a checkpoint payload of frame version `version`: the damage (none before version
+/// 2) and the layer state, all of it checked against `shape`.
+pub(crate) fn decode_checkpoint_payload<S: Replay>(
+    version: u8,
+    b: &[u8],
+    shape: &Shape,
+) -> std::result::Result<(Option<Damage>, S), String> {
+    let mut d = Dec::new(b);
+    let damage = if version == FRAME_VERSION_V1 {
+        None
+    } else {
+        Some(Damage::decode(&mut d, shape.media)?)
+    };
+    Ok((damage, decode_state(d.rest(), shape)?))
+}
+
+/// Decodes a record payload of frame version `version`: the damage events (none before
+/// version 2) and the layer record (none in a record of damage events only).
+pub(crate) fn decode_record_payload<S: Replay>(
+    version: u8,
+    b: &[u8],
+    shape: &Shape,
+) -> std::result::Result<(Vec<MediaEvent>, Option<S::Rec>), String> {
+    if version == FRAME_VERSION_V1 {
+        return Ok((Vec::new(), Some(decode_record::<S>(b, shape)?)));
+    }
+    let mut d = Dec::new(b);
+    let events = decode_events(&mut d, shape.media)?;
+    let rec = if d.remaining() == 0 {
+        None
+    } else {
+        Some(decode_record::<S>(d.rest(), shape)?)
+    };
+    Ok((events, rec))
+}
+
+/// The operations on a layer's log that the drive needs, whatever the layer's state type.
+pub(crate) trait LogOps {
+    /// Makes the log durable on the host.
+    fn sync(&mut self) -> Result<()>;
+    /// Appends the media's queued damage events as a record of their own (FLUSH, power cuts).
+    fn log_media(&mut self, m: &mut Media) -> Result<()>;
+    /// Whether the log was loaded from a checkpoint of the first frame version (no damage in
+    /// the log: an image written by an older build).
+    fn is_v1(&self) -> bool;
+    /// Writes the whole state, with the media's current damage, as a new checkpoint (of the
+    /// current frame version).
+    fn rewrite_checkpoint(&mut self, m: &mut Media) -> Result<()>;
+    /// What loading the log noticed without failing (for warnings and checks).
+    fn notes(&self) -> Vec<Finding>;
+}
+
 /// The live state plus its durable image.
 pub(crate) struct Durable<S: Replay> {
     /// Current state (what the controller has in memory).
@@ -103,76 +162,130 @@ pub(crate) struct Durable<S: Replay> {
     log: MetaLog,
     shape: Shape,
     buf: Enc,
+    v1: bool,
 }
 
 impl<S: Replay> Durable<S> {
-    /// Starts from `initial`; on a fresh log it becomes the first checkpoint, otherwise the
-    /// caller loads the log with [`Self::recover`].
+    /// Starts from `initial`; on a fresh log it becomes the first checkpoint (with no damage:
+    /// the media is new), otherwise the caller loads the log with [`Self::recover`].
     pub fn new(initial: S, log: MetaLog, shape: Shape) -> Result<Self> {
         let mut d = Durable {
             live: initial,
             log,
             shape,
             buf: Enc::new(),
+            v1: false,
         };
         if d.log.is_fresh() {
-            d.write_checkpoint()?;
+            d.write_checkpoint(&Damage::default())?;
         }
         Ok(d)
     }
 
-    fn write_checkpoint(&mut self) -> Result<()> {
+    fn write_checkpoint(&mut self, damage: &Damage) -> Result<()> {
         let mut e = Enc::new();
+        damage.encode(&mut e);
         self.live.encode(&mut e);
-        self.log.write_checkpoint(e.as_bytes())
+        self.log.write_checkpoint(e.as_bytes())?;
+        self.v1 = false;
+        Ok(())
     }
 
-    /// Commits a record whose media write has completed.
-    pub fn commit(&mut self, r: S::Rec) -> Result<()> {
+    /// Commits a record whose media write has completed, with the damage events of the media
+    /// writes completed since the previous frame (the record's own among them).
+    pub fn commit(&mut self, m: &mut Media, r: S::Rec) -> Result<()> {
+        let events = m.take_events();
         self.buf.clear();
+        encode_events(&mut self.buf, &events);
         S::encode_rec(&r, &mut self.buf);
         self.live.apply(&r);
         if !self.log.fits(self.buf.len()) || self.log.wants_compaction() {
-            // The new checkpoint already contains `r`.
-            return self.write_checkpoint();
+            // The new checkpoint already contains `r` and the damage of the events.
+            return self.write_checkpoint(&Damage::of(m));
         }
         self.log.append(self.buf.as_bytes())
     }
 
     /// A hint that the layer wrote a map copy: compact the log if it has grown.
-    pub fn checkpoint(&mut self) -> Result<()> {
+    pub fn checkpoint(&mut self, m: &mut Media) -> Result<()> {
         if self.log.wants_compaction() {
-            self.write_checkpoint()?;
+            m.take_events();
+            self.write_checkpoint(&Damage::of(m))?;
         }
         Ok(())
     }
 
-    /// Makes the log durable on the host.
-    pub fn sync(&mut self) -> Result<()> {
+    /// Throws away the live state and the media's damage and rebuilds both from the log (for
+    /// a log of the first frame version, which has no damage, the media's damage is kept as
+    /// the caller restored it); returns how many records were replayed.
+    pub fn recover(&mut self, m: &mut Media) -> Result<usize> {
+        let loaded = self.log.load()?;
+        let generation = self.log.generation();
+        let (version, bytes) = &loaded.checkpoint;
+        let (damage, mut s) = decode_checkpoint_payload::<S>(*version, bytes, &self.shape)
+            .map_err(|p| {
+                StlError::Corrupt(format!(
+                    "metadata checkpoint of generation {generation}: {p}"
+                ))
+            })?;
+        // Check every record before touching the media: a bad one leaves the drive as it was.
+        let mut replay = Vec::with_capacity(loaded.records.len());
+        for (i, (version, r)) in loaded.records.iter().enumerate() {
+            replay.push(
+                decode_record_payload::<S>(*version, r, &self.shape).map_err(|p| {
+                    StlError::Corrupt(format!(
+                        "metadata record {i} of generation {generation}: {p}"
+                    ))
+                })?,
+            );
+        }
+        m.take_events();
+        if let Some(dmg) = damage {
+            dmg.restore(m);
+        }
+        for (events, rec) in &replay {
+            for e in events {
+                m.apply_event(e);
+            }
+            if let Some(rec) = rec {
+                s.apply(rec);
+            }
+        }
+        self.live = s;
+        self.v1 = *version == FRAME_VERSION_V1;
+        Ok(replay.iter().filter(|(_, r)| r.is_some()).count())
+    }
+}
+
+impl<S: Replay> LogOps for Durable<S> {
+    fn sync(&mut self) -> Result<()> {
         self.log.sync()
     }
 
-    /// Throws away the live state and rebuilds it from the log; returns how many records were
-    /// replayed.
-    pub fn recover(&mut self) -> Result<usize> {
-        let loaded = self.log.load()?;
-        let mut s: S = decode_state(&loaded.checkpoint, &self.shape).map_err(|p| {
-            StlError::Corrupt(format!(
-                "metadata checkpoint of generation {}: {p}",
-                self.log.generation()
-            ))
-        })?;
-        for (i, r) in loaded.records.iter().enumerate() {
-            let rec = decode_record::<S>(r, &self.shape).map_err(|p| {
-                StlError::Corrupt(format!(
-                    "metadata record {i} of generation {}: {p}",
-                    self.log.generation()
-                ))
-            })?;
-            s.apply(&rec);
+    fn log_media(&mut self, m: &mut Media) -> Result<()> {
+        if !m.has_events() {
+            return Ok(());
         }
-        self.live = s;
-        Ok(loaded.records.len())
+        let events = m.take_events();
+        self.buf.clear();
+        encode_events(&mut self.buf, &events);
+        if !self.log.fits(self.buf.len()) || self.log.wants_compaction() {
+            return self.write_checkpoint(&Damage::of(m));
+        }
+        self.log.append(self.buf.as_bytes())
+    }
+
+    fn is_v1(&self) -> bool {
+        self.v1
+    }
+
+    fn rewrite_checkpoint(&mut self, m: &mut Media) -> Result<()> {
+        m.take_events();
+        self.write_checkpoint(&Damage::of(m))
+    }
+
+    fn notes(&self) -> Vec<Finding> {
+        self.log.notes().to_vec()
     }
 }
 

@@ -18,6 +18,23 @@ pub enum StlError {
     /// Persistent metadata failed a check (checksum, version, bounds).
     #[error("corrupt metadata: {0}")]
     Corrupt(String),
+    /// The metadata log holds a damaged frame with a valid frame of its generation after it:
+    /// corruption, not a torn tail. The drive refuses to open rather than replay a prefix of
+    /// the log and append over the records after the damage.
+    #[error(
+        "corrupt metadata log: slot {slot}, byte {offset}{}: {problem}",
+        image_offset.map_or(String::new(), |o| format!(" (image offset {o})"))
+    )]
+    LogCorrupt {
+        /// Metadata slot (0 or 1).
+        slot: usize,
+        /// Byte offset of the damaged frame in its slot.
+        offset: u64,
+        /// Its byte offset in the image file, for an image.
+        image_offset: Option<u64>,
+        /// What is damaged, and what follows it.
+        problem: String,
+    },
     /// A drive image is unusable (names the file and the problem).
     #[error("drive image {path}: {problem}")]
     Image {

@@ -8,10 +8,12 @@
 
 use crate::bands::{read_native, write_by_band};
 use crate::config::{Cleaning, DmConfig};
-use crate::durable::{dec_count, Durable, Replay, Shape};
+use crate::durable::{dec_count, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
-use crate::layer::{band_buf, part, rd, restore_counters, salvage_read, wr, Layer, WriteReq};
+use crate::layer::{
+    band_buf, live_runs_of, part, rd, restore_counters, salvage_read, wr, Layer, LiveRun, WriteReq,
+};
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
@@ -336,13 +338,16 @@ impl FullyAssociative {
             && pieces[0].len == hi - lo
             && pieces[0].pos == ustart;
         if in_order {
-            self.d.commit(FRec::Merge {
-                zone,
-                band,
-                to: u.phys,
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                FRec::Merge {
+                    zone,
+                    band,
+                    to: u.phys,
+                    lo,
+                    hi,
+                },
+            )?;
         } else {
             let Some(&to) = self.d.live.free[zone].last() else {
                 return Err(StlError::Layout(format!("zone {zone} has no free band")));
@@ -360,17 +365,20 @@ impl FullyAssociative {
             }
             wr(m, self.layout.bands[to].start, n, &img)?;
             self.stats.cleaning_bytes_written += n * ss;
-            self.d.commit(FRec::Merge {
-                zone,
-                band,
-                to,
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                FRec::Merge {
+                    zone,
+                    band,
+                    to,
+                    lo,
+                    hi,
+                },
+            )?;
         }
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
-        self.d.checkpoint()
+        self.d.checkpoint(m)
     }
 
     fn oldest_in(&self, zone: Option<usize>, except: usize) -> Option<usize> {
@@ -405,14 +413,14 @@ impl FullyAssociative {
                 self.stats.cleaning_runs += 1;
             }
             let phys = self.d.live.free[zone][0];
-            self.d.commit(FRec::Open { zone, band, phys })?;
+            self.d.commit(m, FRec::Open { zone, band, phys })?;
         }
         let Some(u) = self.d.live.upd.get(&band).copied() else {
             return Err(StlError::Layout("update band vanished".into()));
         };
         let pos = self.layout.bands[u.phys].start + u.wp;
         m.write(pos, data, true)?;
-        self.d.commit(FRec::Put { band, lba, n, pos })?;
+        self.d.commit(m, FRec::Put { band, lba, n, pos })?;
         self.stats.journal_entries += 1;
         Ok(())
     }
@@ -471,8 +479,8 @@ impl Layer for FullyAssociative {
         Ok(())
     }
 
-    fn recover(&mut self, _m: &mut Media, _redo: bool) -> Result<()> {
-        let n = self.d.recover()?;
+    fn recover(&mut self, m: &mut Media, _redo: bool) -> Result<()> {
+        let n = self.d.recover(m)?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
         Ok(())
@@ -486,8 +494,13 @@ impl Layer for FullyAssociative {
         restore_counters(&mut self.stats, s);
     }
 
-    fn sync(&mut self) -> Result<()> {
-        self.d.sync()
+    fn log(&mut self) -> &mut dyn LogOps {
+        &mut self.d
+    }
+
+    fn live_runs(&self) -> Vec<LiveRun> {
+        let (l, st) = (&self.layout, &self.d.live);
+        live_runs_of(l, &st.map, true, None, |b| l.bands[st.phys_of[b]].start)
     }
 
     fn stats(&self) -> StlStats {

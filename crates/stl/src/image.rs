@@ -18,13 +18,17 @@ use tegula_codec::{Dec, Enc};
 use tegula_device::image::{
     decode_state as decode_media, encode_state as encode_media, ImageState,
 };
+use tegula_device::slots::{self, SlotRead};
 
 /// Magic number at offset 0 of every drive-managed SMR image.
 pub const DM_MAGIC: [u8; 8] = *b"TGLADMSR";
 /// Magic number of a drive-state slot.
 pub const DM_STATE_MAGIC: [u8; 8] = *b"TGLADMST";
-/// Current header version.
-pub const DM_IMAGE_VERSION: u32 = 1;
+/// Current header version: 2 keeps the media's damage in the metadata log (frame version 2).
+pub const DM_IMAGE_VERSION: u32 = 2;
+/// Oldest header version this build opens (version 1 images are upgraded when opened
+/// writable).
+pub const DM_IMAGE_VERSION_MIN: u32 = 1;
 /// Current drive-state version.
 pub const DM_STATE_VERSION: u32 = 1;
 /// The frame around a drive-state record: a slot frame (magic, version, length, seq, CRC-32C).
@@ -136,9 +140,10 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
         return Err("not a tegula dm-smr image (bad magic at offset 0)".into());
     }
     let version = d.u32()?;
-    if version != DM_IMAGE_VERSION {
+    if !(DM_IMAGE_VERSION_MIN..=DM_IMAGE_VERSION).contains(&version) {
         return Err(format!(
-            "unsupported dm-smr image version {version} (this build reads version {DM_IMAGE_VERSION})"
+            "unsupported dm-smr image version {version} (this build reads versions \
+             {DM_IMAGE_VERSION_MIN} to {DM_IMAGE_VERSION})"
         ));
     }
     let header_len = d.u32()? as usize;
@@ -231,6 +236,8 @@ pub(crate) struct DmImage {
     path: PathBuf,
     /// The decoded header.
     pub header: DmImageHeader,
+    /// Problems with the drive-state slots found on open (a damaged slot passed over).
+    pub warnings: Vec<String>,
     next_seq: u64,
 }
 
@@ -299,6 +306,7 @@ impl DmImage {
             file,
             path: path.to_path_buf(),
             header,
+            warnings: Vec::new(),
             next_seq: 1,
         })
     }
@@ -332,35 +340,30 @@ impl DmImage {
                 ),
             ));
         }
-        let mut best: Option<DriveState> = None;
-        let mut problems = Vec::new();
         let slot_len = header.state_slot.min(DM_STATE_SLOT * 4) as usize;
+        let mut reads = Vec::with_capacity(2);
         for slot in 0..2u64 {
             let off = header.state_offset + slot * header.state_slot;
             let mut b = vec![0u8; slot_len];
             file.read_exact_at(&mut b, off)
                 .map_err(|e| io_err(path, "reading a drive-state slot", e))?;
-            match decode_drive_state(&b) {
-                Ok(s) if best.as_ref().is_none_or(|x| s.seq > x.seq) => best = Some(s),
-                Ok(_) => {}
-                Err(p) => problems.push(format!(
-                    "slot {} at offset {off}: {p}",
-                    ["A", "B"][slot as usize]
-                )),
-            }
+            let claimed = DM_STATE_FORMAT.decode_header(&b).ok().map(|h| h.seq);
+            let head = &b[..b.len().min(DM_STATE_FORMAT.header_len())];
+            reads.push(SlotRead::new(off, head, decode_drive_state(&b), claimed));
         }
-        let state = best.ok_or_else(|| {
-            image_err(
-                path,
-                format!("no valid drive state: {}", problems.join("; ")),
-            )
-        })?;
+        let pair: [SlotRead<DriveState>; 2] = reads
+            .try_into()
+            .map_err(|_| image_err(path, "drive-state slots unreadable"))?;
+        let choice =
+            slots::choose("drive state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
+        let (state, warnings) = (choice.state, choice.warnings);
         let next_seq = state.seq + 1;
         Ok((
             DmImage {
                 file,
                 path: path.to_path_buf(),
                 header,
+                warnings,
                 next_seq,
             },
             state,
@@ -401,6 +404,19 @@ impl DmImage {
         self.file
             .try_clone()
             .map_err(|e| io_err(&self.path, "cloning the image handle", e))
+    }
+
+    /// Rewrites the header as the current version and syncs it (after which older builds
+    /// refuse the image: they would misread its metadata log).
+    pub fn upgrade_header(&mut self) -> Result<()> {
+        self.header.version = DM_IMAGE_VERSION;
+        let hb = encode_header(&self.header);
+        self.file
+            .write_all_at(&hb, 0)
+            .map_err(|e| io_err(&self.path, "writing the header", e))?;
+        self.file
+            .sync_data()
+            .map_err(|e| io_err(&self.path, "syncing", e))
     }
 
     /// Writes `state` to the older slot; with `sync`, `fdatasync`s it.

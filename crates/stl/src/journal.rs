@@ -5,12 +5,12 @@
 
 use crate::bands::read_native;
 use crate::config::{Cleaning, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
+use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
 use crate::layer::{
-    band_buf, part, rd, read_across, restore_counters, salvage_read, wr, write_across, Layer,
-    WriteReq,
+    band_buf, live_runs_of, part, rd, read_across, restore_counters, salvage_read, wr,
+    write_across, Layer, LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -149,7 +149,12 @@ impl Replay for JState {
         let mut end = 0u64;
         for _ in 0..n {
             let (pos, len, live, seq) = (d.u64()?, d.u64()?, d.u64()?, d.u64()?);
-            shape.pos(pos, len.max(1))?;
+            if len == 0 || live > len {
+                return Err(format!(
+                    "journal entry at {pos} of {len} sectors with {live} live ones"
+                ));
+            }
+            shape.pos(pos, len)?;
             if pos < end {
                 return Err(format!("journal entry at {pos} overlaps the previous one"));
             }
@@ -204,7 +209,10 @@ impl Replay for JState {
         match d.u8()? {
             J_ENTRY => {
                 let (pos, len) = (d.u64()?, d.u64()?);
-                shape.pos(pos, len.max(1))?;
+                if len == 0 {
+                    return Err(format!("journal entry at {pos} of no sectors"));
+                }
+                shape.pos(pos, len)?;
                 let extents = dec_extents(d, shape)?;
                 Ok(JRec::Entry { pos, len, extents })
             }
@@ -463,13 +471,16 @@ impl Journal {
             img[a..].copy_from_slice(&native_img[a..]);
         }
         write_across(m, &self.layout, &self.layout.staging, &img, n)?;
-        self.d.commit(JRec::Staged { band })?;
+        self.d.commit(m, JRec::Staged { band })?;
         wr(m, native, n, &img)?;
-        self.d.commit(JRec::Native {
-            band: Some(band),
-            lo,
-            hi,
-        })?;
+        self.d.commit(
+            m,
+            JRec::Native {
+                band: Some(band),
+                lo,
+                hi,
+            },
+        )?;
         self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
@@ -486,7 +497,7 @@ impl Journal {
         self.map_buf = buf;
         r?;
         self.slot = new;
-        self.d.checkpoint()?;
+        self.d.checkpoint(m)?;
         self.stats.map_merges += 1;
         Ok(())
     }
@@ -564,7 +575,7 @@ impl Journal {
         } else {
             wr(m, pos, len, &[])?
         };
-        self.d.commit(JRec::Entry { pos, len, extents })?;
+        self.d.commit(m, JRec::Entry { pos, len, extents })?;
         self.stats.journal_entries += 1;
         let every = self.cfg.map_merge_every;
         if every > 0 && self.stats.journal_entries.is_multiple_of(every) {
@@ -648,11 +659,14 @@ impl Layer for Journal {
                     &[][..]
                 };
                 wr(m, self.layout.native(cur), hi - cur, data)?;
-                self.d.commit(JRec::Native {
-                    band: None,
-                    lo: cur,
-                    hi,
-                })?;
+                self.d.commit(
+                    m,
+                    JRec::Native {
+                        band: None,
+                        lo: cur,
+                        hi,
+                    },
+                )?;
                 self.stats.bypass_writes += 1;
                 cur = b;
                 continue;
@@ -675,23 +689,29 @@ impl Layer for Journal {
                 }
             }
             wr(m, self.layout.native(cur), hi - cur, &img)?;
-            self.d.commit(JRec::Native {
-                band: None,
-                lo: cur,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                JRec::Native {
+                    band: None,
+                    lo: cur,
+                    hi,
+                },
+            )?;
             self.stats.bypass_writes += 1;
             cur = b;
         }
         Ok(())
     }
 
-    fn discard(&mut self, _m: &mut Media, lba: u64, n: u64) -> Result<()> {
-        self.d.commit(JRec::Native {
-            band: None,
-            lo: lba,
-            hi: lba + n,
-        })
+    fn discard(&mut self, m: &mut Media, lba: u64, n: u64) -> Result<()> {
+        self.d.commit(
+            m,
+            JRec::Native {
+                band: None,
+                lo: lba,
+                hi: lba + n,
+            },
+        )
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
@@ -718,7 +738,7 @@ impl Layer for Journal {
     }
 
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
-        let n = self.d.recover()?;
+        let n = self.d.recover(m)?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
@@ -728,11 +748,14 @@ impl Layer for Journal {
             read_across(m, &self.layout, &self.layout.staging, &mut img, hi - lo)?;
             let native = self.layout.bands[self.layout.data[band]].start;
             wr(m, native, hi - lo, &img)?;
-            self.d.commit(JRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                JRec::Native {
+                    band: Some(band),
+                    lo,
+                    hi,
+                },
+            )?;
         }
         Ok(())
     }
@@ -746,8 +769,18 @@ impl Layer for Journal {
         self.slot = (self.stats.map_merges % 2) as usize;
     }
 
-    fn sync(&mut self) -> Result<()> {
-        self.d.sync()
+    fn log(&mut self) -> &mut dyn LogOps {
+        &mut self.d
+    }
+
+    fn live_runs(&self) -> Vec<LiveRun> {
+        let l = &self.layout;
+        let st = &self.d.live;
+        live_runs_of(l, &st.map, true, st.staged, |b| l.bands[l.data[b]].start)
+    }
+
+    fn staged_band(&self) -> Option<usize> {
+        self.d.live.staged
     }
 
     fn stats(&self) -> StlStats {

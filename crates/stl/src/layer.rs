@@ -2,7 +2,9 @@
 //! share: reads and writes through the media, salvage reads, writes across a list of bands,
 //! and the flash cache device.
 
+use crate::durable::LogOps;
 use crate::error::Result;
+use crate::extmap::ExtentMap;
 use crate::layout::Layout;
 use crate::stats::StlStats;
 use tegula_device::media::Media;
@@ -46,8 +48,63 @@ pub(crate) trait Layer: Send {
     fn band_range(&self, lba: u64) -> (u64, u64);
     /// Restores the cumulative statistics saved in a drive image.
     fn restore_stats(&mut self, s: &StlStats);
-    /// Makes the layer's metadata log durable on the host.
-    fn sync(&mut self) -> Result<()>;
+    /// The layer's metadata log (sync, damage events, format upgrade).
+    fn log(&mut self) -> &mut dyn LogOps;
+    /// Where the live data sits on the media (for checks); the home of a band whose staged
+    /// rewrite is unfinished is left out (its staged copy is what counts).
+    fn live_runs(&self) -> Vec<LiveRun>;
+    /// The logical band whose rewrite from the staging area is unfinished, if any (finished
+    /// when the drive powers on writable).
+    fn staged_band(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// A run of live logical sectors and where the media holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LiveRun {
+    /// First logical sector.
+    pub lba: u64,
+    /// Sectors.
+    pub sectors: u64,
+    /// Physical sector of `lba`.
+    pub pos: u64,
+    /// In the band's home (its data band) rather than in the persistent cache.
+    pub home: bool,
+}
+
+/// The live runs of a layer that keeps a map of cached pieces over per-band homes: each
+/// band's cached pieces (when the cache is on the media) and its unmapped gaps at
+/// `home(band)` plus their offset in the band; the band `staged` is left out.
+pub(crate) fn live_runs_of(
+    layout: &Layout,
+    map: &ExtentMap,
+    cache_on_media: bool,
+    staged: Option<usize>,
+    home: impl Fn(usize) -> u64,
+) -> Vec<LiveRun> {
+    let mut out = Vec::new();
+    for b in (0..layout.data.len()).filter(|&b| Some(b) != staged) {
+        let (lo, hi) = layout.logical_range(b);
+        for (lba, sectors, pos) in map.lookup(lo, hi - lo) {
+            match pos {
+                Some(pos) if cache_on_media => out.push(LiveRun {
+                    lba,
+                    sectors,
+                    pos,
+                    home: false,
+                }),
+                Some(_) => {}
+                None => out.push(LiveRun {
+                    lba,
+                    sectors,
+                    pos: home(b) + (lba - lo),
+                    home: true,
+                }),
+            }
+        }
+    }
+    out
 }
 
 /// Copies the cumulative counters of `from` into `to` (the derived, current figures are

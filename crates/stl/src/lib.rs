@@ -21,7 +21,9 @@
 //! ```
 
 mod bands;
+pub mod check;
 pub mod config;
+mod damage;
 #[cfg(test)]
 mod decoder_tests;
 mod drive;
@@ -29,6 +31,8 @@ mod durable;
 pub mod error;
 mod extmap;
 mod fullassoc;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod image;
 mod journal;
 mod layer;
@@ -38,6 +42,7 @@ pub mod profiles;
 mod setassoc;
 pub mod stats;
 
+pub use check::{CheckReport, Finding, Severity};
 pub use config::{CacheLocation, CacheMedia, Cleaning, DmConfig, Mapping, StlKind};
 pub use drive::DmDrive;
 pub use error::{Result, StlError};

@@ -2,9 +2,12 @@
 //! slots, each a checkpoint frame followed by record frames of the same generation. Records
 //! are appended as they commit; when the records outgrow the checkpoint, a new checkpoint of
 //! the next generation goes to the other slot (so a torn checkpoint leaves the old slot whole).
-//! Every frame carries magic, version, kind, generation, length and a CRC-32C; loading stops
-//! at the first frame that fails any check (a torn tail), and never panics on bad bytes.
+//! Every frame carries magic, version, kind, generation, length and a CRC-32C. Loading stops
+//! at the first frame that fails a check; that frame is a torn tail only when no valid frame
+//! of its generation follows it — otherwise it is corruption, reported with its offset and
+//! never written over. Decoding never panics on bad bytes.
 
+use crate::check::{Finding, Severity};
 use crate::error::{Result, StlError};
 use std::fs::File;
 use std::io;
@@ -13,28 +16,46 @@ use tegula_codec::frame::{Format, Header, CHECKSUM_LEN};
 
 /// Magic of every metadata frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"TGLM";
-/// Current frame format version.
-pub const FRAME_VERSION: u8 = 1;
+/// Current frame format version: payloads carry the media's damage (see `damage.rs`).
+pub const FRAME_VERSION: u8 = 2;
+/// The first frame format version (payloads without damage), still read.
+pub const FRAME_VERSION_V1: u8 = 1;
 /// Frame kind: a checkpoint of the whole layer state.
 pub const KIND_CHECKPOINT: u8 = 1;
 /// Frame kind: one committed record.
 pub const KIND_RECORD: u8 = 2;
-/// The metadata frame: a record frame (magic, version, kind, generation, length, CRC-32C).
+/// The metadata frame as written: a record frame (magic, version, kind, generation, length,
+/// CRC-32C) of version 2.
 pub const FRAME_FORMAT: Format = Format::record(
     "frame",
     &FRAME_MAGIC,
     FRAME_VERSION,
     &[KIND_CHECKPOINT, KIND_RECORD],
 );
+/// The same frame of version 1 (written by builds before the damage moved into the log).
+pub const FRAME_FORMAT_V1: Format = Format::record(
+    "frame",
+    &FRAME_MAGIC,
+    FRAME_VERSION_V1,
+    &[KIND_CHECKPOINT, KIND_RECORD],
+);
 /// Bytes of a frame before its payload.
 pub const FRAME_HEADER: usize = FRAME_FORMAT.header_len();
+/// Largest record payload appended; a record that would be larger is folded into a new
+/// checkpoint instead, so that a generation's records end within a known distance of its
+/// checkpoint (the window the loader searches for records after a damaged frame).
+pub const MAX_RECORD_PAYLOAD: usize = 1 << 20;
 /// Records are compacted into a new checkpoint once they exceed this many bytes and the size
 /// of the last checkpoint.
 const COMPACT_MIN: u64 = 1 << 20;
+/// Bytes read at a time when searching a slot for frames.
+const SCAN_CHUNK: usize = 1 << 20;
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameHeader {
+    /// Frame format version ([`FRAME_VERSION_V1`] or [`FRAME_VERSION`]).
+    pub version: u8,
     /// [`KIND_CHECKPOINT`] or [`KIND_RECORD`].
     pub kind: u8,
     /// Generation: the checkpoint's, shared by the records after it.
@@ -43,9 +64,10 @@ pub struct FrameHeader {
     pub len: u32,
 }
 
-impl From<Header> for FrameHeader {
-    fn from(h: Header) -> Self {
+impl FrameHeader {
+    fn from(version: u8, h: Header) -> Self {
         FrameHeader {
+            version,
             kind: h.kind,
             gen: h.seq,
             len: h.len,
@@ -53,24 +75,35 @@ impl From<Header> for FrameHeader {
     }
 }
 
-/// Encodes one frame: header, payload, CRC-32C over both.
+/// The format of the frame starting at `b` (by its version byte; the current one when the
+/// bytes are too short to tell, so that decoding reports the real problem).
+fn format_of(b: &[u8]) -> (u8, Format) {
+    match b.get(FRAME_MAGIC.len()) {
+        Some(&FRAME_VERSION_V1) => (FRAME_VERSION_V1, FRAME_FORMAT_V1),
+        _ => (FRAME_VERSION, FRAME_FORMAT),
+    }
+}
+
+/// Encodes one frame of the current version: header, payload, CRC-32C over both.
 pub fn encode_frame(kind: u8, gen: u64, payload: &[u8]) -> Vec<u8> {
     FRAME_FORMAT.encode(kind, gen, payload)
 }
 
-/// Decodes a frame header (no checksum yet: the payload is needed for that).
+/// Decodes a frame header of either version (no checksum yet: the payload is needed for that).
 pub fn decode_frame_header(b: &[u8]) -> std::result::Result<FrameHeader, String> {
-    Ok(FRAME_FORMAT
-        .decode_header(b)
-        .map_err(|e| e.to_string())?
-        .into())
+    let (v, f) = format_of(b);
+    Ok(FrameHeader::from(
+        v,
+        f.decode_header(b).map_err(|e| e.to_string())?,
+    ))
 }
 
-/// Decodes a whole frame from `b` (which may hold more bytes after it): returns the header,
-/// the payload and the frame's total length.
+/// Decodes a whole frame of either version from `b` (which may hold more bytes after it):
+/// returns the header, the payload and the frame's total length.
 pub fn decode_frame(b: &[u8]) -> std::result::Result<(FrameHeader, &[u8], usize), String> {
-    let f = FRAME_FORMAT.decode(b).map_err(|e| e.to_string())?;
-    Ok((f.header.into(), f.payload, f.total))
+    let (v, f) = format_of(b);
+    let fr = f.decode(b).map_err(|e| e.to_string())?;
+    Ok((FrameHeader::from(v, fr.header), fr.payload, fr.total))
 }
 
 /// Where the two slots live.
@@ -81,12 +114,27 @@ pub(crate) trait MetaBackend: Send {
     fn write_at(&mut self, slot: usize, off: u64, data: &[u8]) -> io::Result<()>;
     /// Makes everything written durable on the host.
     fn sync(&mut self) -> io::Result<()>;
+    /// An upper bound of the bytes ever written to slot `slot` (its frames are contiguous from
+    /// offset 0), when the backend can tell cheaply: searches for frames stop there (a hint
+    /// only: a file copied with its zero runs punched out may report less).
+    fn written_end(&mut self, slot: usize) -> Option<u64>;
+    /// Exactly where the bytes held for slot `slot` end, for a backend that knows (memory).
+    fn exact_end(&self, slot: usize) -> Option<u64>;
+    /// Offset in the image file of byte `off` of slot `slot` (for messages), if in a file.
+    fn image_offset(&self, slot: usize, off: u64) -> Option<u64>;
 }
 
 /// Slots in memory (drives without an image).
 #[derive(Default)]
 pub(crate) struct MemMeta {
     slots: [Vec<u8>; 2],
+}
+
+impl MemMeta {
+    /// Slots holding these bytes.
+    pub fn with_slots(slots: [Vec<u8>; 2]) -> Self {
+        MemMeta { slots }
+    }
 }
 
 impl MetaBackend for MemMeta {
@@ -119,6 +167,18 @@ impl MetaBackend for MemMeta {
     fn sync(&mut self) -> io::Result<()> {
         Ok(())
     }
+
+    fn written_end(&mut self, slot: usize) -> Option<u64> {
+        self.exact_end(slot)
+    }
+
+    fn exact_end(&self, slot: usize) -> Option<u64> {
+        Some(self.slots[slot & 1].len() as u64)
+    }
+
+    fn image_offset(&self, _slot: usize, _off: u64) -> Option<u64> {
+        None
+    }
 }
 
 /// Slots in a region of a drive image.
@@ -137,12 +197,16 @@ impl FileMeta {
             slot_size,
         }
     }
+
+    fn at(&self, slot: usize, off: u64) -> u64 {
+        self.base + (slot as u64 & 1) * self.slot_size + off
+    }
 }
 
 impl MetaBackend for FileMeta {
     fn read_at(&mut self, slot: usize, off: u64, buf: &mut [u8]) -> io::Result<()> {
         let mut done = 0;
-        let at = self.base + (slot as u64 & 1) * self.slot_size + off;
+        let at = self.at(slot, off);
         while done < buf.len() {
             let n = self.file.read_at(&mut buf[done..], at + done as u64)?;
             if n == 0 {
@@ -155,22 +219,44 @@ impl MetaBackend for FileMeta {
     }
 
     fn write_at(&mut self, slot: usize, off: u64, data: &[u8]) -> io::Result<()> {
-        let at = self.base + (slot as u64 & 1) * self.slot_size + off;
+        let at = self.at(slot, off);
         self.file.write_all_at(data, at)
     }
 
     fn sync(&mut self) -> io::Result<()> {
         self.file.sync_data()
     }
+
+    fn written_end(&mut self, slot: usize) -> Option<u64> {
+        use std::os::fd::AsRawFd;
+        // The slots are sparse and their frames contiguous from offset 0: the first hole after
+        // the slot's start ends what was ever written there.
+        let start = i64::try_from(self.at(slot, 0)).ok()?;
+        // SAFETY: lseek on a descriptor this handle owns; it only moves the file offset, which
+        // no I/O here uses (all reads and writes are positioned).
+        let hole = unsafe { libc::lseek(self.file.as_raw_fd(), start, libc::SEEK_HOLE) };
+        if hole < start {
+            return None;
+        }
+        Some((hole - start) as u64)
+    }
+
+    fn exact_end(&self, _slot: usize) -> Option<u64> {
+        None
+    }
+
+    fn image_offset(&self, slot: usize, off: u64) -> Option<u64> {
+        Some(self.at(slot, off))
+    }
 }
 
 /// What [`MetaLog::load`] found.
 #[derive(Debug)]
 pub(crate) struct Loaded {
-    /// The checkpoint payload.
-    pub checkpoint: Vec<u8>,
-    /// Record payloads after it, in commit order.
-    pub records: Vec<Vec<u8>>,
+    /// The checkpoint's frame version and payload.
+    pub checkpoint: (u8, Vec<u8>),
+    /// Record frame versions and payloads after it, in commit order.
+    pub records: Vec<(u8, Vec<u8>)>,
 }
 
 /// What one metadata slot holds (for `tegula disk dump`).
@@ -194,6 +280,7 @@ pub(crate) struct MetaLog {
     ckpt_len: u64,
     rec_bytes: u64,
     fresh: bool,
+    notes: Vec<Finding>,
 }
 
 fn io_err(what: &str, e: io::Error) -> StlError {
@@ -213,6 +300,7 @@ impl MetaLog {
             ckpt_len: 0,
             rec_bytes: 0,
             fresh,
+            notes: Vec::new(),
         }
     }
 
@@ -229,6 +317,12 @@ impl MetaLog {
     /// Generation of the current checkpoint.
     pub fn generation(&self) -> u64 {
         self.gen
+    }
+
+    /// What the last [`Self::load`] noticed that did not stop it (a damaged checkpoint of the
+    /// other slot passed over, a torn tail), worded for a person.
+    pub fn notes(&self) -> &[Finding] {
+        &self.notes
     }
 
     /// Writes `payload` as the checkpoint of the next generation into the other slot (the
@@ -250,8 +344,9 @@ impl MetaLog {
         self.backend
             .write_at(slot, 0, &f)
             .map_err(|e| io_err("writing a metadata checkpoint", e))?;
-        // A record that might follow must not be mistaken for one of this generation: the
-        // bytes after the checkpoint are from an older generation or zero.
+        // Records follow only a synced checkpoint: a record of a generation proves its
+        // checkpoint was complete (the loader relies on it to tell a torn checkpoint from a
+        // corrupted one).
         self.backend
             .sync()
             .map_err(|e| io_err("syncing a metadata checkpoint", e))?;
@@ -264,9 +359,11 @@ impl MetaLog {
         Ok(())
     }
 
-    /// Whether a record of `len` payload bytes still fits the current slot.
+    /// Whether a record of `len` payload bytes may be appended to the current slot (it fits,
+    /// and is no larger than [`MAX_RECORD_PAYLOAD`]).
     pub fn fits(&self, len: usize) -> bool {
-        self.write_off + FRAME_FORMAT.frame_len(len) as u64 <= self.slot_size
+        len <= MAX_RECORD_PAYLOAD
+            && self.write_off + FRAME_FORMAT.frame_len(len) as u64 <= self.slot_size
     }
 
     /// Whether the records have grown past the checkpoint (time to compact).
@@ -276,13 +373,14 @@ impl MetaLog {
 
     /// Appends one record frame. The caller checks [`Self::fits`] first.
     pub fn append(&mut self, payload: &[u8]) -> Result<()> {
-        let f = encode_frame(KIND_RECORD, self.gen, payload);
-        if self.write_off + f.len() as u64 > self.slot_size {
+        if !self.fits(payload.len()) {
             return Err(StlError::Meta(format!(
-                "metadata slot of {} bytes is full",
+                "a record of {} bytes does not fit the {}-byte metadata slot",
+                payload.len(),
                 self.slot_size
             )));
         }
+        let f = encode_frame(KIND_RECORD, self.gen, payload);
         self.backend
             .write_at(self.cur, self.write_off, &f)
             .map_err(|e| io_err("appending a metadata record", e))?;
@@ -298,21 +396,125 @@ impl MetaLog {
             .map_err(|e| io_err("syncing the metadata log", e))
     }
 
+    /// Reads and checks the frame at `off` of `slot` into `buf`; `None` when it fails any
+    /// check (see [`Self::why_bad`]).
     fn read_frame(&mut self, slot: usize, off: u64, buf: &mut Vec<u8>) -> Option<FrameHeader> {
         if off + FRAME_FORMAT.frame_len(0) as u64 > self.slot_size {
             return None;
         }
         let mut hb = [0u8; FRAME_HEADER];
         self.backend.read_at(slot, off, &mut hb).ok()?;
-        let h = FRAME_FORMAT.decode_header(&hb).ok()?;
+        let h = decode_frame_header(&hb).ok()?;
+        if h.kind == KIND_RECORD && h.len as usize > MAX_RECORD_PAYLOAD {
+            return None;
+        }
         let total = FRAME_FORMAT.frame_len(h.len as usize) as u64;
         if off + total > self.slot_size {
             return None;
         }
+        // A damaged length must not make an in-memory log allocate far past what it holds.
+        if self
+            .backend
+            .exact_end(slot)
+            .is_some_and(|end| off + total > end)
+        {
+            return None;
+        }
         buf.resize(total as usize, 0);
         self.backend.read_at(slot, off, buf).ok()?;
-        let f = FRAME_FORMAT.decode(buf).ok()?;
-        Some(f.header.into())
+        decode_frame(buf).ok().map(|(h, _, _)| h)
+    }
+
+    /// Why the frame at `off` of `slot` is not the next frame of generation `gen` (for
+    /// messages).
+    fn why_bad(&mut self, slot: usize, off: u64, gen: u64) -> String {
+        if off + FRAME_FORMAT.frame_len(0) as u64 > self.slot_size {
+            return "the slot ends".into();
+        }
+        let mut hb = [0u8; FRAME_HEADER];
+        if let Err(e) = self.backend.read_at(slot, off, &mut hb) {
+            return format!("unreadable: {e}");
+        }
+        if hb.iter().all(|&b| b == 0) {
+            return "zero bytes (never written)".into();
+        }
+        let h = match decode_frame_header(&hb) {
+            Ok(h) => h,
+            Err(e) => return e,
+        };
+        if h.kind == KIND_RECORD && h.len as usize > MAX_RECORD_PAYLOAD {
+            return format!("its length {} exceeds the largest record", h.len);
+        }
+        let total = FRAME_FORMAT.frame_len(h.len as usize) as u64;
+        if off + total > self.slot_size
+            || self
+                .backend
+                .exact_end(slot)
+                .is_some_and(|end| off + total > end)
+        {
+            return format!("its length {} runs past the slot", h.len);
+        }
+        let mut buf = vec![0u8; total as usize];
+        if let Err(e) = self.backend.read_at(slot, off, &mut buf) {
+            return format!("unreadable: {e}");
+        }
+        match decode_frame(&buf) {
+            Err(e) => e,
+            Ok((h, _, _)) if h.gen != gen => format!("a frame of generation {}", h.gen),
+            Ok((h, _, _)) => format!("a frame of kind {}", h.kind),
+        }
+    }
+
+    /// The first offset in `[from, to)` of `slot` holding a valid record frame of generation
+    /// `gen`, found by searching for the frame magic.
+    fn find_record(&mut self, slot: usize, from: u64, to: u64, gen: u64) -> Option<u64> {
+        let to = to
+            .min(self.slot_size)
+            .min(self.backend.written_end(slot).unwrap_or(u64::MAX));
+        let mut chunk = vec![0u8; SCAN_CHUNK + FRAME_MAGIC.len()];
+        let mut frame = Vec::new();
+        let mut base = from;
+        while base < to {
+            let n = ((to - base) as usize + FRAME_MAGIC.len() - 1).min(chunk.len());
+            if self.backend.read_at(slot, base, &mut chunk[..n]).is_err() {
+                return None;
+            }
+            let hits: Vec<u64> = chunk[..n]
+                .windows(FRAME_MAGIC.len())
+                .enumerate()
+                .filter(|(_, w)| *w == FRAME_MAGIC)
+                .map(|(i, _)| base + i as u64)
+                .filter(|&at| at < to)
+                .collect();
+            for at in hits {
+                if let Some(h) = self.read_frame(slot, at, &mut frame) {
+                    if h.kind == KIND_RECORD && h.gen == gen {
+                        return Some(at);
+                    }
+                }
+            }
+            base += SCAN_CHUNK as u64;
+        }
+        None
+    }
+
+    /// Where the records of a generation whose checkpoint frame is `ckpt_len` bytes can end at
+    /// most: compaction starts a new checkpoint once they outgrow it (and 1 MiB), and no record
+    /// is larger than [`MAX_RECORD_PAYLOAD`].
+    fn record_limit(&self, ckpt_len: u64) -> u64 {
+        ckpt_len
+            .saturating_add(ckpt_len.max(COMPACT_MIN))
+            .saturating_add(FRAME_FORMAT.frame_len(MAX_RECORD_PAYLOAD) as u64)
+            .min(self.slot_size)
+    }
+
+    fn corrupt(&self, slot: usize, offset: u64, problem: String) -> StlError {
+        StlError::LogCorrupt {
+            slot,
+            offset,
+            image_offset: self.backend.image_offset(slot, offset),
+            problem,
+        }
     }
 
     /// Describes slot `slot`: its checkpoint (generation, frame bytes) and the records of that
@@ -341,9 +543,64 @@ impl MetaLog {
         scan
     }
 
+    /// A damaged checkpoint in the slot not chosen is a torn checkpoint write (a crash while
+    /// the next generation was being written) only if no record of that next generation
+    /// follows it: records are appended only after their checkpoint was synced.
+    fn check_other_slot(&mut self, other: usize, chosen_gen: u64) -> Result<()> {
+        let mut hb = [0u8; FRAME_HEADER];
+        if self.backend.read_at(other, 0, &mut hb).is_err() || hb.iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        let mut buf = Vec::new();
+        if let Some(h) = self.read_frame(other, 0, &mut buf) {
+            if h.kind == KIND_CHECKPOINT && h.gen < chosen_gen {
+                return Ok(());
+            }
+        }
+        let why = self.why_bad(other, 0, chosen_gen);
+        let next = chosen_gen + 1;
+        let claimed = decode_frame_header(&hb).ok();
+        let (from, to) = match claimed {
+            Some(h) if FRAME_FORMAT.frame_len(h.len as usize) as u64 <= self.slot_size => {
+                let end = FRAME_FORMAT.frame_len(h.len as usize) as u64;
+                (end, self.record_limit(end))
+            }
+            // The length is unreadable: search the whole slot.
+            _ => (1, self.slot_size),
+        };
+        if let Some(at) = self.find_record(other, from, to, next) {
+            return Err(self.corrupt(
+                other,
+                0,
+                format!(
+                    "the checkpoint of generation {next} is damaged ({why}), yet a record of that \
+                     generation follows it at byte {at}: the checkpoint was complete"
+                ),
+            ));
+        }
+        self.notes.push(Finding::new(
+            Severity::Warning,
+            match claimed {
+                Some(h) if h.gen == next => format!(
+                "metadata slot {other}: the checkpoint of generation {next} is damaged ({why}) \
+                 and no record follows it: a checkpoint write torn by a crash, ignored; using \
+                 generation {chosen_gen}"
+            ),
+                _ => format!(
+                    "metadata slot {other}: damaged checkpoint ({why}) ignored; using generation \
+                 {chosen_gen}"
+                ),
+            },
+        ));
+        Ok(())
+    }
+
     /// Finds the newest valid checkpoint and the records of its generation after it; positions
-    /// the log to append after the last valid record.
+    /// the log to append after the last valid record. A damaged frame followed by a valid
+    /// record of its generation is [`StlError::LogCorrupt`]; only a damaged tail with nothing
+    /// valid after it is taken for a torn write.
     pub fn load(&mut self) -> Result<Loaded> {
+        self.notes.clear();
         let mut best: Option<(usize, u64, Vec<u8>)> = None;
         let mut buf = Vec::new();
         for slot in 0..2 {
@@ -358,16 +615,55 @@ impl MetaLog {
                 "no valid metadata checkpoint in either slot".into(),
             ));
         };
-        let checkpoint = frame[FRAME_HEADER..frame.len() - CHECKSUM_LEN].to_vec();
-        let mut off = frame.len() as u64;
-        let ckpt_len = off;
+        self.check_other_slot(1 - slot, gen)?;
+        let checkpoint = (
+            format_of(&frame).0,
+            frame[FRAME_HEADER..frame.len() - CHECKSUM_LEN].to_vec(),
+        );
+        let ckpt_len = frame.len() as u64;
+        let mut off = ckpt_len;
         let mut records = Vec::new();
         while let Some(h) = self.read_frame(slot, off, &mut buf) {
             if h.kind != KIND_RECORD || h.gen != gen {
                 break;
             }
-            records.push(buf[FRAME_HEADER..buf.len() - CHECKSUM_LEN].to_vec());
+            records.push((
+                h.version,
+                buf[FRAME_HEADER..buf.len() - CHECKSUM_LEN].to_vec(),
+            ));
             off += buf.len() as u64;
+        }
+        let limit = self.record_limit(ckpt_len);
+        if let Some(at) = self.find_record(slot, off + 1, limit, gen) {
+            let why = self.why_bad(slot, off, gen);
+            return Err(self.corrupt(
+                slot,
+                off,
+                format!(
+                    "the frame after record {} of generation {gen} is damaged ({why}), yet a \
+                     valid record of that generation follows at byte {at}: corruption, not a \
+                     torn tail",
+                    records.len()
+                ),
+            ));
+        }
+        let mut hb = [0u8; FRAME_HEADER];
+        let tail_written = off + (FRAME_HEADER as u64) <= self.slot_size
+            && self.backend.read_at(slot, off, &mut hb).is_ok()
+            && hb.iter().any(|&b| b != 0);
+        if tail_written {
+            let why = self.why_bad(slot, off, gen);
+            if !why.starts_with("a frame of generation") {
+                self.notes.push(Finding::new(
+                    Severity::Note,
+                    format!(
+                        "metadata slot {slot}: the log ends at byte {off} after {} records of \
+                         generation {gen}; the bytes there ({why}) are a write torn by a crash, \
+                         and the next record is written over them",
+                        records.len()
+                    ),
+                ));
+            }
         }
         self.cur = slot;
         self.gen = gen;
@@ -404,6 +700,10 @@ mod tests {
         }
     }
 
+    fn payloads(l: &Loaded) -> Vec<Vec<u8>> {
+        l.records.iter().map(|r| r.1.clone()).collect()
+    }
+
     #[test]
     fn a_torn_tail_ends_replay_and_a_torn_checkpoint_falls_back() {
         let mut log = MetaLog::in_memory();
@@ -414,16 +714,91 @@ mod tests {
         log.write_checkpoint(b"c2").expect("ckpt");
         log.backend.write_at(1, 10, &[0xff]).expect("tear");
         let got = log.load().expect("load");
-        assert_eq!(got.checkpoint, b"c1");
-        assert_eq!(got.records, vec![b"r1".to_vec(), b"r2".to_vec()]);
+        assert_eq!(got.checkpoint, (FRAME_VERSION, b"c1".to_vec()));
+        assert_eq!(payloads(&got), vec![b"r1".to_vec(), b"r2".to_vec()]);
+        assert!(
+            log.notes().iter().any(|n| n.message.contains("ignored")),
+            "{:?}",
+            log.notes()
+        );
         // Tear the last record: replay stops before it, appends continue there.
         let off = log.write_off - 3;
         log.backend.write_at(0, off, &[0, 0, 0]).expect("tear");
         let got = log.load().expect("load");
-        assert_eq!(got.records, vec![b"r1".to_vec()]);
+        assert_eq!(payloads(&got), vec![b"r1".to_vec()]);
         log.append(b"r3").expect("append");
         let got = log.load().expect("load");
-        assert_eq!(got.records, vec![b"r1".to_vec(), b"r3".to_vec()]);
+        assert_eq!(payloads(&got), vec![b"r1".to_vec(), b"r3".to_vec()]);
+    }
+
+    /// A log of a checkpoint and four records; returns it and the offsets of the records.
+    fn four_records() -> (MetaLog, Vec<u64>) {
+        let mut log = MetaLog::in_memory();
+        log.write_checkpoint(b"checkpoint").expect("ckpt");
+        let mut offs = Vec::new();
+        for r in [&b"first"[..], b"second", b"third", b"fourth"] {
+            offs.push(log.write_off);
+            log.append(r).expect("append");
+        }
+        (log, offs)
+    }
+
+    #[test]
+    fn a_flipped_byte_in_a_record_followed_by_valid_ones_is_corruption_not_a_torn_tail() {
+        let (mut log, offs) = four_records();
+        // Every byte of the second record: header (magic, version, kind, generation, length),
+        // payload and checksum.
+        for i in 0..FRAME_FORMAT.frame_len(b"second".len()) as u64 {
+            let (mut log2, _) = four_records();
+            let mut b = [0u8];
+            log2.backend.read_at(0, offs[1] + i, &mut b).expect("read");
+            log2.backend
+                .write_at(0, offs[1] + i, &[b[0] ^ 0x20])
+                .expect("flip");
+            match log2.load() {
+                Err(StlError::LogCorrupt {
+                    slot: 0, offset, ..
+                }) => assert_eq!(offset, offs[1], "flip at byte {i}"),
+                other => panic!("flip at byte {i} of the second record: {other:?}"),
+            }
+        }
+        // The same flip in the last record is a torn tail.
+        log.backend.write_at(0, offs[3] + 22, b"X").expect("flip");
+        let got = log.load().expect("a damaged last record is a torn tail");
+        assert_eq!(got.records.len(), 3);
+    }
+
+    #[test]
+    fn a_damaged_checkpoint_with_records_of_its_generation_after_it_is_corruption() {
+        let mut log = MetaLog::in_memory();
+        log.write_checkpoint(b"c1").expect("ckpt");
+        log.append(b"r1").expect("append");
+        log.write_checkpoint(b"c2").expect("ckpt");
+        log.append(b"r2").expect("append");
+        log.backend.write_at(1, 21, b"X").expect("flip");
+        match log.load() {
+            Err(StlError::LogCorrupt {
+                slot: 1,
+                offset: 0,
+                problem,
+                ..
+            }) => {
+                assert!(problem.contains("generation 2"), "{problem}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn frames_of_version_1_are_still_read() {
+        let mut log = MetaLog::in_memory();
+        let c = FRAME_FORMAT_V1.encode(KIND_CHECKPOINT, 1, b"old");
+        let r = FRAME_FORMAT_V1.encode(KIND_RECORD, 1, b"rec");
+        log.backend.write_at(0, 0, &c).expect("write");
+        log.backend.write_at(0, c.len() as u64, &r).expect("write");
+        let got = log.load().expect("load");
+        assert_eq!(got.checkpoint, (FRAME_VERSION_V1, b"old".to_vec()));
+        assert_eq!(got.records, vec![(FRAME_VERSION_V1, b"rec".to_vec())]);
     }
 
     /// On-disk compatibility: frames as the build before the shared codec encoded them.
@@ -432,7 +807,11 @@ mod tests {
         let rec = "54474c4d0102000007000000000000000500000068656c6c6f2ce3fc3c";
         let ckpt = "54474c4d010100000100000000000000000000003b46ba4e";
         let hex = |b: Vec<u8>| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-        assert_eq!(hex(encode_frame(KIND_RECORD, 7, b"hello")), rec);
-        assert_eq!(hex(encode_frame(KIND_CHECKPOINT, 1, b"")), ckpt);
+        assert_eq!(hex(FRAME_FORMAT_V1.encode(KIND_RECORD, 7, b"hello")), rec);
+        assert_eq!(hex(FRAME_FORMAT_V1.encode(KIND_CHECKPOINT, 1, b"")), ckpt);
+        // Version 2 differs only in the version byte (and so the checksum).
+        let v2 = encode_frame(KIND_RECORD, 7, b"hello");
+        assert_eq!(v2[4], FRAME_VERSION);
+        assert_eq!(hex(v2[5..25].to_vec()), rec[10..50]);
     }
 }

@@ -6,12 +6,12 @@
 
 use crate::bands::{read_native, write_by_band};
 use crate::config::{CacheMedia, Cleaning, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, Replay, Shape};
+use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
 use crate::layer::{
-    band_buf, part, rd, read_across, restore_counters, salvage_read, wr, write_across, Flash,
-    Layer, WriteReq,
+    band_buf, live_runs_of, part, rd, read_across, restore_counters, salvage_read, wr,
+    write_across, Flash, Layer, LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -347,13 +347,16 @@ impl SetAssociative {
             self.stats.cleaning_bytes_read += k as u64;
         }
         self.stage(m, &img, n)?;
-        self.d.commit(SRec::Staged { band })?;
+        self.d.commit(m, SRec::Staged { band })?;
         wr(m, native, n, &img)?;
-        self.d.commit(SRec::Native {
-            band: Some(band),
-            lo,
-            hi,
-        })?;
+        self.d.commit(
+            m,
+            SRec::Native {
+                band: Some(band),
+                lo,
+                hi,
+            },
+        )?;
         self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         Ok(())
@@ -366,10 +369,10 @@ impl SetAssociative {
         for b in bands {
             self.rmw(m, b)?;
         }
-        self.d.commit(SRec::Reset { c })?;
+        self.d.commit(m, SRec::Reset { c })?;
         self.stats.cleaning_runs += 1;
         self.stats.cleaning_ns += m.now() - t0;
-        self.d.checkpoint()
+        self.d.checkpoint(m)
     }
 
     fn put(&mut self, m: &mut Media, lba: u64, data: &[u8]) -> Result<()> {
@@ -389,13 +392,16 @@ impl SetAssociative {
                 img[o..o + data.len()].copy_from_slice(data);
             }
             self.stage(m, &img, hi - lo)?;
-            self.d.commit(SRec::Staged { band })?;
+            self.d.commit(m, SRec::Staged { band })?;
             wr(m, self.layout.native(lo), hi - lo, &img)?;
-            self.d.commit(SRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                SRec::Native {
+                    band: Some(band),
+                    lo,
+                    hi,
+                },
+            )?;
             return Ok(());
         }
         if self.d.live.wp[c] + n > cap {
@@ -403,13 +409,16 @@ impl SetAssociative {
         }
         let addr = start + self.d.live.wp[c];
         self.cache_write(m, addr, n, data)?;
-        self.d.commit(SRec::Put {
-            c,
-            band,
-            lba,
-            n,
-            addr,
-        })?;
+        self.d.commit(
+            m,
+            SRec::Put {
+                c,
+                band,
+                lba,
+                n,
+                addr,
+            },
+        )?;
         self.stats.journal_entries += 1;
         Ok(())
     }
@@ -467,7 +476,7 @@ impl Layer for SetAssociative {
     }
 
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
-        let n = self.d.recover()?;
+        let n = self.d.recover(m)?;
         self.stats.recoveries += 1;
         self.stats.replayed_records = n as u64;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
@@ -475,11 +484,14 @@ impl Layer for SetAssociative {
             let mut img = band_buf(m, hi - lo);
             self.unstage(m, &mut img, hi - lo)?;
             wr(m, self.layout.native(lo), hi - lo, &img)?;
-            self.d.commit(SRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            })?;
+            self.d.commit(
+                m,
+                SRec::Native {
+                    band: Some(band),
+                    lo,
+                    hi,
+                },
+            )?;
         }
         Ok(())
     }
@@ -492,8 +504,20 @@ impl Layer for SetAssociative {
         restore_counters(&mut self.stats, s);
     }
 
-    fn sync(&mut self) -> Result<()> {
-        self.d.sync()
+    fn log(&mut self) -> &mut dyn LogOps {
+        &mut self.d
+    }
+
+    fn live_runs(&self) -> Vec<LiveRun> {
+        let l = &self.layout;
+        let st = &self.d.live;
+        live_runs_of(l, &st.map, self.flash.is_none(), st.staged, |b| {
+            l.bands[l.data[b]].start
+        })
+    }
+
+    fn staged_band(&self) -> Option<usize> {
+        self.d.live.staged
     }
 
     fn stats(&self) -> StlStats {

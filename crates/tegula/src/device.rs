@@ -175,10 +175,19 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access)?),
         PathKind::Plain => bail!("{}", not_an_image(path)),
     };
-    match &opened {
-        Opened::Disk(d) => d.set_clock(spec.clock),
-        Opened::Dm(d) => d.set_clock(spec.clock),
-        Opened::Banded(_) => {}
+    let warnings = match &opened {
+        Opened::Disk(d) => {
+            d.set_clock(spec.clock);
+            d.open_warnings()
+        }
+        Opened::Dm(d) => {
+            d.set_clock(spec.clock);
+            d.open_warnings()
+        }
+        Opened::Banded(_) => Vec::new(),
+    };
+    for w in warnings {
+        eprintln!("warning: {}: {w}", path.display());
     }
     Ok(opened)
 }

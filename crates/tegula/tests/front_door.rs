@@ -450,3 +450,33 @@ fn fs_check_reports_a_damaged_superblock_copy_and_repair_rewrites_it() {
     b[20] ^= 0x40;
     assert_eq!(std::fs::read(&sb).unwrap(), b);
 }
+
+/// `disk check` examines an image without changing it: clean images say so (text and JSON);
+/// something that is not an image is refused.
+#[test]
+fn disk_check_reports_clean_images_and_refuses_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let dm = dir.path().join("dm.img").display().to_string();
+    ok(&[
+        "disk",
+        "create",
+        "--profile",
+        "seagate-5tb-data",
+        "--capacity",
+        "1GiB",
+        &dm,
+    ]);
+    let o = run_in(&["disk", "write", &dm, "--lba", "100"], &[7u8; 65536]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(ok(&["disk", "check", &dm]).contains("clean"));
+    let j = json(&["disk", "check", &dm, "--json"]);
+    assert_eq!(j["clean"], true);
+    let img = image(dir.path(), "d.img", &[]);
+    assert!(ok(&["disk", "check", &img]).contains("clean"));
+    let other = dir.path().join("other");
+    std::fs::write(&other, b"not an image").unwrap();
+    fails(
+        &["disk", "check", &other.display().to_string()],
+        "not a tegula disk or dm-smr image",
+    );
+}

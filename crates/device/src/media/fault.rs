@@ -116,6 +116,7 @@ impl Media {
     /// Makes `[lba, lba + sectors)` read back as media errors until rewritten.
     pub fn inject_media_error(&mut self, lba: u64, sectors: u64) {
         self.faults.injected.insert(lba, lba + sectors);
+        self.push_event(super::MediaEvent::Inject { lba, sectors });
     }
 
     /// Injected media-error ranges.

@@ -311,6 +311,10 @@ impl Media {
             }
             self.shingle.on_write(self.mech.geometry(), lba, persisted);
             self.faults.injected.remove(lba, lba + persisted);
+            self.push_event(super::MediaEvent::Write {
+                lba,
+                sectors: persisted,
+            });
             self.stats.media_writes += 1;
             self.stats.media_bytes_written += persisted * self.sector;
             self.last_write_end = lba + persisted;
@@ -336,6 +340,7 @@ impl Media {
             .discard(lba * self.sector, sectors * self.sector)
             .map_err(|e| DeviceError::io(format!("discarding LBA {lba}"), e))?;
         self.shingle.clear(lba, sectors);
+        self.push_event(super::MediaEvent::Discard { lba, sectors });
         self.stats.discards += 1;
         let end = arrival + self.mech.overhead();
         Ok(self.complete(arrival, end))

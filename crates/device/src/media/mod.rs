@@ -5,15 +5,17 @@
 //! One [`Media`] type, its methods grouped by job in private modules: `clock` (virtual and
 //! paced time, busy accounting), `io` (reads, writes, discards through the cache to the
 //! media), `destage` (the volatile write cache's background and FLUSH destage), `queue`
-//! (queued submit) and `fault` (power cuts and media errors).
+//! (queued submit), `fault` (power cuts and media errors) and `events` (the damage journal).
 
 mod clock;
 mod destage;
+mod events;
 mod fault;
 mod io;
 mod queue;
 
 pub use clock::{ClockMode, IoDone};
+pub use events::MediaEvent;
 pub use fault::{FaultState, PowerOnReport};
 pub use queue::{Completion, Request};
 
@@ -51,6 +53,8 @@ pub struct Media {
     wall_epoch: Option<(Instant, Nanos)>,
     powered: bool,
     last_write_end: u64,
+    /// Damage events waiting to be taken (`None`: not recorded).
+    events: Option<Vec<MediaEvent>>,
 }
 
 impl Media {
@@ -93,6 +97,7 @@ impl Media {
             wall_epoch: None,
             powered: true,
             last_write_end: 0,
+            events: None,
         })
     }
 

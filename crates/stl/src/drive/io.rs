@@ -79,6 +79,9 @@ impl Inner {
                 }
                 self.layer
                     .write(&mut self.media, &[WriteReq { lba, data }])?;
+                if fua {
+                    self.sync_fua()?;
+                }
             }
         }
         Ok(self.finish(start))
@@ -98,11 +101,21 @@ impl Inner {
         self.writable()?;
         self.destage(0)?;
         self.media.flush()?;
+        self.layer.log().log_media(&mut self.media)?;
         if self.image.is_some() {
-            self.layer.sync()?;
+            self.layer.log().sync()?;
             self.save_state()?;
         }
         Ok(self.finish(start))
+    }
+
+    /// A FUA write of an image reached the metadata log (and the data region) with `pwrite`;
+    /// `fdatasync` makes it survive a crash of the host too, as FUA promises.
+    pub(super) fn sync_fua(&mut self) -> DevResult<()> {
+        if self.image.is_some() {
+            self.layer.log().sync()?;
+        }
+        Ok(())
     }
 
     /// Discards `sectors` at `lba`: drops them from the volatile cache and lets the layer

@@ -5,8 +5,9 @@
 //! The drive's methods are grouped by job in private modules: `open` (building, opening,
 //! closing), `io` (reads, writes, FLUSH, discard), `vcache` (the volatile write cache's
 //! destage), `queue` (queued submit), `clock` (virtual and paced time, idle), `state` (the
-//! drive state in the image, poisoning) and `power` (power cuts and recovery).
+//! drive state in the image, poisoning) and `power` (power cuts and recovery), `check` (the damage map against the live data).
 
+mod check;
 mod clock;
 mod io;
 mod open;
@@ -15,6 +16,7 @@ mod queue;
 mod state;
 mod vcache;
 
+use crate::check::{CheckReport, Finding, Severity};
 use crate::config::DmConfig;
 use crate::image::DmImage;
 use crate::layer::Layer;
@@ -46,6 +48,10 @@ struct Inner {
     poisoned: Option<String>,
     destage_buf: Vec<u8>,
     last_save: Instant,
+    /// An armed power cut stands for a crash of the host process: nothing more is persisted.
+    crash_armed: bool,
+    /// What opening the image noticed without failing.
+    warnings: Vec<Finding>,
 }
 
 /// A drive-managed SMR drive.
@@ -84,6 +90,29 @@ impl DmDrive {
     /// Statistics of the raw media (seeks, media bytes, busy time).
     pub fn media_stats(&self) -> Stats {
         self.inner.lock().media.stats()
+    }
+
+    /// Problems found when the image was opened that did not stop it (a damaged drive-state
+    /// slot or metadata checkpoint passed over, a torn metadata tail), for the caller to show;
+    /// empty for a healthy image or a drive in memory.
+    pub fn open_warnings(&self) -> Vec<String> {
+        let g = self.inner.lock();
+        g.warnings
+            .iter()
+            .filter(|f| f.severity >= Severity::Warning)
+            .map(|f| f.message.clone())
+            .collect()
+    }
+
+    /// Checks the dm-smr image at `path` without modifying it; see
+    /// [`check_image`](crate::check::check_image).
+    pub fn check(path: &std::path::Path) -> crate::error::Result<CheckReport> {
+        crate::check::check_image(path)
+    }
+
+    /// Everything opening the image noticed, notes included.
+    pub(crate) fn open_findings(&self) -> Vec<Finding> {
+        self.inner.lock().warnings.clone()
     }
 
     /// Runs `f` on the raw media (tests and tools: inspect destroyed sectors, positions).

@@ -2,11 +2,12 @@
 //! state and rebuilding the translation layer from its metadata log); and closing it.
 
 use super::{DmDrive, Inner};
+use crate::check::{Finding, Severity};
 use crate::config::{DmConfig, StlKind};
 use crate::durable::Shape;
 use crate::error::{Result, StlError};
 use crate::fullassoc::FullyAssociative;
-use crate::image::DmImage;
+use crate::image::{DmImage, DM_IMAGE_VERSION};
 use crate::journal::Journal;
 use crate::layer::Layer;
 use crate::layout::{plan, Layout};
@@ -82,7 +83,8 @@ impl DmDrive {
                 (store, log, Some(img))
             }
         };
-        let (media, layout) = p.media(store)?;
+        let (mut media, layout) = p.media(store)?;
+        media.record_events(true);
         let layer = make_layer(&config, layout, log, shape, flash_store)?;
         Ok(Self::assemble(config, media, layer, image, false))
     }
@@ -123,6 +125,8 @@ impl DmDrive {
                 poisoned: None,
                 destage_buf: Vec::new(),
                 last_save: Instant::now(),
+                crash_armed: false,
+                warnings: Vec::new(),
             }),
             config,
             info,
@@ -132,7 +136,7 @@ impl DmDrive {
     /// Opens a drive image: restores the media state, rebuilds the translation layer from
     /// its metadata log (finishing an interrupted band rewrite unless `read_only`).
     pub fn open_image(path: &Path, read_only: bool) -> Result<Self> {
-        let (img, state) = DmImage::open(path, !read_only)?;
+        let (mut img, state) = DmImage::open(path, !read_only)?;
         let config = img.header.config.clone();
         let p = plan(&config)?;
         let ss = p.layout.sector;
@@ -162,6 +166,7 @@ impl DmDrive {
         let meta = FileMeta::new(img.handle()?, h.meta_offset, h.meta_slot);
         let log = MetaLog::new(Box::new(meta), h.meta_slot, false);
         let (mut media, layout) = p.media(store)?;
+        media.record_events(true);
         let bad = |problem: String| StlError::Image {
             path: path.display().to_string(),
             problem,
@@ -180,20 +185,49 @@ impl DmDrive {
             }
         }
         media.set_now(state.media.now);
+        // The damage as of the last save: the metadata log replaces it with its own (always in
+        // step with the data and the map) unless the log predates format version 2.
         media.shingling_mut().set_destroyed(state.media.destroyed);
         media.set_injected(state.media.injected);
         media.restore_stats(state.media.stats);
         let mut layer = make_layer(&config, layout, log, shape, flash_store)?;
-        layer
-            .recover(&mut media, !read_only)
-            .map_err(|e| bad(format!("recovering the translation layer: {e}")))?;
+        layer.recover(&mut media, !read_only).map_err(|e| match e {
+            e @ StlError::LogCorrupt { .. } => e,
+            e => bad(format!("recovering the translation layer: {e}")),
+        })?;
+        let mut warnings: Vec<Finding> = img
+            .warnings
+            .iter()
+            .map(|w| Finding::new(Severity::Warning, w.clone()))
+            .collect();
+        warnings.extend(layer.log().notes());
+        if !read_only && (img.header.version < DM_IMAGE_VERSION || layer.log().is_v1()) {
+            // An image of format version 1 keeps the damage only in the drive state: move it
+            // into the log (header first, so that an older build refuses the image from now on).
+            img.upgrade_header()?;
+            layer.log().rewrite_checkpoint(&mut media)?;
+            warnings.push(Finding::new(
+                Severity::Note,
+                format!("upgraded the image from format version 1 to {DM_IMAGE_VERSION}"),
+            ));
+        } else if img.header.version < DM_IMAGE_VERSION {
+            warnings.push(Finding::new(
+                Severity::Note,
+                "format version 1: the damage map is the one of the last FLUSH (upgraded to \
+                 version 2 when opened writable)",
+            ));
+        }
         let replayed = layer.stats().replayed_records;
         let mut s = state.stl.clone();
         s.replayed_records = replayed;
         layer.restore_stats(&s);
         let last = media.now();
         let d = Self::assemble(config, media, layer, Some(img), read_only);
-        d.inner.lock().last_io = last;
+        {
+            let mut g = d.inner.lock();
+            g.last_io = last;
+            g.warnings = warnings;
+        }
         Ok(d)
     }
 
@@ -223,6 +257,7 @@ fn shape_of(layout: &Layout, total: u64) -> Shape {
         logical_bands: layout.data.len(),
         cache_bands: 0,
         zones: 0,
+        media: total,
     }
 }
 

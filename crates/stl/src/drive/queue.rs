@@ -16,7 +16,11 @@ impl Inner {
         while i < reqs.len() {
             match &reqs[i] {
                 Request::Write { lba, data, fua } if self.vcache.is_some() => {
-                    out.push(self.write(cap, *lba, data, *fua).map(|d| Completion {
+                    let r = self.write(cap, *lba, data, *fua);
+                    if let Err(e) = &r {
+                        self.after_error(e);
+                    }
+                    out.push(r.map(|d| Completion {
                         done: IoDone { start, end: d.end },
                         data: None,
                     }));
@@ -50,8 +54,17 @@ impl Inner {
                             }
                         }
                     }
+                    let fua = reqs[i..j]
+                        .iter()
+                        .any(|r| matches!(r, Request::Write { fua: true, .. }));
                     if !batch.is_empty() {
-                        match self.layer.write(&mut self.media, &batch) {
+                        let written = self.layer.write(&mut self.media, &batch).and_then(|ends| {
+                            if fua && self.image.is_some() {
+                                self.layer.log().sync()?;
+                            }
+                            Ok(ends)
+                        });
+                        match written {
                             Ok(ends) => {
                                 for (k, end) in idx.iter().zip(ends) {
                                     res[*k] = Some(Ok(Completion {
@@ -77,15 +90,22 @@ impl Inner {
                 }
                 Request::Read { lba, sectors } => {
                     let mut buf = vec![0u8; (*sectors * self.ss()) as usize];
-                    let r = self.read(cap, *lba, &mut buf).map(|d| Completion {
+                    let r = self.read(cap, *lba, &mut buf);
+                    if let Err(e) = &r {
+                        self.after_error(e);
+                    }
+                    out.push(r.map(|d| Completion {
                         done: IoDone { start, end: d.end },
                         data: Some(buf),
-                    });
-                    out.push(r);
+                    }));
                     i += 1;
                 }
                 Request::Flush => {
-                    out.push(self.flush().map(|d| Completion {
+                    let r = self.flush();
+                    if let Err(e) = &r {
+                        self.after_error(e);
+                    }
+                    out.push(r.map(|d| Completion {
                         done: IoDone { start, end: d.end },
                         data: None,
                     }));

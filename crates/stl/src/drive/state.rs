@@ -26,7 +26,10 @@ impl Inner {
     /// At most once a second of wall time, writes the drive state without syncing, so that a
     /// server killed between FLUSHes leaves counters and clock nearly current.
     pub(super) fn maybe_save_state(&mut self) {
-        if self.image.is_some() && self.last_save.elapsed() >= Duration::from_secs(1) {
+        if self.image.is_some()
+            && !self.crash_armed
+            && self.last_save.elapsed() >= Duration::from_secs(1)
+        {
             let _ = self.save_state_with(false);
         }
     }
@@ -35,7 +38,7 @@ impl Inner {
     /// poisons the drive.
     fn save_state_with(&mut self, sync: bool) -> Result<()> {
         self.last_save = Instant::now();
-        if self.read_only {
+        if self.read_only || self.crash_armed {
             return Ok(());
         }
         let Some(img) = &mut self.image else {
@@ -71,14 +74,32 @@ impl Inner {
         Ok(())
     }
 
-    /// After a failed command: a power cut persists the media's damage; a metadata failure
-    /// poisons the drive.
+    /// Appends the media's queued damage events to the metadata log (a failure poisons the
+    /// drive). Not after an armed crash: the process is gone.
+    pub(super) fn log_damage(&mut self) {
+        if self.crash_armed || self.read_only {
+            return;
+        }
+        if let Err(e) = self.layer.log().log_media(&mut self.media) {
+            self.poisoned = Some(e.to_string());
+        }
+    }
+
+    /// After a failed command: a power cut persists the media's damage (the torn write's
+    /// included) and the drive state, unless it stands for a crashed process; a metadata
+    /// failure poisons the drive.
     pub(super) fn after_error(&mut self, e: &DeviceError) {
         match e {
             DeviceError::PowerLoss => {
                 if let Some(c) = &mut self.vcache {
                     c.clear();
                 }
+                if self.crash_armed {
+                    self.poisoned =
+                        Some("the host process crashed (fault injection): reopen the image".into());
+                    return;
+                }
+                self.log_damage();
                 let _ = self.save_state();
             }
             DeviceError::Poisoned(m) if self.poisoned.is_none() => {

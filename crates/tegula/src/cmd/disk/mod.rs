@@ -1,5 +1,6 @@
 //! `tegula disk …`: create, inspect and drive emulated disks stored as disk images.
 
+mod check;
 mod create;
 mod dm;
 mod dump;
@@ -39,6 +40,8 @@ pub enum DiskCommand {
     Finish(zones::ZoneArgs),
     /// Device statistics: per-zone bytes written and totals.
     Stats(inspect::StatsArgs),
+    /// Check an image without modifying it (state slots, metadata log, damage map).
+    Check(check::CheckArgs),
     /// Dump the image's header and state slots.
     Dump(dump::DumpArgs),
     /// List the built-in drive profiles.
@@ -60,6 +63,7 @@ impl DiskCommand {
             DiskCommand::Close(a) => zones::run(A::Close, a),
             DiskCommand::Finish(a) => zones::run(A::Finish, a),
             DiskCommand::Stats(a) => inspect::stats(a),
+            DiskCommand::Check(a) => check::run(a),
             DiskCommand::Dump(a) => dump::run(a),
             DiskCommand::Profiles(a) => inspect::profiles(a),
         }

@@ -1,0 +1,81 @@
+//! `disk check`: examines an image without modifying it (shared lock, read-only): a disk
+//! image's header, state slots and zone states; a dm-smr image's header, drive-state slots,
+//! metadata checkpoints and every log record (a damaged record followed by valid ones is
+//! corruption), and whether the damage map agrees with the translation layer's map.
+
+use super::ImageArg;
+use crate::device::{kind_of, PathKind};
+use crate::output;
+use anyhow::{bail, Result};
+use clap::Args;
+use serde::Serialize;
+use tegula_stl::check::Severity;
+
+/// Arguments of `disk check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    img: ImageArg,
+    /// Print JSON: `{"clean": bool, "findings": [{"severity", "message"}]}`.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct FindingJson {
+    severity: &'static str,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct CheckJson {
+    image: String,
+    clean: bool,
+    findings: Vec<FindingJson>,
+}
+
+/// Runs `disk check`; exits non-zero when an error was found.
+pub fn run(a: CheckArgs) -> Result<()> {
+    let path = &a.img.image;
+    let findings: Vec<FindingJson> = match kind_of(path) {
+        PathKind::DmImage => tegula_stl::DmDrive::check(path)?
+            .findings
+            .into_iter()
+            .map(|f| FindingJson {
+                severity: match f.severity {
+                    Severity::Note => "note",
+                    Severity::Warning => "warning",
+                    Severity::Error => "error",
+                },
+                message: f.message,
+            })
+            .collect(),
+        PathKind::ZonedImage => tegula_device::Disk::check_image(path)?
+            .into_iter()
+            .map(|m| FindingJson {
+                severity: "warning",
+                message: m,
+            })
+            .collect(),
+        _ => bail!("{} is not a tegula disk or dm-smr image", path.display()),
+    };
+    let errors = findings.iter().filter(|f| f.severity == "error").count();
+    if a.json {
+        output::print_json(&CheckJson {
+            image: path.display().to_string(),
+            clean: errors == 0,
+            findings,
+        })?;
+    } else {
+        for f in &findings {
+            println!("{}: {}", f.severity, f.message);
+        }
+        if errors == 0 {
+            println!("{}: clean", path.display());
+        }
+    }
+    if errors > 0 {
+        bail!("{errors} error{} found", if errors == 1 { "" } else { "s" });
+    }
+    Ok(())
+}
