@@ -326,9 +326,21 @@ impl Loop {
         if c.pending_output() > opts.output_pause {
             return;
         }
-        let (n, outcome) = c.read_input(opts.max_request);
-        Stats::add(&self.shared.stats.net_input_bytes, n as u64);
-        let (cmds, perr) = c.parse(&self.limits, opts.max_pipeline);
+        // Read and parse until there are requests, the socket is drained, or a request
+        // outgrows the limit (edge-triggered: bytes left in the socket raise no new event).
+        let (cmds, perr, outcome) = loop {
+            let (n, outcome) = c.read_input(opts.max_request);
+            Stats::add(&self.shared.stats.net_input_bytes, n as u64);
+            let (cmds, perr) = c.parse(&self.limits, opts.max_pipeline);
+            let more = cmds.is_empty()
+                && perr.is_none()
+                && outcome == ReadOutcome::Open
+                && c.may_read
+                && c.unparsed() <= opts.max_request;
+            if !more {
+                break (cmds, perr, outcome);
+            }
+        };
         let mut protocol_error = perr.map(|e| format!("ERR {e}"));
         if protocol_error.is_none() && cmds.is_empty() && c.unparsed() > opts.max_request {
             protocol_error = Some(

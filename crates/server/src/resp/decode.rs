@@ -551,7 +551,7 @@ mod tests {
                     Value::Nil,
                     Value::Map(vec![(Value::Simple(b"a".to_vec()), Value::Boolean(true))]),
                 ]),
-                28
+                25
             )
         );
         assert!(matches!(parse_value(b"*2\r\n:1\r\n", 100, 100).unwrap(), Parse::Incomplete(_)));
