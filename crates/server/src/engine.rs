@@ -99,7 +99,9 @@ impl Engine {
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
             };
-            let ToEngine::Round(mut jobs) = msg else { break };
+            let ToEngine::Round(mut jobs) = msg else {
+                break;
+            };
             let mut stop = false;
             // Everything that queued while the previous round was syncing joins this one.
             while let Ok(m) = rx.try_recv() {

@@ -138,6 +138,10 @@ mod tests {
         assert!(matches(b"SAVE", b"save", true));
         // Many stars against a long subject that fails at the end: linear backtracking only.
         let hostile = format!("{}b", "*a".repeat(100));
-        assert!(!matches(hostile.as_bytes(), "a".repeat(10_000).as_bytes(), false));
+        assert!(!matches(
+            hostile.as_bytes(),
+            "a".repeat(10_000).as_bytes(),
+            false
+        ));
     }
 }

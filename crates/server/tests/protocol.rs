@@ -20,9 +20,15 @@ fn connection_commands_answer_as_redis_does() {
     assert_eq!(c.cmd(&["ping", "hi"]), bulk("hi"));
     assert_eq!(c.cmd(&["ECHO", "x y"]), bulk("x y"));
     assert_eq!(c.cmd(&["SELECT", "0"]), ok());
-    assert!(is_err(&c.cmd(&["SELECT", "1"]), "ERR DB index is out of range"));
+    assert!(is_err(
+        &c.cmd(&["SELECT", "1"]),
+        "ERR DB index is out of range"
+    ));
     assert!(is_err(&c.cmd(&["NOSUCH", "a"]), "ERR unknown command"));
-    assert!(is_err(&c.cmd(&["GET"]), "ERR wrong number of arguments for 'get'"));
+    assert!(is_err(
+        &c.cmd(&["GET"]),
+        "ERR wrong number of arguments for 'get'"
+    ));
     assert_eq!(c.cmd(&["CLIENT", "SETNAME", "me"]), ok());
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), bulk("me"));
     assert!(matches!(c.cmd(&["CLIENT", "ID"]), Value::Integer(n) if n > 0));
@@ -47,7 +53,13 @@ fn connection_commands_answer_as_redis_does() {
         panic!("INFO");
     };
     let info = String::from_utf8(info).unwrap();
-    for section in ["# Server", "# Stats", "# Keyspace", "# Tegula", "engine:smrdb"] {
+    for section in [
+        "# Server",
+        "# Stats",
+        "# Keyspace",
+        "# Tegula",
+        "engine:smrdb",
+    ] {
         assert!(info.contains(section), "{section} in {info}");
     }
     assert!(matches!(c.cmd(&["TIME"]), Value::Array(v) if v.len() == 2));
@@ -65,8 +77,14 @@ fn string_commands_follow_redis_semantics() {
     assert_eq!(c.cmd(&["SET", "k", "w", "NX"]), Value::Nil);
     assert_eq!(c.cmd(&["SET", "k", "w", "XX", "GET"]), bulk("v"));
     assert_eq!(c.cmd(&["SET", "nokey", "w", "XX"]), Value::Nil);
-    assert!(is_err(&c.cmd(&["SET", "k", "v", "EX", "0"]), "ERR invalid expire time"));
-    assert!(is_err(&c.cmd(&["SET", "k", "v", "NX", "XX"]), "ERR syntax error"));
+    assert!(is_err(
+        &c.cmd(&["SET", "k", "v", "EX", "0"]),
+        "ERR invalid expire time"
+    ));
+    assert!(is_err(
+        &c.cmd(&["SET", "k", "v", "NX", "XX"]),
+        "ERR syntax error"
+    ));
     assert!(is_err(&c.cmd(&["SET", "k", "v", "EX"]), "ERR syntax error"));
     assert_eq!(c.cmd(&["SETNX", "k", "x"]), int(0));
     assert_eq!(c.cmd(&["SETNX", "k2", "x"]), int(1));
@@ -80,9 +98,15 @@ fn string_commands_follow_redis_semantics() {
     assert_eq!(c.cmd(&["INCRBY", "n", "41"]), int(42));
     assert_eq!(c.cmd(&["DECR", "n"]), int(41));
     assert_eq!(c.cmd(&["DECRBY", "n", "40"]), int(1));
-    assert!(is_err(&c.cmd(&["INCR", "k2"]), "ERR value is not an integer"));
+    assert!(is_err(
+        &c.cmd(&["INCR", "k2"]),
+        "ERR value is not an integer"
+    ));
     assert_eq!(c.cmd(&["SET", "big", &i64::MAX.to_string()]), ok());
-    assert!(is_err(&c.cmd(&["INCR", "big"]), "ERR increment or decrement would overflow"));
+    assert!(is_err(
+        &c.cmd(&["INCR", "big"]),
+        "ERR increment or decrement would overflow"
+    ));
     assert_eq!(c.cmd(&["MSET", "a", "1", "b", "2"]), ok());
     assert!(is_err(&c.cmd(&["MSET", "a", "1", "b"]), "ERR wrong number"));
     assert_eq!(
@@ -105,7 +129,11 @@ fn hashes_are_composite_keys_read_by_range() {
     let mut c = s.client();
     assert_eq!(c.cmd(&["HSET", "h", "f1", "v1", "f2", "v2"]), int(2));
     assert_eq!(c.cmd(&["HSET", "h", "f1", "v1b", "f3", "v3"]), int(1));
-    assert_eq!(c.cmd(&["HSET", "h2", "f", "a", "f", "b"]), int(1), "a field named twice counts once");
+    assert_eq!(
+        c.cmd(&["HSET", "h2", "f", "a", "f", "b"]),
+        int(1),
+        "a field named twice counts once"
+    );
     assert_eq!(c.cmd(&["HGET", "h2", "f"]), bulk("b"));
     assert_eq!(c.cmd(&["HMSET", "h", "f4", "v4"]), ok());
     assert_eq!(c.cmd(&["HGET", "h", "f1"]), bulk("v1b"));
@@ -119,14 +147,15 @@ fn hashes_are_composite_keys_read_by_range() {
     assert_eq!(c.cmd(&["HEXISTS", "h", "f4"]), int(1));
     assert_eq!(
         c.cmd(&["HGETALL", "h"]),
-        arr(
-            ["f1", "v1b", "f2", "v2", "f3", "v3", "f4", "v4"]
-                .iter()
-                .map(|s| bulk(s))
-                .collect()
-        )
+        arr(["f1", "v1b", "f2", "v2", "f3", "v3", "f4", "v4"]
+            .iter()
+            .map(|s| bulk(s))
+            .collect())
     );
-    assert_eq!(c.cmd(&["HKEYS", "h"]), arr(vec![bulk("f1"), bulk("f2"), bulk("f3"), bulk("f4")]));
+    assert_eq!(
+        c.cmd(&["HKEYS", "h"]),
+        arr(vec![bulk("f1"), bulk("f2"), bulk("f3"), bulk("f4")])
+    );
     assert_eq!(c.cmd(&["HINCRBY", "h", "n", "5"]), int(5));
     assert_eq!(c.cmd(&["HSETNX", "h", "n", "9"]), int(0));
     assert_eq!(c.cmd(&["HDEL", "h", "f1", "f2", "nof"]), int(2));
@@ -148,7 +177,11 @@ fn hashes_are_composite_keys_read_by_range() {
     assert_eq!(c.cmd(&["DEL", "h"]), int(1));
     assert_eq!(c.cmd(&["HGETALL", "h"]), arr(vec![]));
     assert_eq!(c.cmd(&["HDEL", "ab", ""]), int(1));
-    assert_eq!(c.cmd(&["EXISTS", "ab"]), int(0), "the last HDEL removes the hash");
+    assert_eq!(
+        c.cmd(&["EXISTS", "ab"]),
+        int(0),
+        "the last HDEL removes the hash"
+    );
 }
 
 #[test]
@@ -194,7 +227,9 @@ fn keyspace_commands_list_every_key_once() {
     }
     assert_eq!(seen.len(), 251);
     assert!(calls >= 251 / 17);
-    let Value::Array(r) = c.cmd(&["SCAN", "0", "MATCH", "hash:*", "COUNT", "1000", "TYPE", "hash"]) else {
+    let Value::Array(r) = c.cmd(&[
+        "SCAN", "0", "MATCH", "hash:*", "COUNT", "1000", "TYPE", "hash",
+    ]) else {
         panic!("SCAN");
     };
     assert_eq!(r[1], arr(vec![bulk("hash:1")]));
@@ -202,7 +237,10 @@ fn keyspace_commands_list_every_key_once() {
     assert_eq!(c.cmd(&["FLUSHDB"]), ok());
     assert_eq!(c.cmd(&["DBSIZE"]), int(0));
     assert_eq!(c.cmd(&["SAVE"]), ok());
-    assert_eq!(c.cmd(&["BGSAVE"]), Value::Simple(b"Background saving started".to_vec()));
+    assert_eq!(
+        c.cmd(&["BGSAVE"]),
+        Value::Simple(b"Background saving started".to_vec())
+    );
 }
 
 #[test]
@@ -240,7 +278,10 @@ fn pipelined_requests_are_answered_in_order() {
             &format!("p{i}"),
             &i.to_string(),
         ]));
-        batch.extend(tegula_server::resp::encode_command(&["GET", &format!("p{i}")]));
+        batch.extend(tegula_server::resp::encode_command(&[
+            "GET",
+            &format!("p{i}"),
+        ]));
     }
     c.send_raw(&batch);
     for i in 0..3000 {
@@ -259,7 +300,11 @@ fn requests_split_at_every_byte_are_reassembled() {
         std::thread::sleep(std::time::Duration::from_millis(2));
         c.send_raw(&msg[i..]);
         assert_eq!(c.read(), Some(ok()), "split at {i}");
-        assert_eq!(c.read(), Some(Value::Simple(b"PONG".to_vec())), "split at {i}");
+        assert_eq!(
+            c.read(),
+            Some(Value::Simple(b"PONG".to_vec())),
+            "split at {i}"
+        );
     }
     // One byte at a time.
     for b in msg.iter() {
@@ -291,7 +336,11 @@ fn protocol_errors_are_replied_then_the_connection_closes() {
         let mut c = s.client();
         c.send(&["SET", "before", "1"]);
         c.send_raw(b);
-        assert_eq!(c.read(), Some(ok()), "the request before the bad bytes is answered");
+        assert_eq!(
+            c.read(),
+            Some(ok()),
+            "the request before the bad bytes is answered"
+        );
         let r = c.read();
         assert!(
             matches!(&r, Some(v) if is_err(v, "ERR Protocol error")),
@@ -314,7 +363,10 @@ fn hello_switches_to_resp3() {
     assert!(m.contains(&(bulk("proto"), int(3))));
     assert_eq!(c.cmd(&["GET", "none"]), Value::Nil);
     c.cmd(&["HSET", "h", "f", "v"]);
-    assert_eq!(c.cmd(&["HGETALL", "h"]), Value::Map(vec![(bulk("f"), bulk("v"))]));
+    assert_eq!(
+        c.cmd(&["HGETALL", "h"]),
+        Value::Map(vec![(bulk("f"), bulk("v"))])
+    );
     assert!(matches!(c.cmd(&["INFO", "server"]), Value::Verbatim(_)));
     assert!(is_err(&c.cmd(&["HELLO", "4"]), "NOPROTO"));
     let Value::Array(v) = c.cmd(&["HELLO", "2"]) else {
@@ -343,7 +395,10 @@ fn requirepass_needs_auth_first() {
     ));
     assert_eq!(c2.cmd(&["GET", "k"]), bulk("v"));
     let s2 = TestServer::start(ServerOptions::default());
-    assert!(is_err(&s2.client().cmd(&["AUTH", "x"]), "ERR AUTH <password> called without"));
+    assert!(is_err(
+        &s2.client().cmd(&["AUTH", "x"]),
+        "ERR AUTH <password> called without"
+    ));
 }
 
 #[test]
@@ -358,7 +413,10 @@ fn connections_past_the_limit_are_refused_and_the_rest_served() {
     }
     let mut extra = s.client();
     let r = extra.read();
-    assert!(matches!(&r, Some(v) if is_err(v, "ERR max number of clients reached")), "{r:?}");
+    assert!(
+        matches!(&r, Some(v) if is_err(v, "ERR max number of clients reached")),
+        "{r:?}"
+    );
     assert_eq!(extra.read(), None);
     drop(cs.pop());
     std::thread::sleep(std::time::Duration::from_millis(300));

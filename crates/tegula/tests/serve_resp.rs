@@ -38,7 +38,14 @@ fn have(tool: &str) -> bool {
 fn database(dir: &Path) -> PathBuf {
     let p = dir.join("kv.img");
     ok(&tegula()
-        .args(["disk", "create", "--profile", "hm-smr", "--capacity", "8GiB"])
+        .args([
+            "disk",
+            "create",
+            "--profile",
+            "hm-smr",
+            "--capacity",
+            "8GiB",
+        ])
         .arg(&p)
         .output()
         .unwrap());
@@ -74,7 +81,10 @@ impl Served {
             .unwrap();
         let t0 = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(30), "server did not start");
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         Served { child, port }
@@ -202,8 +212,8 @@ fn redis_cli_scripted_session() {
     let lines: Vec<&str> = out.lines().collect();
     let want = [
         // HGETALL lists fields in byte order (a range scan), not insertion order.
-        "OK", "v", "2", "lang", "rust", "name", "ada", "1", "10", "OK", "1", "2", "", "5", "1",
-        "1", "OK", "100", "hash", "PONG",
+        "OK", "v", "2", "lang", "rust", "name", "ada", "1", "10", "OK", "1", "2", "", "5", "1", "1",
+        "OK", "100", "hash", "PONG",
     ];
     assert_eq!(lines, want, "{out}");
     // One command per invocation, as the issue's acceptance check runs it.
@@ -233,7 +243,9 @@ fn redis_benchmark_small_run() {
     for pipeline in ["1", "16"] {
         let out = Command::new("redis-benchmark")
             .args(["-p", &s.port.to_string(), "-t", "set,get,incr,mset"])
-            .args(["-n", "2000", "-c", "10", "-r", "1000", "-d", "100", "-P", pipeline])
+            .args([
+                "-n", "2000", "-c", "10", "-r", "1000", "-d", "100", "-P", pipeline,
+            ])
             .arg("--csv")
             .output()
             .unwrap();
@@ -241,7 +253,13 @@ fn redis_benchmark_small_run() {
         let rows: Vec<&str> = csv.lines().filter(|l| !l.starts_with("\"test\"")).collect();
         assert_eq!(rows.len(), 4, "{csv}");
         for r in rows {
-            let rps: f64 = r.split(',').nth(1).unwrap().trim_matches('"').parse().unwrap();
+            let rps: f64 = r
+                .split(',')
+                .nth(1)
+                .unwrap()
+                .trim_matches('"')
+                .parse()
+                .unwrap();
             assert!(rps > 0.0, "{r}");
         }
     }
@@ -419,7 +437,11 @@ fn hostile_clients_leave_the_server_up_with_bounded_memory() {
         let mut t = Client::connect(s.addr());
         t.s.write_all(bad).unwrap();
         let r = t.read().unwrap();
-        assert!(r.starts_with(b"-ERR Protocol error"), "{}", String::from_utf8_lossy(&r));
+        assert!(
+            r.starts_with(b"-ERR Protocol error"),
+            "{}",
+            String::from_utf8_lossy(&r)
+        );
         assert!(t.read().is_err(), "the connection is closed");
     }
     // A request that never ends is cut at the query buffer limit.

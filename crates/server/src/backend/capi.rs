@@ -43,7 +43,9 @@ pub struct CapiBackend {
 
 impl std::fmt::Debug for CapiBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CapiBackend").field("engine", &self.name).finish()
+        f.debug_struct("CapiBackend")
+            .field("engine", &self.name)
+            .finish()
     }
 }
 

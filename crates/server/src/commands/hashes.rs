@@ -15,9 +15,16 @@ fn load_hash(ctx: &mut Ctx<'_>, k: &[u8]) -> Result<Option<Record>, CmdError> {
 }
 
 /// Sets fields; returns how many were new.
-fn set_fields(ctx: &mut Ctx<'_>, k: &[u8], pairs: &[Vec<u8>], only_new: bool) -> Result<i64, CmdError> {
+fn set_fields(
+    ctx: &mut Ctx<'_>,
+    k: &[u8],
+    pairs: &[Vec<u8>],
+    only_new: bool,
+) -> Result<i64, CmdError> {
     let head = load_hash(ctx, k)?;
-    let (count0, expire_at) = head.as_ref().map_or((0, None), |h| (h.fields(), h.expire_at));
+    let (count0, expire_at) = head
+        .as_ref()
+        .map_or((0, None), |h| (h.fields(), h.expire_at));
     for fv in pairs.chunks_exact(2) {
         let fk_len = 5 + k.len() + fv[0].len();
         ctx.check_size(fk_len, fv[1].len())?;

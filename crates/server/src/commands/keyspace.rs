@@ -48,7 +48,10 @@ fn type_name(rec: &Record) -> &'static str {
 
 /// `TYPE key`.
 pub fn type_(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let t = ctx.store.load(&args[1], ctx.now)?.map_or("none", |r| type_name(&r));
+    let t = ctx
+        .store
+        .load(&args[1], ctx.now)?
+        .map_or("none", |r| type_name(&r));
     ctx.reply().simple(t);
     Ok(())
 }
@@ -69,7 +72,9 @@ pub(crate) fn walk(
         let part = ctx.store.scan(&from, Some(KEYS_END), want)?;
         let full = part.len() == want;
         for (ek, v) in &part {
-            let Some(k) = keys::user_key(ek) else { continue };
+            let Some(k) = keys::user_key(ek) else {
+                continue;
+            };
             let rec = Record::decode(v).unwrap_or_else(|| Record::string(v.clone(), None));
             if rec.expired(ctx.now) {
                 continue;
@@ -165,7 +170,9 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let mut found = Vec::new();
     let next = walk(ctx, &from, count.min(1 << 20), &mut |k, rec| {
         let m = pat.as_ref().is_none_or(|p| glob::matches(p, k, false));
-        let t = ty.as_ref().is_none_or(|t| t.as_slice() == type_name(rec).as_bytes());
+        let t = ty
+            .as_ref()
+            .is_none_or(|t| t.as_slice() == type_name(rec).as_bytes());
         if m && t {
             found.push(k.to_vec());
         }
@@ -211,7 +218,9 @@ fn set_expiry(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64) -> CmdResult {
     let at = n
         .checked_mul(unit)
         .map(|ms| ctx.now as i64 + ms)
-        .ok_or_else(|| super::CmdError::Reply("ERR invalid expire time in 'expire' command".into()))?;
+        .ok_or_else(|| {
+            super::CmdError::Reply("ERR invalid expire time in 'expire' command".into())
+        })?;
     let cur = rec.expire_at;
     let ok = match cur {
         None => !xx && !gt,

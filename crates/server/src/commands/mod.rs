@@ -273,8 +273,7 @@ impl Ctx<'_> {
 /// The error replies Redis uses.
 pub mod errors {
     /// Wrong type.
-    pub const WRONGTYPE: &str =
-        "WRONGTYPE Operation against a key holding the wrong kind of value";
+    pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
     /// Not an integer.
     pub const NOT_INT: &str = "ERR value is not an integer or out of range";
     /// Syntax.

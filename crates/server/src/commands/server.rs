@@ -150,7 +150,8 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         s.push_str("\r\n");
     }
     let trimmed = s.trim_end_matches("\r\n").to_string() + "\r\n";
-    ctx.reply().verbatim(if s.is_empty() { "" } else { &trimmed });
+    ctx.reply()
+        .verbatim(if s.is_empty() { "" } else { &trimmed });
     Ok(())
 }
 
@@ -192,7 +193,11 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         let params = config_params(ctx);
         let hits: Vec<_> = params
             .iter()
-            .filter(|(name, _)| args[2..].iter().any(|p| glob::matches(p, name.as_bytes(), true)))
+            .filter(|(name, _)| {
+                args[2..]
+                    .iter()
+                    .any(|p| glob::matches(p, name.as_bytes(), true))
+            })
             .collect();
         let mut r = ctx.reply();
         r.map(hits.len());
@@ -203,7 +208,9 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     } else if is(sub, "resetstat") {
         ctx.reply().ok();
     } else if is(sub, "set") {
-        return err("ERR CONFIG SET is not supported: tegula takes its options on the command line");
+        return err(
+            "ERR CONFIG SET is not supported: tegula takes its options on the command line",
+        );
     } else {
         return err(format!(
             "ERR unknown subcommand '{}'. Try CONFIG HELP.",

@@ -44,7 +44,13 @@ pub fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// An expiry time from a relative or absolute argument, in Unix milliseconds.
-fn expiry(ctx: &Ctx<'_>, unit_ms: i64, absolute: bool, a: &[u8], cmd: &str) -> Result<u64, super::CmdError> {
+fn expiry(
+    ctx: &Ctx<'_>,
+    unit_ms: i64,
+    absolute: bool,
+    a: &[u8],
+    cmd: &str,
+) -> Result<u64, super::CmdError> {
     let n = int_arg(a)?;
     let ms = n.checked_mul(unit_ms).filter(|&m| m > 0);
     let Some(ms) = ms else {
@@ -65,9 +71,14 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     while i < args.len() {
         let a = &args[i];
         let next = args.get(i + 1);
-        let timed = [("ex", 1000, false), ("px", 1, false), ("exat", 1000, true), ("pxat", 1, true)]
-            .into_iter()
-            .find(|(kw, _, _)| is(a, kw));
+        let timed = [
+            ("ex", 1000, false),
+            ("px", 1, false),
+            ("exat", 1000, true),
+            ("pxat", 1, true),
+        ]
+        .into_iter()
+        .find(|(kw, _, _)| is(a, kw));
         if let Some((_, unit, abs)) = timed {
             let Some(v) = next else {
                 return err(errors::SYNTAX);
@@ -152,7 +163,8 @@ pub fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         string_of(o)?;
     }
     store_string(ctx, &args[1], old.as_ref(), &args[2], None)?;
-    ctx.reply().opt_bulk(old.as_ref().map(|o| o.payload.as_slice()));
+    ctx.reply()
+        .opt_bulk(old.as_ref().map(|o| o.payload.as_slice()));
     Ok(())
 }
 

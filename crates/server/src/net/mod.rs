@@ -54,7 +54,9 @@ impl Server {
     /// Binds `addr` (`127.0.0.1:6379`; port 0 picks a free port) after checking `opts`.
     pub fn bind(addr: &str, opts: ServerOptions) -> Result<Server, ServerError> {
         if opts.max_clients == 0 {
-            return Err(ServerError::InvalidOption("max_clients must be at least 1".into()));
+            return Err(ServerError::InvalidOption(
+                "max_clients must be at least 1".into(),
+            ));
         }
         if opts.max_request <= opts.max_bulk {
             return Err(ServerError::InvalidOption(
@@ -64,7 +66,9 @@ impl Server {
             ));
         }
         if opts.max_pipeline == 0 {
-            return Err(ServerError::InvalidOption("max_pipeline must be at least 1".into()));
+            return Err(ServerError::InvalidOption(
+                "max_pipeline must be at least 1".into(),
+            ));
         }
         let bind_err = |source| ServerError::Bind {
             addr: addr.to_string(),
@@ -88,7 +92,11 @@ impl Server {
     /// Serves `backend` until `stop` is set (or a client sends `SHUTDOWN`); then stops
     /// accepting, sends the replies of requests under way, makes every acknowledged write
     /// durable and closes the backend.
-    pub fn run(self, backend: Box<dyn Backend>, stop: &AtomicBool) -> Result<ServeReport, ServerError> {
+    pub fn run(
+        self,
+        backend: Box<dyn Backend>,
+        stop: &AtomicBool,
+    ) -> Result<ServeReport, ServerError> {
         let shared = Arc::new(Shared {
             opts: self.opts.clone(),
             stats: Stats::default(),
@@ -204,7 +212,9 @@ impl Loop {
                     LISTENER => self.accept_all(),
                     WAKER => {}
                     Token(t) => {
-                        let Some(Some(c)) = self.conns.get_mut(t) else { continue };
+                        let Some(Some(c)) = self.conns.get_mut(t) else {
+                            continue;
+                        };
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             c.may_read = true;
                         }
@@ -267,7 +277,11 @@ impl Loop {
         if self
             .poll
             .registry()
-            .register(&mut stream, Token(slot), Interest::READABLE | Interest::WRITABLE)
+            .register(
+                &mut stream,
+                Token(slot),
+                Interest::READABLE | Interest::WRITABLE,
+            )
             .is_err()
         {
             self.free.push(slot);
@@ -303,7 +317,9 @@ impl Loop {
     /// Sends pending output; closes the connection when it fails, or when it was closing and
     /// everything is sent.
     fn flush(&mut self, t: usize) {
-        let Some(Some(c)) = self.conns.get_mut(t) else { return };
+        let Some(Some(c)) = self.conns.get_mut(t) else {
+            return;
+        };
         match c.write_output() {
             Ok(n) => {
                 Stats::add(&self.shared.stats.net_output_bytes, n as u64);
@@ -319,7 +335,9 @@ impl Loop {
     /// is under way.
     fn pump(&mut self, t: usize) {
         let opts = &self.shared.opts;
-        let Some(Some(c)) = self.conns.get_mut(t) else { return };
+        let Some(Some(c)) = self.conns.get_mut(t) else {
+            return;
+        };
         if c.in_flight || c.closing || self.stopping {
             return;
         }
@@ -403,7 +421,9 @@ impl Loop {
         while let Ok(batch) = self.from_engine.try_recv() {
             for d in batch {
                 let max_output = self.shared.opts.max_output;
-                let Some(Some(c)) = self.conns.get_mut(d.token) else { continue };
+                let Some(Some(c)) = self.conns.get_mut(d.token) else {
+                    continue;
+                };
                 if c.gen != d.gen {
                     continue;
                 }

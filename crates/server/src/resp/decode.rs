@@ -158,8 +158,8 @@ pub fn parse_command_resume(
             Some(b'$') => {}
             Some(&c) => return Err(ProtocolError::ExpectedDollar(c)),
         }
-        let Some((line, next)) = read_line(buf, pos + 1, MAX_HEADER)
-            .map_err(|_| ProtocolError::InvalidBulkLength)?
+        let Some((line, next)) =
+            read_line(buf, pos + 1, MAX_HEADER).map_err(|_| ProtocolError::InvalidBulkLength)?
         else {
             return Ok(Parse::Incomplete(buf.len() + 1));
         };
@@ -479,7 +479,15 @@ mod tests {
         assert_eq!(a, vec![b"GET".to_vec(), b"k".to_vec()]);
         assert_eq!(n, 20);
         let (a, _) = done(b"set k \"a b\\x41\\n\" 'c\\'d'\r\n");
-        assert_eq!(a, vec![b"set".to_vec(), b"k".to_vec(), b"a bA\n".to_vec(), b"c'd".to_vec()]);
+        assert_eq!(
+            a,
+            vec![
+                b"set".to_vec(),
+                b"k".to_vec(),
+                b"a bA\n".to_vec(),
+                b"c'd".to_vec()
+            ]
+        );
         assert_eq!(done(b"\r\n").0, Args::new());
         assert_eq!(done(b"*0\r\n").0, Args::new());
     }
@@ -532,7 +540,11 @@ mod tests {
             b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
         ];
         for b in bad {
-            assert!(parse_command(b, &lim).is_err(), "{:?}", String::from_utf8_lossy(b));
+            assert!(
+                parse_command(b, &lim).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(b)
+            );
         }
         assert_eq!(
             parse_command(b"set \"a\"b\n", &lim),
@@ -554,9 +566,15 @@ mod tests {
                 25
             )
         );
-        assert!(matches!(parse_value(b"*2\r\n:1\r\n", 100, 100).unwrap(), Parse::Incomplete(_)));
+        assert!(matches!(
+            parse_value(b"*2\r\n:1\r\n", 100, 100).unwrap(),
+            Parse::Incomplete(_)
+        ));
         assert!(parse_value(b"?\r\n", 100, 100).is_err());
         let deep = "*1\r\n".repeat(MAX_DEPTH + 2);
-        assert_eq!(parse_value(deep.as_bytes(), 100, 100), Err(ProtocolError::TooDeep));
+        assert_eq!(
+            parse_value(deep.as_bytes(), 100, 100),
+            Err(ProtocolError::TooDeep)
+        );
     }
 }

@@ -56,8 +56,10 @@ impl Reply<'_> {
     /// `-msg`: line breaks in `msg` become blanks.
     pub fn error(&mut self, msg: &str) {
         self.out.push(b'-');
-        self.out
-            .extend(msg.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+        self.out.extend(
+            msg.bytes()
+                .map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }),
+        );
         self.out.extend_from_slice(b"\r\n");
     }
 
@@ -180,8 +182,13 @@ mod tests {
             };
             assert_eq!(n, out.len());
             let map = match proto {
-                Proto::Resp2 => Value::Array(vec![Value::Bulk(b"f".to_vec()), Value::Bulk(b"v".to_vec())]),
-                Proto::Resp3 => Value::Map(vec![(Value::Bulk(b"f".to_vec()), Value::Bulk(b"v".to_vec()))]),
+                Proto::Resp2 => {
+                    Value::Array(vec![Value::Bulk(b"f".to_vec()), Value::Bulk(b"v".to_vec())])
+                }
+                Proto::Resp3 => Value::Map(vec![(
+                    Value::Bulk(b"f".to_vec()),
+                    Value::Bulk(b"v".to_vec()),
+                )]),
             };
             assert_eq!(
                 v,
@@ -194,6 +201,9 @@ mod tests {
                 ])
             );
         }
-        assert_eq!(encode_command(&["GET", "k"]), b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+        assert_eq!(
+            encode_command(&["GET", "k"]),
+            b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+        );
     }
 }

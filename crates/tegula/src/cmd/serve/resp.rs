@@ -101,7 +101,10 @@ fn options(a: &ServeResp) -> Result<ServerOptions> {
     if let Some(n) = size("--client-query-buffer-limit", &a.client_query_buffer_limit)? {
         o.max_request = n;
     }
-    if let Some(n) = size("--client-output-buffer-limit", &a.client_output_buffer_limit)? {
+    if let Some(n) = size(
+        "--client-output-buffer-limit",
+        &a.client_output_buffer_limit,
+    )? {
         o.max_output = n;
     }
     Ok(o)
@@ -119,7 +122,9 @@ fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
             a.path.display(),
             a.path.display()
         ),
-        Err(e) => return Err(e).with_context(|| format!("opening the database on {}", a.path.display())),
+        Err(e) => {
+            return Err(e).with_context(|| format!("opening the database on {}", a.path.display()))
+        }
     };
     Ok(Box::new(SmrdbBackend::new(db)))
 }
