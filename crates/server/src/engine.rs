@@ -210,7 +210,7 @@ impl Engine {
             AppendFsync::Everysec => self.last_sync.elapsed() >= SYNC_PERIOD,
             AppendFsync::No => false,
         };
-        if !self.store.is_dirty() && !(sync && self.store.needs_sync()) {
+        if !(self.store.is_dirty() || sync && self.store.needs_sync()) {
             return Ok(());
         }
         let dirty = self.store.is_dirty();

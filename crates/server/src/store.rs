@@ -9,6 +9,9 @@ use crate::error::BackendResult;
 use crate::keys::{self, Record};
 use std::collections::BTreeMap;
 
+/// Key-value pairs in key order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// The backend and the current round's writes.
 pub struct Store {
     backend: Box<dyn Backend>,
@@ -136,12 +139,7 @@ impl Store {
     }
 
     /// Up to `limit` pairs with engine keys in `[start, end)`, this round's writes included.
-    pub fn scan(
-        &self,
-        start: &[u8],
-        end: Option<&[u8]>,
-        limit: usize,
-    ) -> BackendResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> BackendResult<Pairs> {
         let mut out = Vec::new();
         let mut from = start.to_vec();
         while out.len() < limit {
@@ -225,7 +223,7 @@ impl Store {
     }
 
     /// Up to `limit` (engine field key, value) pairs of hash `k`.
-    pub fn fields(&self, k: &[u8], limit: usize) -> BackendResult<Vec<(Vec<u8>, Vec<u8>)>> {
+    pub fn fields(&self, k: &[u8], limit: usize) -> BackendResult<Pairs> {
         let prefix = keys::field_prefix(k);
         let end = keys::prefix_end(&prefix);
         self.scan(&prefix, end.as_deref(), limit)

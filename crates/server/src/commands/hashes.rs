@@ -5,6 +5,7 @@
 
 use super::{err, errors, int_arg, CmdError, CmdResult, Ctx};
 use crate::keys::{self, Record, TYPE_HASH};
+use crate::store::Pairs;
 
 /// The hash record of `k`, `None` if absent, WRONGTYPE if `k` holds a string.
 fn load_hash(ctx: &mut Ctx<'_>, k: &[u8]) -> Result<Option<Record>, CmdError> {
@@ -54,7 +55,7 @@ fn set_fields(
 
 /// `HSET key field value [field value ...]`: how many fields were added.
 pub fn hset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'hset' command");
     }
     let n = set_fields(ctx, &args[1], &args[2..], false)?;
@@ -64,7 +65,7 @@ pub fn hset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// `HMSET key field value [field value ...]`.
 pub fn hmset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'hmset' command");
     }
     set_fields(ctx, &args[1], &args[2..], false)?;
@@ -108,7 +109,7 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// Every (field, value) of hash `k` (empty when absent).
-fn all_fields(ctx: &mut Ctx<'_>, k: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CmdError> {
+fn all_fields(ctx: &mut Ctx<'_>, k: &[u8]) -> Result<Pairs, CmdError> {
     if load_hash(ctx, k)?.is_none() {
         return Ok(Vec::new());
     }

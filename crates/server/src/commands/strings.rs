@@ -196,7 +196,7 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// `MSET key value [key value ...]`.
 pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    if args.len() % 2 != 1 {
+    if args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'mset' command");
     }
     for kv in args[1..].chunks_exact(2) {
