@@ -9,6 +9,8 @@ use std::time::Instant;
 
 /// Bytes read ahead of the parser when no partial request needs more.
 const READ_AHEAD: usize = 64 << 10;
+/// Size of the network loop's read buffer.
+pub(crate) const SCRATCH: usize = 256 << 10;
 /// Buffers larger than this are given back to the allocator once empty.
 const KEEP_CAPACITY: usize = 256 << 10;
 
@@ -87,8 +89,10 @@ impl Conn {
     }
 
     /// Reads while the socket has bytes, up to what the parser needs (at least a read-ahead)
-    /// and never past `max_request` unparsed bytes. Returns bytes read and the outcome.
-    pub fn read_input(&mut self, max_request: usize) -> (usize, ReadOutcome) {
+    /// and never past `max_request` unparsed bytes, through `scratch` (the loop's one read
+    /// buffer: only the bytes read are copied, none are zeroed per read). Returns bytes read
+    /// and the outcome.
+    pub fn read_input(&mut self, scratch: &mut [u8], max_request: usize) -> (usize, ReadOutcome) {
         let mut total = 0;
         while self.may_read && !self.eof {
             let want = self.need.max(READ_AHEAD).min(max_request + 1);
@@ -100,30 +104,17 @@ impl Conn {
                 self.inbuf.clear();
                 self.in_start = 0;
             }
-            let chunk = (want - have).clamp(4096, 1 << 20);
-            let len = self.inbuf.len();
-            self.inbuf.resize(len + chunk, 0);
-            match self.stream.read(&mut self.inbuf[len..]) {
-                Ok(0) => {
-                    self.inbuf.truncate(len);
-                    self.eof = true;
-                }
+            let room = (want - have).min(scratch.len());
+            match self.stream.read(&mut scratch[..room]) {
+                Ok(0) => self.eof = true,
                 Ok(n) => {
-                    self.inbuf.truncate(len + n);
+                    self.inbuf.extend_from_slice(&scratch[..n]);
                     total += n;
                     self.last_active = Instant::now();
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    self.inbuf.truncate(len);
-                    self.may_read = false;
-                }
-                Err(e) if e.kind() == ErrorKind::Interrupted => {
-                    self.inbuf.truncate(len);
-                }
-                Err(_) => {
-                    self.inbuf.truncate(len);
-                    return (total, ReadOutcome::Closed);
-                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => self.may_read = false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return (total, ReadOutcome::Closed),
             }
         }
         let outcome = if self.eof {

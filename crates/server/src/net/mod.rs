@@ -136,6 +136,7 @@ impl Server {
             to_engine,
             from_engine,
             round: Vec::new(),
+            scratch: vec![0; conn::SCRATCH],
             accept_pending: false,
             stopping: false,
         };
@@ -171,6 +172,8 @@ struct Loop {
     from_engine: mpsc::Receiver<Vec<Done>>,
     /// Jobs gathered in this poll iteration.
     round: Vec<Job>,
+    /// The one buffer sockets are read into.
+    scratch: Vec<u8>,
     /// An accept failed for lack of descriptors: retry at the next tick.
     accept_pending: bool,
     stopping: bool,
@@ -347,7 +350,7 @@ impl Loop {
         // Read and parse until there are requests, the socket is drained, or a request
         // outgrows the limit (edge-triggered: bytes left in the socket raise no new event).
         let (cmds, perr, outcome) = loop {
-            let (n, outcome) = c.read_input(opts.max_request);
+            let (n, outcome) = c.read_input(&mut self.scratch, opts.max_request);
             Stats::add(&self.shared.stats.net_input_bytes, n as u64);
             let (cmds, perr) = c.parse(&self.limits, opts.max_pipeline);
             let more = cmds.is_empty()
