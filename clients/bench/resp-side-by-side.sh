@@ -3,9 +3,13 @@
 # with appendonly yes, at one appendfsync setting, under redis-benchmark and YCSB A-F (hash
 # mode). Every engine keeps its data in one directory (DIR). Prints CSV lines:
 #   server,test,ops_per_sec,server_cpu_us_per_op,server_rss_kib
-# Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS]
+# Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS] [OPS]
+# Environment: SERVERS (default "smrdb rocksdb leveldb redis"); YCSB_ONLY=1 skips
+# redis-benchmark; CGROUP=/sys/fs/cgroup/memory/NAME puts each server in that (v1) memory
+# cgroup, so that page cache and process memory together stay under its limit.
 set -euo pipefail
 tegula=$1 ycsb=$2 dir=$3 fsync=${4:-everysec} n=${5:-200000} records=${6:-50000}
+ops=${7:-$records}
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 port=16400
 mkdir -p "$dir"
@@ -30,15 +34,17 @@ start() { # name
         ;;
     esac
     pid=$!
+    if [ -n "${CGROUP:-}" ]; then echo "$pid" >"$CGROUP/cgroup.procs"; fi
     for _ in $(seq 1 200); do redis-cli -p $port ping >/dev/null 2>&1 && return; sleep 0.05; done
     echo "server $1 did not start" >&2; exit 1
 }
 
 stop() { kill -TERM "$pid"; wait "$pid" || true; }
 
-for server in smrdb rocksdb leveldb redis; do
+for server in ${SERVERS:-smrdb rocksdb leveldb redis}; do
     start $server
     for P in 1 16; do
+        [ -n "${YCSB_ONLY:-}" ] && break
         c0=$(cpu_us "$pid")
         csv=$(redis-benchmark -p $port -t set,get,incr,mset -n "$n" -c 50 -d 100 -r 1000000 -P $P --csv)
         c1=$(cpu_us "$pid")
@@ -47,8 +53,12 @@ for server in smrdb rocksdb leveldb redis; do
     done
     redis-cli -p $port flushall >/dev/null
     props=(-p redis.addr=127.0.0.1:$port -p redis.datatype=hash -p recordcount="$records"
-        -p operationcount="$records" -p threadcount=16)
+        -p operationcount="$ops" -p threadcount=16)
+    t0=$(date +%s.%N)
+    c0=$(cpu_us "$pid")
     "$ycsb" load redis -P "$here/clients/ycsb/workloads/workloada" "${props[@]}" >"$dir/load-$server.txt"
+    c1=$(cpu_us "$pid")
+    echo "$server,ycsb load $records,$(awk -v t0="$t0" -v t1="$(date +%s.%N)" -v n="$records" 'BEGIN {printf "%.1f", n / (t1 - t0)}'),$(awk -v c=$((c1 - c0)) -v n="$records" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "$pid"),$(du -sk "$dir/$server" | cut -f1)"
     for w in a b c d e f; do
         c0=$(cpu_us "$pid")
         "$ycsb" run redis -P "$here/clients/ycsb/workloads/workload$w" "${props[@]}" >"$dir/run-$server-$w.txt"
