@@ -143,6 +143,17 @@ fn hashes_are_composite_keys_read_by_range() {
         c.cmd(&["HMGET", "h", "f2", "nof", "f3"]),
         arr(vec![bulk("v2"), Value::Nil, bulk("v3")])
     );
+    // Most of the hash's fields: one range scan answers (a missing field is nil).
+    assert_eq!(
+        c.cmd(&["HMGET", "h", "f4", "f1", "nof", "f3", "f2"]),
+        arr(vec![
+            bulk("v4"),
+            bulk("v1b"),
+            Value::Nil,
+            bulk("v3"),
+            bulk("v2")
+        ])
+    );
     assert_eq!(c.cmd(&["HLEN", "h"]), int(4));
     assert_eq!(c.cmd(&["HEXISTS", "h", "f4"]), int(1));
     assert_eq!(

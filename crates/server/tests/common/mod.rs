@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tegula_server::resp::{encode_command, parse_value, Parse, Value};
-use tegula_server::{ServeReport, Server, ServerError, ServerOptions, SmrdbBackend};
+use tegula_server::{Backend, ServeReport, Server, ServerError, ServerOptions, SmrdbBackend};
 
 /// A running server; stops (and joins) on drop.
 pub struct TestServer {
@@ -29,12 +29,15 @@ pub fn smrdb_backend() -> SmrdbBackend {
 
 impl TestServer {
     pub fn start(opts: ServerOptions) -> TestServer {
+        Self::start_with(opts, Box::new(smrdb_backend()))
+    }
+
+    pub fn start_with(opts: ServerOptions, backend: Box<dyn Backend>) -> TestServer {
         let server = Server::bind("127.0.0.1:0", opts).unwrap();
         let addr = server.local_addr();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
-        let backend = smrdb_backend();
-        let handle = std::thread::spawn(move || server.run(Box::new(backend), &s));
+        let handle = std::thread::spawn(move || server.run(backend, &s));
         TestServer {
             addr,
             stop,
