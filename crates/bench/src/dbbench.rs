@@ -16,10 +16,11 @@
 //! `num` operations); `fillseq` gives each thread a contiguous key range.
 
 use crate::engine::{BatchOp, EngineFactory, KvEngine};
+use crate::error::{Error, Result};
 use crate::keys::{format_key, ValueGen};
+use crate::observer::Observer;
 use crate::report::BenchResult;
 use crate::runner::{run_phase, Phase, ThreadCtx};
-use anyhow::{bail, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -37,37 +38,38 @@ pub const BENCHMARKS: [&str; 9] = [
     "deleterandom",
 ];
 
-/// Settings of a db_bench run (db_bench's flags).
+/// Settings of a db_bench run (db_bench's flags). [`DbBenchConfig::default`] is the one
+/// source of the defaults documented on each field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DbBenchConfig {
-    /// Benchmarks to run, in order.
+    /// Benchmarks to run, in order (`--benchmarks`, default fillseq, fillrandom, readrandom).
     pub benchmarks: Vec<String>,
-    /// Number of keys (`--num`).
+    /// Number of keys (`--num`, default 1,000,000).
     pub num: u64,
-    /// Reads for the read benchmarks (`--reads`; default `num`).
+    /// Reads for the read benchmarks (`--reads`; default `None`: `num`).
     pub reads: Option<u64>,
     /// Key size in bytes (`--key_size`, default 16).
     pub key_size: usize,
     /// Value size in bytes (`--value_size`, default 100).
     pub value_size: usize,
-    /// Worker threads (`--threads`).
+    /// Worker threads (`--threads`, default 1; at least 1).
     pub threads: usize,
-    /// Random seed (`--seed`).
+    /// Random seed (`--seed`, default 301).
     pub seed: u64,
-    /// Sync every write (`--sync`).
+    /// Sync every write (`--sync`, default off).
     pub sync: bool,
-    /// Sync every N-th write (`--sync_every`; 0 = never).
+    /// Sync every N-th write (`--sync_every`; default 0 = never).
     pub sync_every: u64,
-    /// Nexts after each seek in `seekrandom` (`--seek_nexts`).
+    /// Nexts after each seek in `seekrandom` (`--seek_nexts`, default 0).
     pub seek_nexts: usize,
-    /// Puts per write batch (`--batch_size`, db_bench's `entries_per_batch`).
+    /// Puts per write batch (`--batch_size`, db_bench's `entries_per_batch`; default 1).
     pub batch_size: usize,
-    /// Keep the existing database instead of starting fresh (`--use_existing_db`).
+    /// Keep the existing database instead of starting fresh (`--use_existing_db`, default
+    /// off).
     pub use_existing_db: bool,
-    /// Flush the memtable at the end of each write benchmark, inside the timed part.
+    /// Flush the memtable at the end of each write benchmark, inside the timed part
+    /// (`--flush`, default off).
     pub flush_after_write: bool,
-    /// Show a progress bar on a terminal.
-    pub progress: bool,
 }
 
 impl Default for DbBenchConfig {
@@ -86,7 +88,6 @@ impl Default for DbBenchConfig {
             batch_size: 1,
             use_existing_db: false,
             flush_after_write: false,
-            progress: true,
         }
     }
 }
@@ -102,21 +103,24 @@ fn is_write(name: &str) -> bool {
     )
 }
 
-/// Checks the benchmark names before anything runs.
+/// Checks the benchmark names and sizes before anything runs.
 pub fn validate(cfg: &DbBenchConfig) -> Result<()> {
     for b in &cfg.benchmarks {
         if !BENCHMARKS.contains(&b.as_str()) {
-            bail!(
+            return Err(Error::invalid(format!(
                 "unknown benchmark {b:?} (one of: {})",
                 BENCHMARKS.join(", ")
-            );
+            )));
         }
     }
     if cfg.num == 0 {
-        bail!("--num must be positive");
+        return Err(Error::invalid("--num must be positive"));
     }
     if cfg.key_size == 0 {
-        bail!("--key_size must be positive");
+        return Err(Error::invalid("--key_size must be positive"));
+    }
+    if cfg.threads == 0 {
+        return Err(Error::invalid("--threads must be at least 1"));
     }
     Ok(())
 }
@@ -128,12 +132,12 @@ fn share(total: u64, t: usize, threads: usize) -> std::ops::Range<u64> {
     (total * t / n)..(total * (t + 1) / n)
 }
 
-/// Runs the configured benchmarks on engines from `factory`, calling `each` with every result
-/// as soon as it is known.
+/// Runs the configured benchmarks on engines from `factory`, reporting progress and every
+/// result to `obs` as soon as it is known.
 pub fn run(
     factory: &EngineFactory,
     cfg: &DbBenchConfig,
-    each: &mut dyn FnMut(&BenchResult),
+    obs: &dyn Observer,
 ) -> Result<Vec<BenchResult>> {
     validate(cfg)?;
     let mut engine = factory.open(!cfg.use_existing_db)?;
@@ -151,17 +155,22 @@ pub fn run(
             engine = factory.open(true)?;
         }
         pristine = false;
-        let mut r = run_one(engine.as_ref(), name, &bench_cfg)?;
+        let mut r = run_one(engine.as_ref(), name, &bench_cfg, obs)?;
         r.engine_stats = engine.stats_json();
-        each(&r);
+        obs.result(&r);
         out.push(r);
     }
     engine.close()?;
     Ok(out)
 }
 
-/// Runs one named benchmark on an open engine.
-pub fn run_one(engine: &dyn KvEngine, name: &str, cfg: &DbBenchConfig) -> Result<BenchResult> {
+/// Runs one named benchmark on an open engine, reporting its progress to `obs`.
+pub fn run_one(
+    engine: &dyn KvEngine,
+    name: &str,
+    cfg: &DbBenchConfig,
+    obs: &dyn Observer,
+) -> Result<BenchResult> {
     let reads = cfg.reads.unwrap_or(cfg.num);
     let ops = match name {
         "fillsync" => (cfg.num / 1000).max(1),
@@ -174,7 +183,7 @@ pub fn run_one(engine: &dyn KvEngine, name: &str, cfg: &DbBenchConfig) -> Result
         threads: cfg.threads.max(1),
         expected_ops: ops,
         kinds: vec![],
-        progress: cfg.progress,
+        observer: obs,
         counts_found: matches!(name, "readrandom" | "readmissing" | "seekrandom"),
         key_size: cfg.key_size,
         value_size: cfg.value_size,
@@ -256,7 +265,7 @@ pub fn run_one(engine: &dyn KvEngine, name: &str, cfg: &DbBenchConfig) -> Result
                 Ok(())
             }
             "readseq" => do_readseq(engine, ctx, cfg, range),
-            other => bail!("unknown benchmark {other:?}"),
+            other => Err(Error::invalid(format!("unknown benchmark {other:?}"))),
         }
     })?;
     if cfg.flush_after_write && is_write(name) {

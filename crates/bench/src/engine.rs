@@ -3,7 +3,7 @@
 //! Every engine — SMRDB (SOC and LOC), RocksDB, LevelDB, and the in-memory reference — is
 //! reached through [`KvEngine`], so that a benchmark runs the same code path over all of them.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Error, Result};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use tegula_device::{Disk, DiskConfig};
@@ -118,10 +118,12 @@ impl EngineKind {
             "rocksdb" => EngineKind::Rocksdb,
             "leveldb" => EngineKind::Leveldb,
             "memory" | "btreemap" => EngineKind::Memory,
-            other => bail!(
-                "unknown engine {other:?} (one of: {})",
-                Self::NAMES.join(", ")
-            ),
+            other => {
+                return Err(Error::invalid(format!(
+                    "unknown engine {other:?} (one of: {})",
+                    Self::NAMES.join(", ")
+                )))
+            }
         })
     }
 
@@ -133,7 +135,7 @@ impl EngineKind {
             .map(Self::parse)
             .collect::<Result<Vec<_>>>()?;
         if v.is_empty() {
-            bail!("no engine given");
+            return Err(Error::invalid("no engine given"));
         }
         Ok(v)
     }
@@ -158,6 +160,7 @@ pub enum Target {
 }
 
 /// Engine settings shared by all engines, chosen to give every engine the same memory budget.
+/// [`EngineOptions::default`] is the one source of the defaults documented on each field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineOptions {
     /// Memtable / write buffer size in bytes (default: the band size, 256 MiB).
@@ -234,33 +237,38 @@ impl EngineFactory {
                 Target::Emulated(_) | Target::Image(..),
             ) => {}
             (EngineKind::Rocksdb | EngineKind::Leveldb, Target::Dir(_)) => {}
-            (k, t) => bail!("engine {} cannot run on {t:?}", k.name()),
+            (k, t) => {
+                return Err(Error::invalid(format!(
+                    "engine {} cannot run on {t:?}",
+                    k.name()
+                )))
+            }
         }
         if kind.on_device() && !cfg!(feature = "smrdb") {
-            bail!(
+            return Err(Error::Unavailable(format!(
                 "engine {} needs tegula-bench built with the `smrdb` feature",
                 kind.name()
-            );
+            )));
         }
         if kind == EngineKind::Leveldb && opts.disable_wal {
-            bail!(
+            return Err(Error::invalid(
                 "engine leveldb cannot run with --disable_wal: LevelDB has no option to write \
                  without its log (RocksDB's disableWAL has no LevelDB counterpart); run it \
-                 without the flag, or leave leveldb out"
-            );
+                 without the flag, or leave leveldb out",
+            ));
         }
         if matches!(kind, EngineKind::Rocksdb | EngineKind::Leveldb) && !cfg!(feature = "compare") {
-            bail!(
+            return Err(Error::Unavailable(format!(
                 "engine {} needs tegula-bench built with the `compare` feature (librocksdb-dev, libleveldb-dev)",
                 kind.name()
-            );
+            )));
         }
         let tmp = match &target {
             Target::Dir(None) => Some(
                 tempfile::Builder::new()
                     .prefix(&format!("tegula-bench-{}-", kind.name()))
                     .tempdir()
-                    .context("creating a temporary database directory")?,
+                    .map_err(|e| Error::io("creating a temporary database directory", e))?,
             ),
             _ => None,
         };
@@ -310,35 +318,34 @@ impl EngineFactory {
     /// Opens (or creates) the emulated disk of the target.
     pub fn open_disk(&self, fresh: bool) -> Result<Disk> {
         match &self.target {
-            Target::Emulated(cfg) => {
-                Disk::in_memory(cfg.clone()).context("creating the in-memory emulated drive")
-            }
+            Target::Emulated(cfg) => Disk::in_memory(cfg.clone())
+                .map_err(|e| Error::device("creating the in-memory emulated drive", e)),
             Target::Image(path, cfg) => {
+                let shown = path.display();
                 if path.exists() {
                     if !fresh {
                         return Disk::open_image(path, Default::default())
-                            .with_context(|| format!("opening disk image {}", path.display()));
+                            .map_err(|e| Error::device(format!("opening disk image {shown}"), e));
                     }
                     let old = Disk::open_image(path, Default::default())
-                        .with_context(|| format!("opening disk image {}", path.display()))?;
+                        .map_err(|e| Error::device(format!("opening disk image {shown}"), e))?;
                     let cfg = old.config().clone();
                     drop(old);
                     std::fs::remove_file(path)
-                        .with_context(|| format!("removing {} to start fresh", path.display()))?;
+                        .map_err(|e| Error::io(format!("removing {shown} to start fresh"), e))?;
                     Disk::create_image(path, cfg)
-                        .with_context(|| format!("recreating disk image {}", path.display()))
+                        .map_err(|e| Error::device(format!("recreating disk image {shown}"), e))
                 } else {
                     let Some(cfg) = cfg else {
-                        bail!(
-                            "disk image {} does not exist (create it with `tegula disk create` or give --profile)",
-                            path.display()
-                        );
+                        return Err(Error::invalid(format!(
+                            "disk image {shown} does not exist (create it with `tegula disk create` or give --profile)"
+                        )));
                     };
                     Disk::create_image(path, cfg.clone())
-                        .with_context(|| format!("creating disk image {}", path.display()))
+                        .map_err(|e| Error::device(format!("creating disk image {shown}"), e))
                 }
             }
-            other => bail!("target {other:?} is not a device"),
+            other => Err(Error::invalid(format!("target {other:?} is not a device"))),
         }
     }
 
@@ -355,15 +362,18 @@ impl EngineFactory {
 
     #[cfg(not(feature = "smrdb"))]
     fn open_smrdb(&self, _fresh: bool) -> Result<Box<dyn KvEngine>> {
-        bail!("built without the `smrdb` feature")
+        Err(Error::Unavailable(
+            "built without the `smrdb` feature".into(),
+        ))
     }
 
     #[cfg(feature = "compare")]
     fn open_dir_engine(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
         let dir = self
             .dir()
-            .context("RocksDB and LevelDB need a directory (--db DIR)")?;
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            .ok_or_else(|| Error::invalid("RocksDB and LevelDB need a directory (--db DIR)"))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         Ok(match self.kind {
             EngineKind::Rocksdb => Box::new(crate::engines::rocksdb::RocksEngine::open(
                 dir, &self.opts, fresh,
@@ -377,6 +387,8 @@ impl EngineFactory {
     #[cfg(not(feature = "compare"))]
     fn open_dir_engine(&self, _fresh: bool) -> Result<Box<dyn KvEngine>> {
         let _ = self.dir();
-        bail!("built without the `compare` feature")
+        Err(Error::Unavailable(
+            "built without the `compare` feature".into(),
+        ))
     }
 }

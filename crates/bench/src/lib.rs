@@ -1,25 +1,39 @@
-//! tegula's key-value benchmark harness (issue 3, "Benchmarks"): db_bench-style named
-//! benchmarks and YCSB's core workloads, run over SMRDB (feature `smrdb`), RocksDB and LevelDB
-//! (feature `compare`, through their C APIs) and an in-memory reference engine, side by side in
-//! one run, with db_bench-like output lines, JSON results, HDR latency percentiles, modelled
-//! device time for engines on an emulated drive, and throughput-over-time plots.
+//! tegula's benchmark harness (issue 3, "Benchmarks"): db_bench-style named benchmarks and
+//! YCSB's core workloads, run over SMRDB (feature `smrdb`), RocksDB and LevelDB (feature
+//! `compare`, through their C APIs) and an in-memory reference engine, side by side in one run,
+//! with db_bench-like result lines, JSON results, HDR latency percentiles, modelled device
+//! time for engines on an emulated drive, and throughput-over-time plots; and the seed
+//! papers' figures ([`paper`]).
 //!
-//! The entry point for the `tegula` binary is [`cli::run`]; `docs/bench.md` describes how
-//! to run it and how the engines are configured.
+//! The library parses no command line and prints nothing. A caller fills in options structs
+//! whose `Default` is the one source of the defaults ([`EngineSetup`], [`DbBenchConfig`],
+//! [`YcsbConfig`], the paper options), runs ([`Lineup`], [`paper`]), and receives progress
+//! and results through an [`Observer`]; errors are typed ([`Error`]). The `tegula` binary's
+//! `tegula bench` is that caller; `docs/guides/bench.md` describes the commands.
 
-pub mod cli;
 pub mod dbbench;
+pub mod drive;
 pub mod engine;
 pub mod engines;
+pub mod error;
 pub mod generators;
 pub mod keys;
+pub mod observer;
 pub mod paper;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod setup;
+pub mod side_by_side;
 pub mod ycsb;
 
+pub use dbbench::DbBenchConfig;
 pub use engine::{
     BatchOp, DeviceCounters, EngineFactory, EngineKind, EngineOptions, KvEngine, Target,
 };
+pub use error::{Error, Result};
+pub use observer::{Observer, Quiet};
 pub use report::BenchResult;
+pub use setup::EngineSetup;
+pub use side_by_side::Lineup;
+pub use ycsb::YcsbConfig;

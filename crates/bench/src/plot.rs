@@ -1,8 +1,10 @@
-//! Throughput-over-time plots (the SMRDB paper's Fig. 15) and compaction bytes over time, as
-//! SVG, one chart per benchmark with one line per engine.
+//! The harness's one plotting module: SVG line charts ([`LineChart`]) and grouped bar charts
+//! ([`bars`]) for every figure, plus the per-benchmark plots of `tegula bench db --plot`
+//! (throughput over time, the SMRDB paper's Fig. 15, and compaction bytes over time).
 
+use crate::error::{Error, Result};
 use crate::report::BenchResult;
-use anyhow::{anyhow, Context, Result};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -66,74 +68,278 @@ fn safe(s: &str) -> String {
 }
 
 /// One named line of a chart.
-pub(crate) struct Series {
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
     /// Legend text.
     pub name: String,
     /// (x, y) points.
     pub points: Vec<(f64, f64)>,
 }
 
-/// Draws `series` as lines into an SVG file.
-pub(crate) fn chart(
+/// Where a chart's legend goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Legend {
+    /// Right edge, middle (plotters' default).
+    #[default]
+    MiddleRight,
+    /// Top left corner.
+    UpperLeft,
+    /// Top right corner.
+    UpperRight,
+}
+
+impl Legend {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            Legend::MiddleRight => SeriesLabelPosition::MiddleRight,
+            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Legend::UpperRight => SeriesLabelPosition::UpperRight,
+        }
+    }
+}
+
+/// A line chart: every figure of the harness that is not a bar chart. The defaults
+/// ([`LineChart::new`]) draw 960 × 540 pixels, x from 0, a linear y axis from 0 to at least 1
+/// with 10 % headroom, lines 2 pixels wide and no markers.
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    /// Caption.
+    pub title: String,
+    /// x axis description.
+    pub x_label: String,
+    /// y axis description.
+    pub y_label: String,
+    /// Size in pixels.
+    pub size: (u32, u32),
+    /// Caption font size.
+    pub caption_size: u32,
+    /// Width of the y label area in pixels.
+    pub y_label_area: u32,
+    /// x range; `None`: from 0 to the largest x times `x_headroom`.
+    pub x_range: Option<(f64, f64)>,
+    /// Factor on the largest x when `x_range` is `None`.
+    pub x_headroom: f64,
+    /// Factor on the largest y for the top of the y axis.
+    pub y_headroom: f64,
+    /// The smallest top of a linear y axis (before `y_headroom`), so that an empty or flat
+    /// chart still has a range.
+    pub min_top: f64,
+    /// Logarithmic y axis from half the smallest positive y (but not below `log_min`);
+    /// values at or below it are drawn at the bottom, and tick labels read 10k, 2M.
+    pub log_y: bool,
+    /// The lowest bottom of a logarithmic y axis.
+    pub log_min: f64,
+    /// Tick labels of the x axis, `(x, text)`; a tick shows the text nearest to it. Empty:
+    /// numbers.
+    pub x_ticks: Vec<(f64, String)>,
+    /// Radius of a circle at every point (0: none).
+    pub markers: u32,
+    /// Line width in pixels.
+    pub stroke: u32,
+    /// Faint vertical lines `(series index, x)` in that series' colour (e.g. phase ends).
+    pub rules: Vec<(usize, f64)>,
+    /// Legend position.
+    pub legend: Legend,
+}
+
+impl LineChart {
+    /// A chart with the default look.
+    pub fn new(title: &str, x_label: &str, y_label: &str) -> Self {
+        LineChart {
+            title: title.into(),
+            x_label: x_label.into(),
+            y_label: y_label.into(),
+            size: (960, 540),
+            caption_size: 22,
+            y_label_area: 80,
+            x_range: None,
+            x_headroom: 1.0,
+            y_headroom: 1.1,
+            min_top: 1.0,
+            log_y: false,
+            log_min: 1.0,
+            x_ticks: Vec::new(),
+            markers: 0,
+            stroke: 2,
+            rules: Vec::new(),
+            legend: Legend::default(),
+        }
+    }
+
+    /// Draws `series` into the SVG file `path`.
+    pub fn draw(&self, path: &Path, series: &[Series]) -> Result<()> {
+        self.draw_inner(path, series)
+            .map_err(|message| Error::Plot {
+                path: path.to_path_buf(),
+                message,
+            })
+    }
+
+    fn draw_inner(&self, path: &Path, series: &[Series]) -> std::result::Result<(), String> {
+        let err = |e: &dyn std::fmt::Display| e.to_string();
+        let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
+        let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+        let (x0, x1) = self
+            .x_range
+            .unwrap_or_else(|| (0.0, xs().fold(0.0f64, f64::max).max(1e-3) * self.x_headroom));
+        let root = SVGBackend::new(path, self.size).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let mut builder = ChartBuilder::on(&root);
+        builder
+            .caption(&self.title, ("sans-serif", self.caption_size))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(self.y_label_area);
+        let ticks = &self.x_ticks;
+        let x_fmt = |x: &f64| -> String {
+            if ticks.is_empty() {
+                format!("{x}")
+            } else {
+                ticks
+                    .iter()
+                    .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
+                    .map(|t| t.1.clone())
+                    .unwrap_or_default()
+            }
+        };
+        if self.log_y {
+            let positive = || ys().filter(|y| *y > 0.0);
+            let ymax = positive().fold(1.0f64, f64::max) * 2.0;
+            let ymin = (positive().fold(f64::INFINITY, f64::min) / 2.0)
+                .clamp(self.log_min.min(ymax / 10.0), ymax / 10.0);
+            let mut c = builder
+                .build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())
+                .map_err(|e| err(&e))?;
+            let mut mesh = c.configure_mesh();
+            mesh.x_desc(&self.x_label)
+                .y_desc(&self.y_label)
+                .y_label_formatter(&|y| short_number(*y));
+            if !ticks.is_empty() {
+                mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
+            }
+            mesh.draw().map_err(|e| err(&e))?;
+            self.lines(&mut c, series, ymin, ymax)?;
+            self.legend(&mut c)?;
+        } else {
+            let ymax = ys().fold(0.0f64, f64::max).max(self.min_top) * self.y_headroom;
+            let mut c = builder
+                .build_cartesian_2d(x0..x1, 0.0..ymax)
+                .map_err(|e| err(&e))?;
+            let mut mesh = c.configure_mesh();
+            mesh.x_desc(&self.x_label).y_desc(&self.y_label);
+            if !ticks.is_empty() {
+                mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
+            }
+            mesh.draw().map_err(|e| err(&e))?;
+            self.lines(&mut c, series, 0.0, ymax)?;
+            self.legend(&mut c)?;
+        }
+        root.present().map_err(|e| err(&e))
+    }
+
+    /// Draws the lines, markers and rules; y values below `floor` are drawn at it.
+    fn lines<'a, DB, Y>(
+        &self,
+        c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+        series: &[Series],
+        floor: f64,
+        top: f64,
+    ) -> std::result::Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        Y: Ranged<ValueType = f64>,
+    {
+        for (i, s) in series.iter().enumerate() {
+            let color = color(i);
+            let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x, y.max(floor))).collect();
+            c.draw_series(LineSeries::new(
+                pts.iter().copied(),
+                color.stroke_width(self.stroke),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(s.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            if self.markers > 0 {
+                let r = self.markers;
+                c.draw_series(pts.iter().map(|&p| Circle::new(p, r, color.filled())))
+                    .map_err(|e| e.to_string())?;
+            }
+            let rules = self.rules.iter().filter(|r| r.0 == i);
+            c.draw_series(rules.map(|&(_, x)| {
+                PathElement::new(vec![(x, floor), (x, top)], color.mix(0.35).stroke_width(1))
+            }))
+            .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn legend<'a, DB, Y>(
+        &self,
+        c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    ) -> std::result::Result<(), String>
+    where
+        DB: DrawingBackend + 'a,
+        Y: Ranged<ValueType = f64>,
+    {
+        c.configure_series_labels()
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.8))
+            .position(self.legend.position())
+            .draw()
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The colour of series `i`, the same in every chart.
+fn color(i: usize) -> RGBAColor {
+    Palette99::pick(i).to_rgba()
+}
+
+/// 1500 → `1.5k`, 2000000 → `2M`.
+fn short_number(y: f64) -> String {
+    if y >= 1e6 {
+        format!("{}M", y / 1e6)
+    } else if y >= 1e3 {
+        format!("{}k", y / 1e3)
+    } else {
+        format!("{y}")
+    }
+}
+
+/// Draws `series` as lines into an SVG file with the default look of [`LineChart::new`].
+pub fn chart(
     path: &Path,
     title: &str,
     x_label: &str,
     y_label: &str,
     series: &[Series],
 ) -> Result<()> {
-    let xmax = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.0))
-        .fold(0.0f64, f64::max)
-        .max(1e-3);
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.1;
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
-    let mut c = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..xmax, 0.0..ymax)
-        .map_err(|e| anyhow!("plot: {e}"))?;
-    c.configure_mesh()
-        .x_desc(x_label)
-        .y_desc(y_label)
-        .draw()
-        .map_err(|e| anyhow!("plot: {e}"))?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        c.draw_series(LineSeries::new(
-            s.points.iter().copied(),
-            color.stroke_width(2),
-        ))
-        .map_err(|e| anyhow!("plot: {e}"))?
-        .label(s.name.clone())
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-    }
-    c.configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(|e| anyhow!("plot: {e}"))?;
-    root.present().map_err(|e| anyhow!("plot: {e}"))?;
-    Ok(())
+    LineChart::new(title, x_label, y_label).draw(path, series)
 }
 
 /// Draws a grouped bar chart into an SVG file: one group per category, one bar per series
 /// (`series[i].1[j]` is series `i`'s value in category `j`).
-pub(crate) fn bars(
+pub fn bars(
     path: &Path,
     title: &str,
     y_label: &str,
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> Result<()> {
+    bars_inner(path, title, y_label, categories, series).map_err(|message| Error::Plot {
+        path: path.to_path_buf(),
+        message,
+    })
+}
+
+fn bars_inner(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> std::result::Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
     let n = categories.len().max(1);
     let ymax = series
         .iter()
@@ -143,14 +349,14 @@ pub(crate) fn bars(
         .max(1e-9)
         * 1.15;
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
+    root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut c = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(80)
         .build_cartesian_2d(0.0..n as f64, 0.0..ymax)
-        .map_err(|e| anyhow!("plot: {e}"))?;
+        .map_err(|e| err(&e))?;
     let cats = categories.to_vec();
     c.configure_mesh()
         .disable_x_mesh()
@@ -165,18 +371,18 @@ pub(crate) fn bars(
         })
         .y_desc(y_label)
         .draw()
-        .map_err(|e| anyhow!("plot: {e}"))?;
+        .map_err(|e| err(&e))?;
     let k = series.len().max(1) as f64;
     let width = 0.8 / k;
     for (si, (name, values)) in series.iter().enumerate() {
-        let color = Palette99::pick(si).to_rgba();
+        let color = color(si);
         let rects = values.iter().enumerate().map(move |(ci, &v)| {
             let x0 = ci as f64 + 0.1 + si as f64 * width;
             let v = if v.is_finite() { v } else { 0.0 };
             Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
         });
         c.draw_series(rects)
-            .map_err(|e| anyhow!("plot: {e}"))?
+            .map_err(|e| err(&e))?
             .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
@@ -184,16 +390,16 @@ pub(crate) fn bars(
         .border_style(BLACK)
         .background_style(WHITE.mix(0.8))
         .draw()
-        .map_err(|e| anyhow!("plot: {e}"))?;
-    root.present().map_err(|e| anyhow!("plot: {e}"))?;
-    Ok(())
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))
 }
 
 /// Draws, for each benchmark in `results`: throughput over wall time, throughput over modelled
 /// device time (if any engine ran on an emulated device), and cumulative compaction bytes (if
 /// any engine reports them). Returns the files written.
 pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     let mut benches: Vec<&str> = Vec::new();
     for r in results {
         if !benches.contains(&r.benchmark.as_str()) {

@@ -1,7 +1,7 @@
 //! Results: one [`BenchResult`] per benchmark run, printed as a fixed db_bench-like line and
 //! written as JSON; and the side-by-side ratio table of a multi-engine run.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -188,13 +188,26 @@ impl BenchResult {
     }
 }
 
-/// Writes `results` to `path` as a JSON array.
+/// Writes `results` to `path` as a JSON array (creating the directory).
 pub fn write_json(path: &Path, results: &[BenchResult]) -> Result<()> {
+    write_json_value(path, results)
+}
+
+/// Writes any serialisable value to `path` as pretty JSON (creating the directory): the
+/// results files of the paper figures.
+pub fn write_json_value<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Internal(format!("encoding {}: {e}", path.display())))?;
+    write_text(path, &(text + "\n"))
+}
+
+/// Writes `text` to `path` (creating the directory).
+pub fn write_text(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
     }
-    let text = serde_json::to_string_pretty(results).context("encoding results")?;
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))
+    std::fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
 }
 
 /// The side-by-side table of a multi-engine run: per benchmark, each engine's wall ops/s and

@@ -1,13 +1,13 @@
 //! Measures one benchmark phase: runs the per-thread bodies, records every operation's latency
 //! in an HDR histogram, samples throughput (wall and device time) and compaction bytes over
-//! time, shows a progress bar on a terminal, and turns it all into a [`BenchResult`].
+//! time, reports progress to the [`Observer`], and turns it all into a [`BenchResult`].
 
 use crate::engine::KvEngine;
+use crate::error::{Error, Result};
+use crate::observer::Observer;
 use crate::report::{BenchResult, OpLatency, Sample};
-use anyhow::{anyhow, Result};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 /// How often the monitor samples throughput for plots and the progress bar.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 
-/// Runs with at least this many operations get a progress bar (on a terminal).
+/// Phases of fewer operations are over too soon for a progress bar to help.
 pub const PROGRESS_MIN_OPS: u64 = 50_000;
 
 fn new_hist() -> Result<Histogram<u64>> {
     // 1 ns .. 1 hour at 3 significant digits.
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-        .map_err(|e| anyhow!("creating a latency histogram: {e}"))
+        .map_err(|e| Error::Internal(format!("creating a latency histogram: {e}")))
 }
 
 /// Per-thread measurement state handed to a benchmark body.
@@ -89,8 +89,8 @@ pub struct Phase<'a> {
     pub expected_ops: u64,
     /// Names of the operation kinds the body records (YCSB: READ, UPDATE, …); may be empty.
     pub kinds: Vec<&'static str>,
-    /// Whether to show a progress bar when stderr is a terminal.
-    pub progress: bool,
+    /// Where progress goes.
+    pub observer: &'a dyn Observer,
     /// Whether the phase counts found keys (readrandom) and reports them.
     pub counts_found: bool,
     /// Key and value sizes, reported with the result.
@@ -134,18 +134,8 @@ where
     let shared_ops = AtomicU64::new(0);
     let dev_before = engine.device_counters();
     let dev0 = dev_before.map(|c| c.now_ns);
-    let show_bar =
-        phase.progress && phase.expected_ops >= PROGRESS_MIN_OPS && std::io::stderr().is_terminal();
-    let bar = show_bar.then(|| {
-        let b = indicatif::ProgressBar::new(phase.expected_ops);
-        let style = indicatif::ProgressStyle::with_template(
-            "{msg:>14} [{elapsed_precise}] {wide_bar} {pos}/{len} ({per_sec}, eta {eta})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-        b.set_style(style);
-        b.set_message(format!("{} {}", engine.name(), phase.name));
-        b
-    });
+    let obs = phase.observer;
+    obs.phase_started(engine.name(), &phase.name, phase.expected_ops);
 
     let cpu0 = process_cpu_seconds();
     let t0 = Instant::now();
@@ -153,7 +143,6 @@ where
     let body = &body;
     let shared = &shared_ops;
     let kinds_len = phase.kinds.len();
-    let bar_ref = bar.as_ref();
     let (results, timeline) = std::thread::scope(|s| {
         let monitor = s.spawn(move || {
             let mut tl = vec![Sample {
@@ -165,9 +154,7 @@ where
             while let Err(mpsc::RecvTimeoutError::Timeout) = stop_rx.recv_timeout(SAMPLE_INTERVAL) {
                 let ops = shared.load(Ordering::Relaxed);
                 tl.push(sample(engine, t0, ops, dev0));
-                if let Some(b) = bar_ref {
-                    b.set_position(ops);
-                }
+                obs.phase_progress(ops);
             }
             tl
         });
@@ -196,7 +183,7 @@ where
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err(anyhow!("a benchmark thread panicked")))
+                    .unwrap_or_else(|_| Err(Error::Internal("a benchmark thread panicked".into())))
             })
             .collect();
         let _ = stop_tx.send(());
@@ -204,9 +191,7 @@ where
         (results, timeline)
     });
     let wall = t0.elapsed().as_secs_f64();
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    obs.phase_finished();
 
     let mut all = new_hist()?;
     let mut kinds: Vec<Histogram<u64>> = (0..kinds_len)
@@ -215,10 +200,10 @@ where
     let (mut ops, mut bytes, mut found) = (0u64, 0u64, 0u64);
     for r in results {
         let ctx = r?;
-        all.add(&ctx.all)
-            .map_err(|e| anyhow!("merging histograms: {e}"))?;
+        let merge = |e| Error::Internal(format!("merging histograms: {e}"));
+        all.add(&ctx.all).map_err(merge)?;
         for (k, h) in kinds.iter_mut().zip(ctx.kinds.iter()) {
-            k.add(h).map_err(|e| anyhow!("merging histograms: {e}"))?;
+            k.add(h).map_err(merge)?;
         }
         ops += ctx.ops;
         bytes += ctx.bytes;
@@ -302,6 +287,7 @@ where
 mod tests {
     use super::*;
     use crate::engines::memory::MemoryEngine;
+    use crate::observer::Quiet;
 
     #[test]
     fn a_phase_counts_every_operation_of_every_thread() {
@@ -312,7 +298,7 @@ mod tests {
             threads: 3,
             expected_ops: 300,
             kinds: vec!["PUT"],
-            progress: false,
+            observer: &Quiet,
             counts_found: true,
             key_size: 16,
             value_size: 8,
@@ -359,14 +345,14 @@ mod tests {
             threads: 2,
             expected_ops: 2,
             kinds: vec![],
-            progress: false,
+            observer: &Quiet,
             counts_found: false,
             key_size: 16,
             value_size: 8,
         };
         let r = run_phase(&phase, |t, _| {
             if t == 1 {
-                anyhow::bail!("boom")
+                return Err(Error::invalid("boom"));
             }
             Ok(())
         });

@@ -17,11 +17,12 @@
 //! `recordcount + 2 × expected inserts` items, redrawing keys not inserted yet.
 
 use crate::engine::{EngineFactory, KvEngine};
+use crate::error::{Error, Result};
 use crate::generators::{fnvhash64, AckCounter, ScrambledZipfian, SkewedLatest};
 use crate::keys::ValueGen;
+use crate::observer::Observer;
 use crate::report::BenchResult;
 use crate::runner::{run_phase, Phase, ThreadCtx};
-use anyhow::{bail, Context, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,7 +46,11 @@ impl Distribution {
             "uniform" => Distribution::Uniform,
             "zipfian" => Distribution::Zipfian,
             "latest" => Distribution::Latest,
-            o => bail!("unknown request distribution {o:?} (uniform, zipfian, latest)"),
+            o => {
+                return Err(Error::invalid(format!(
+                    "unknown request distribution {o:?} (uniform, zipfian, latest)"
+                )))
+            }
         })
     }
 }
@@ -89,7 +94,11 @@ impl Workload {
             'd' => w(0.95, 0.0, 0.05, 0.0, 0.0, Latest),
             'e' => w(0.0, 0.0, 0.05, 0.95, 0.0, Zipfian),
             'f' => w(0.5, 0.0, 0.0, 0.0, 0.5, Zipfian),
-            o => bail!("unknown workload {o:?} (a, b, c, d, e, f)"),
+            o => {
+                return Err(Error::invalid(format!(
+                    "unknown workload {o:?} (a, b, c, d, e, f)"
+                )))
+            }
         })
     }
 
@@ -153,24 +162,49 @@ impl Op {
 }
 
 /// Which phases to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Phases {
     /// Load only.
     Load,
     /// Run only (on an existing database).
     Run,
-    /// Load, then run.
+    /// Load, then run (the default).
+    #[default]
     Both,
 }
 
-/// Settings of a YCSB run (YCSB's property names).
+impl Phases {
+    /// Parses `load`, `run` or `both`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "load" => Ok(Phases::Load),
+            "run" => Ok(Phases::Run),
+            "both" => Ok(Phases::Both),
+            o => Err(Error::invalid(format!(
+                "unknown phase {o:?} (load, run, both)"
+            ))),
+        }
+    }
+
+    /// The name [`Phases::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phases::Load => "load",
+            Phases::Run => "run",
+            Phases::Both => "both",
+        }
+    }
+}
+
+/// Settings of a YCSB run (YCSB's property names). [`YcsbConfig::default`] (workload A) is
+/// the one source of the defaults documented on each field.
 #[derive(Debug, Clone, PartialEq)]
 pub struct YcsbConfig {
-    /// The workload.
+    /// The workload (default: core workload A).
     pub workload: Workload,
-    /// Records loaded (`recordcount`).
+    /// Records loaded (`recordcount`, default 100,000).
     pub recordcount: u64,
-    /// Operations in the run phase (`operationcount`).
+    /// Operations in the run phase (`operationcount`, default 100,000).
     pub operationcount: u64,
     /// Fields per record (`fieldcount`, default 10).
     pub fieldcount: usize,
@@ -180,33 +214,58 @@ pub struct YcsbConfig {
     pub maxscanlength: u64,
     /// Updates write every field without reading (`writeallfields`, default false).
     pub writeallfields: bool,
-    /// Client threads.
+    /// Client threads (default 1; at least 1).
     pub threads: usize,
-    /// Random seed.
+    /// Random seed (default 301).
     pub seed: u64,
-    /// Phases to run.
+    /// Phases to run (default both).
     pub phases: Phases,
-    /// Show a progress bar on a terminal.
-    pub progress: bool,
 }
 
-impl YcsbConfig {
-    /// Defaults for workload `letter`.
-    pub fn new(letter: char) -> Result<Self> {
-        Ok(YcsbConfig {
-            workload: Workload::core(letter)?,
-            recordcount: 1000,
-            operationcount: 1000,
+impl Default for YcsbConfig {
+    fn default() -> Self {
+        YcsbConfig {
+            workload: Workload {
+                name: 'a',
+                read: 0.5,
+                update: 0.5,
+                insert: 0.0,
+                scan: 0.0,
+                rmw: 0.0,
+                dist: Distribution::Zipfian,
+            },
+            recordcount: 100_000,
+            operationcount: 100_000,
             fieldcount: 10,
             fieldlength: 100,
             maxscanlength: 100,
             writeallfields: false,
             threads: 1,
-            seed: 1,
+            seed: 301,
             phases: Phases::Both,
-            progress: true,
+        }
+    }
+}
+
+impl YcsbConfig {
+    /// The defaults with core workload `letter` (a–f).
+    pub fn new(letter: char) -> Result<Self> {
+        Ok(YcsbConfig {
+            workload: Workload::core(letter)?,
+            ..YcsbConfig::default()
         })
     }
+}
+
+/// Checks the settings before anything runs.
+pub fn validate(cfg: &YcsbConfig) -> Result<()> {
+    if cfg.recordcount == 0 {
+        return Err(Error::invalid("--recordcount must be positive"));
+    }
+    if cfg.threads == 0 {
+        return Err(Error::invalid("--threads must be at least 1"));
+    }
+    Ok(())
 }
 
 /// YCSB's key for record number `keynum` (hashed insert order): `user` + decimal FNV hash.
@@ -230,17 +289,19 @@ pub fn encode_record(fields: &[(Vec<u8>, Vec<u8>)]) -> Vec<u8> {
 /// A YCSB record: its (field name, field value) pairs.
 pub type Record = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Decodes a record made by [`encode_record`]; bad bytes give an error.
+/// Decodes a record made by [`encode_record`]; bad bytes give [`Error::Corrupt`].
 pub fn decode_record(mut b: &[u8]) -> Result<Record> {
     let mut out = Vec::new();
     let take = |b: &mut &[u8]| -> Result<Vec<u8>> {
         let l = b
             .get(..4)
-            .context("record truncated in a length")?
-            .try_into()
+            .and_then(|x| <[u8; 4]>::try_from(x).ok())
             .map(u32::from_le_bytes)
-            .context("record length")? as usize;
-        let s = b.get(4..4 + l).context("record truncated in a field")?;
+            .ok_or_else(|| Error::Corrupt("record truncated in a length".into()))?
+            as usize;
+        let s = b
+            .get(4..4 + l)
+            .ok_or_else(|| Error::Corrupt("record truncated in a field".into()))?;
         let v = s.to_vec();
         *b = &b[4 + l..];
         Ok(v)
@@ -310,27 +371,26 @@ impl Choosers {
     }
 }
 
-/// Runs the configured phases on engines from `factory`.
+/// Runs the configured phases on engines from `factory`, reporting progress and every result
+/// to `obs`.
 pub fn run(
     factory: &EngineFactory,
     cfg: &YcsbConfig,
-    each: &mut dyn FnMut(&BenchResult),
+    obs: &dyn Observer,
 ) -> Result<Vec<BenchResult>> {
-    if cfg.recordcount == 0 {
-        bail!("--recordcount must be positive");
-    }
+    validate(cfg)?;
     let engine = factory.open(cfg.phases != Phases::Run)?;
     let mut out = Vec::new();
     if cfg.phases != Phases::Run {
-        let mut r = load(engine.as_ref(), cfg)?;
+        let mut r = load(engine.as_ref(), cfg, obs)?;
         r.engine_stats = engine.stats_json();
-        each(&r);
+        obs.result(&r);
         out.push(r);
     }
     if cfg.phases != Phases::Load {
-        let mut r = run_ops(engine.as_ref(), cfg)?;
+        let mut r = run_ops(engine.as_ref(), cfg, obs)?;
         r.engine_stats = engine.stats_json();
-        each(&r);
+        obs.result(&r);
         out.push(r);
     }
     engine.close()?;
@@ -345,7 +405,7 @@ fn thread_seed(cfg: &YcsbConfig, t: usize, salt: u64) -> u64 {
 }
 
 /// The load phase: inserts `recordcount` records.
-pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig) -> Result<BenchResult> {
+pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig, obs: &dyn Observer) -> Result<BenchResult> {
     let next = AtomicU64::new(0);
     let phase = Phase {
         engine,
@@ -353,7 +413,7 @@ pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig) -> Result<BenchResult> {
         threads: cfg.threads.max(1),
         expected_ops: cfg.recordcount,
         kinds: vec!["INSERT"],
-        progress: cfg.progress,
+        observer: obs,
         counts_found: false,
         key_size: key_name(0).len(),
         value_size: cfg.fieldcount * (cfg.fieldlength + 14),
@@ -374,11 +434,14 @@ pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig) -> Result<BenchResult> {
     })
 }
 
-/// Reads a record and checks that it decodes; returns its bytes (0 when absent).
+/// Reads a record and checks that it decodes.
 fn read_record(engine: &dyn KvEngine, key: &[u8]) -> Result<Option<Record>> {
     match engine.get(key)? {
-        Some(v) => Ok(Some(decode_record(&v).with_context(|| {
-            format!("record {} is malformed", String::from_utf8_lossy(key))
+        Some(v) => Ok(Some(decode_record(&v).map_err(|e| {
+            Error::Corrupt(format!(
+                "record {} is malformed: {e}",
+                String::from_utf8_lossy(key)
+            ))
         })?)),
         None => Ok(None),
     }
@@ -389,7 +452,7 @@ fn record_bytes(fields: &[(Vec<u8>, Vec<u8>)]) -> u64 {
 }
 
 /// The run phase: `operationcount` operations of the workload's mix.
-pub fn run_ops(engine: &dyn KvEngine, cfg: &YcsbConfig) -> Result<BenchResult> {
+pub fn run_ops(engine: &dyn KvEngine, cfg: &YcsbConfig, obs: &dyn Observer) -> Result<BenchResult> {
     let choosers = Choosers::new(cfg);
     let phase = Phase {
         engine,
@@ -397,7 +460,7 @@ pub fn run_ops(engine: &dyn KvEngine, cfg: &YcsbConfig) -> Result<BenchResult> {
         threads: cfg.threads.max(1),
         expected_ops: cfg.operationcount,
         kinds: OP_NAMES.to_vec(),
-        progress: cfg.progress,
+        observer: obs,
         counts_found: true,
         key_size: key_name(0).len(),
         value_size: cfg.fieldcount * (cfg.fieldlength + 14),
@@ -492,7 +555,9 @@ fn one_op(
                 true
             })?;
             if let Some(e) = bad {
-                return Err(e.context("a scanned record is malformed"));
+                return Err(Error::Corrupt(format!(
+                    "a scanned record is malformed: {e}"
+                )));
             }
             ctx.record(op.index(), s, bytes);
             if n > 0 {
@@ -545,6 +610,22 @@ mod tests {
             }
         }
         assert!(Workload::core('g').is_err());
+    }
+
+    #[test]
+    fn the_default_is_workload_a_with_the_shared_threads_and_seed() {
+        let d = YcsbConfig::default();
+        assert_eq!(d.workload, Workload::core('a').expect("a"));
+        assert_eq!(YcsbConfig::new('a').expect("a"), d);
+        // The command line takes --threads and --seed of both db and ycsb from one default.
+        let db = crate::dbbench::DbBenchConfig::default();
+        assert_eq!((d.threads, d.seed), (db.threads, db.seed));
+        assert!(validate(&YcsbConfig { threads: 0, ..d }).is_err());
+        assert_eq!(
+            Phases::parse(Phases::Both.name()).expect("both"),
+            Phases::Both
+        );
+        assert!(Phases::parse("all").is_err());
     }
 
     #[test]

@@ -1,20 +1,14 @@
-//! `tegula bench paper smrdb` at the tiny scale: every figure runs, the markdown names each
-//! one, `results.json` carries the JSON schema of `tegula bench db`, and every plot is an SVG;
-//! plus the command contract's flags and the JSON key names the issue fixes.
+//! `tegula bench paper smrdb` at the tiny scale through the library: every figure runs, the
+//! markdown names each one, `results.json` carries the JSON schema of `tegula bench db`, and
+//! every plot is an SVG; plus the option checks and the JSON key names the issue fixes. (The
+//! command line's flags are tested where they are parsed, in the `tegula` binary.)
 #![allow(clippy::unwrap_used)]
 
 #[cfg(not(feature = "compare"))]
 use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
 
-use clap::Parser;
-use tegula_bench::cli::BenchCommand;
-use tegula_bench::paper::{self, PaperArgs, Scale};
-
-#[derive(Debug, Parser)]
-struct Cli {
-    #[command(subcommand)]
-    cmd: BenchCommand,
-}
+use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
+use tegula_bench::{EngineKind, EngineSetup, Quiet};
 
 /// The keys the issue's JSON contract names, exactly as spelled there, plus p99.9.
 const ISSUE_KEYS: [&str; 11] = [
@@ -35,23 +29,16 @@ const ISSUE_KEYS: [&str; 11] = [
 #[test]
 fn paper_smrdb_at_tiny_scale_writes_every_figure_json_and_plots() {
     let dir = tempfile::tempdir().unwrap();
-    let cli = Cli::try_parse_from([
-        "bench",
-        "paper",
-        "smrdb",
-        "--scale",
-        "tiny",
-        "--no_progress",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ])
-    .unwrap();
-    let BenchCommand::Paper(args) = cli.cmd else {
-        panic!("not paper")
+    let opts = SmrdbOptions {
+        scale: Scale::Tiny,
+        out: dir.path().to_path_buf(),
+        ..SmrdbOptions::default()
     };
-    assert_eq!(args.scale, Scale::Tiny);
-    let results = paper::run(&args).unwrap();
+    let report = smrdb::run(&opts, &Quiet).unwrap();
+    let results = report.results;
     assert!(!results.is_empty());
+    assert_eq!(report.tables.len(), 2);
+    assert_eq!(report.plots.len(), 12);
 
     let md = std::fs::read_to_string(dir.path().join("paper-smrdb.md")).unwrap();
     for fig in [
@@ -123,76 +110,36 @@ fn paper_smrdb_at_tiny_scale_writes_every_figure_json_and_plots() {
 }
 
 #[test]
-fn paper_flags_are_checked_before_anything_runs() {
-    assert!(Cli::try_parse_from(["bench", "paper", "nosuch"]).is_err());
-    assert!(Cli::try_parse_from(["bench", "paper", "smrdb", "--scale", "huge"]).is_err());
+fn paper_options_are_checked_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let args = PaperArgs {
-        paper: "smrdb".into(),
+    let opts = SmrdbOptions {
         scale: Scale::Tiny,
         out: dir.path().to_path_buf(),
-        profiles: "hm-smr".into(),
-        figures: Some("16".into()),
-        band: None,
-        capacity: None,
-        smrdb_option: vec![],
+        profiles: vec!["hm-smr".into()],
+        figures: Some(vec![16]),
         seed: 1,
-        no_progress: true,
+        ..SmrdbOptions::default()
     };
-    assert!(paper::run(&args).is_err(), "figure 16 does not exist");
-    let args = PaperArgs {
-        profiles: "no-such-drive".into(),
+    let e = smrdb::run(&opts, &Quiet).unwrap_err();
+    assert!(matches!(e, tegula_bench::Error::InvalidArgument(_)), "{e}");
+    assert!(
+        e.to_string().contains("16"),
+        "figure 16 does not exist: {e}"
+    );
+    let opts = SmrdbOptions {
+        profiles: vec!["no-such-drive".into()],
         figures: None,
-        ..args
+        ..opts
     };
-    assert!(paper::run(&args).is_err(), "unknown profile");
-}
-
-#[test]
-fn the_command_contract_parses() {
-    let c = Cli::try_parse_from([
-        "bench",
-        "db",
-        "--engine",
-        "tegula,tegula-loc,rocksdb,leveldb",
-        "--profile",
-        "hm-smr",
-        "--capacity",
-        "16GiB",
-        "--benchmarks",
-        "fillseq,fillrandom,readrandom,readseq",
-        "--num",
-        "1000000",
-        "--value_size",
-        "100",
-        "--json",
-        "out.json",
-    ])
-    .unwrap();
-    assert!(matches!(c.cmd, BenchCommand::Db(_)));
-    for w in ["a", "b", "c", "d", "e", "f"] {
-        let c = Cli::try_parse_from([
-            "bench",
-            "ycsb",
-            "--engine",
-            "tegula",
-            "--workload",
-            w,
-            "--recordcount",
-            "10",
-            "--operationcount",
-            "10",
-            "--fieldlength",
-            "4096",
-            "--json",
-            "out.json",
-        ])
-        .unwrap();
-        assert!(matches!(c.cmd, BenchCommand::Ycsb(_)));
-    }
-    let c =
-        Cli::try_parse_from(["bench", "paper", "smrdb", "--scale", "full", "--out", "d"]).unwrap();
-    assert!(matches!(c.cmd, BenchCommand::Paper(_)));
+    let e = smrdb::run(&opts, &Quiet).unwrap_err();
+    assert!(
+        e.to_string().contains("no-such-drive"),
+        "unknown profile: {e}"
+    );
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().next().is_none(),
+        "nothing was written"
+    );
 }
 
 #[cfg(not(feature = "compare"))]
@@ -203,48 +150,41 @@ fn compare_engines_are_skipped_without_the_feature() {
         "SKIPPED: RocksDB and LevelDB tests need `cargo test -p tegula-bench --features compare` \
          (Debian librocksdb-dev, libleveldb-dev)"
     );
-    let c = Cli::try_parse_from(["bench", "db", "--engine", "leveldb"]).unwrap();
-    let BenchCommand::Db(a) = c.cmd else {
-        panic!("not db")
+    let setup = EngineSetup {
+        engines: vec![EngineKind::Leveldb],
+        ..EngineSetup::default()
     };
-    let e = a.engine.factories().unwrap_err().to_string();
-    assert!(e.contains("compare"), "{e}");
+    let e = setup.factories().unwrap_err();
+    assert!(matches!(e, tegula_bench::Error::Unavailable(_)), "{e}");
+    assert!(e.to_string().contains("compare"), "{e}");
 }
 
-/// The contract's side-by-side run through the CLI layer, on all four engines, at a tiny
-/// `--num`: one JSON object per engine and benchmark, tegula's with device figures and the
-/// others' with null there.
+/// The contract's side-by-side run on all four engines at a tiny `--num`: one JSON object per
+/// engine and benchmark, tegula's with device figures and the others' with null there.
 #[cfg(all(feature = "compare", feature = "smrdb"))]
 #[test]
 fn the_side_by_side_run_covers_every_engine_in_one_json() {
+    use tegula_bench::{DbBenchConfig, Lineup};
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let c = Cli::try_parse_from([
-        "bench",
-        "db",
-        "--engine",
-        "tegula,tegula-loc,rocksdb,leveldb",
-        "--profile",
-        "hm-smr",
-        "--capacity",
-        "4GiB",
-        "--db",
-        dir.path().join("db").to_str().unwrap(),
-        "--benchmarks",
-        "fillseq,fillrandom,readrandom,readseq",
-        "--num",
-        "2000",
-        "--value_size",
-        "100",
-        "--no_progress",
-        "--json",
-        json.to_str().unwrap(),
-    ])
-    .unwrap();
-    let BenchCommand::Db(a) = c.cmd else {
-        panic!("not db")
+    let setup = EngineSetup {
+        engines: EngineKind::parse_list("tegula,tegula-loc,rocksdb,leveldb").unwrap(),
+        capacity: 4 << 30,
+        db: Some(dir.path().join("db")),
+        ..EngineSetup::default()
     };
-    tegula_bench::cli::compare(&a).unwrap();
+    let cfg = DbBenchConfig {
+        benchmarks: ["fillseq", "fillrandom", "readrandom", "readseq"]
+            .map(String::from)
+            .to_vec(),
+        num: 2000,
+        value_size: 100,
+        ..DbBenchConfig::default()
+    };
+    let lineup = Lineup::for_db(&setup, &cfg).unwrap();
+    assert_eq!(lineup.engines(), setup.engines);
+    let results = lineup.run_db(&cfg, &Quiet).unwrap();
+    tegula_bench::report::write_json(&json, &results).unwrap();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let arr = v.as_array().unwrap();

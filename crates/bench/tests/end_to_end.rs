@@ -4,11 +4,14 @@
 //! behind, and the JSON schema.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tegula_bench::dbbench::{self, DbBenchConfig};
 use tegula_bench::engines::memory::MemoryEngine;
 use tegula_bench::report::{write_json, REQUIRED_KEYS};
 use tegula_bench::ycsb::{self, YcsbConfig};
-use tegula_bench::{BenchResult, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
+use tegula_bench::{
+    BenchResult, EngineFactory, EngineKind, EngineOptions, KvEngine, Observer, Quiet, Target,
+};
 
 const NUM: u64 = 2000;
 
@@ -16,8 +19,17 @@ fn cfg(benchmarks: &str) -> DbBenchConfig {
     DbBenchConfig {
         benchmarks: benchmarks.split(',').map(String::from).collect(),
         num: NUM,
-        progress: false,
         ..Default::default()
+    }
+}
+
+/// Counts the results an observer receives.
+#[derive(Default)]
+struct Results(AtomicUsize);
+
+impl Observer for Results {
+    fn result(&self, _: &BenchResult) {
+        self.0.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -32,9 +44,9 @@ fn check_db_bench(factory: &EngineFactory, threads: usize) {
     let mut c = cfg("fillseq,readrandom,readseq,readmissing,seekrandom,overwrite,fillsync,deleterandom,fillrandom,readrandom");
     c.threads = threads;
     c.seek_nexts = 5;
-    let mut seen = 0;
-    let out = dbbench::run(factory, &c, &mut |_| seen += 1).expect("db_bench run");
-    assert_eq!(seen, 10);
+    let seen = Results::default();
+    let out = dbbench::run(factory, &c, &seen).expect("db_bench run");
+    assert_eq!(seen.0.load(Ordering::Relaxed), 10);
     assert_eq!(out.len(), 10);
     let engine = factory.kind().name();
     for r in &out {
@@ -70,8 +82,9 @@ fn check_ycsb(factory: &EngineFactory) {
         let mut c = YcsbConfig::new(w).expect("workload");
         c.recordcount = 500;
         c.operationcount = 1000;
-        c.progress = false;
-        let out = ycsb::run(factory, &c, &mut |_| {}).expect("ycsb run");
+        let seen = Results::default();
+        let out = ycsb::run(factory, &c, &seen).expect("ycsb run");
+        assert_eq!(seen.0.load(Ordering::Relaxed), 2);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].benchmark, format!("ycsb-{w}-load"));
         assert_eq!(out[0].ops, 500);
@@ -135,7 +148,7 @@ fn fillseq_leaves_exactly_the_keys_and_value_sizes_asked_for() {
     let mut c = cfg("fillseq");
     c.value_size = 333;
     c.key_size = 20;
-    let r = dbbench::run_one(&e, "fillseq", &c).expect("run");
+    let r = dbbench::run_one(&e, "fillseq", &c, &Quiet).expect("run");
     assert_eq!(r.ops, NUM);
     assert_eq!(e.len(), NUM as usize);
     let mut n = 0u64;
@@ -153,7 +166,7 @@ fn fillseq_leaves_exactly_the_keys_and_value_sizes_asked_for() {
 fn results_serialise_with_every_required_key() {
     let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
         .expect("factory");
-    let out = dbbench::run(&f, &cfg("fillseq,readrandom"), &mut |_| {}).expect("run");
+    let out = dbbench::run(&f, &cfg("fillseq,readrandom"), &Quiet).expect("run");
     check_json(&out);
     assert!(out.iter().all(|r| r.device_seconds.is_none()));
 }
@@ -198,7 +211,7 @@ mod compare {
     fn rocksdb_and_leveldb_hold_the_same_data_as_the_reference_after_the_same_run() {
         let c = cfg("fillrandom");
         let reference = MemoryEngine::new();
-        dbbench::run_one(&reference, "fillrandom", &c).expect("reference");
+        dbbench::run_one(&reference, "fillrandom", &c, &Quiet).expect("reference");
         let mut want = Vec::new();
         reference
             .scan(b"", usize::MAX, &mut |k, v| {
@@ -210,7 +223,7 @@ mod compare {
             let dir = tempfile::tempdir().expect("tmp");
             let f = dir_factory(kind, dir.path());
             let e = f.open(true).expect("open");
-            let r = dbbench::run_one(e.as_ref(), "fillrandom", &c).expect("run");
+            let r = dbbench::run_one(e.as_ref(), "fillrandom", &c, &Quiet).expect("run");
             assert!(r.write_amp.is_some(), "{} reports write-amp", kind.name());
             e.flush().expect("flush");
             let mut got = Vec::new();
@@ -242,7 +255,7 @@ mod compare {
         .expect("factory");
         let mut c = cfg("fillseq,readrandom");
         c.flush_after_write = true;
-        let out = dbbench::run(&f, &c, &mut |_| {}).expect("run");
+        let out = dbbench::run(&f, &c, &Quiet).expect("run");
         assert_eq!(out[1].found, Some(NUM));
         let e = EngineFactory::new(EngineKind::Leveldb, Target::Dir(None), o)
             .expect_err("leveldb has no disableWAL");
@@ -253,10 +266,10 @@ mod compare {
     fn fresh_runs_destroy_the_previous_database() {
         let dir = tempfile::tempdir().expect("tmp");
         let f = dir_factory(EngineKind::Rocksdb, dir.path());
-        dbbench::run(&f, &cfg("fillseq"), &mut |_| {}).expect("first");
+        dbbench::run(&f, &cfg("fillseq"), &Quiet).expect("first");
         let mut c = cfg("fillsync,readrandom");
         c.num = 5000;
-        let out = dbbench::run(&f, &c, &mut |_| {}).expect("second");
+        let out = dbbench::run(&f, &c, &Quiet).expect("second");
         // fillsync wrote 5 random keys into a fresh database: almost nothing is found.
         assert!(out[1].found.expect("found") <= 5);
     }
@@ -288,7 +301,7 @@ mod smrdb {
             // band; without it the puts may sit in the 1 MiB log buffer and the memtable.
             let mut c = cfg("fillrandom");
             c.flush_after_write = true;
-            let out = dbbench::run(&f, &c, &mut |_| {}).expect("run");
+            let out = dbbench::run(&f, &c, &Quiet).expect("run");
             let r = &out[0];
             assert!(r.device_seconds.expect("device time") > 0.0);
             assert!(r.device_bytes_written.expect("bytes") >= NUM * 116 * 6 / 10);
@@ -314,7 +327,7 @@ mod smrdb {
             .expect("factory");
             let mut c = cfg("fillseq,readrandom");
             c.flush_after_write = true;
-            let out = dbbench::run(&f, &c, &mut |_| {}).expect("run");
+            let out = dbbench::run(&f, &c, &Quiet).expect("run");
             assert_eq!(out[1].found, Some(NUM));
             let stats = out[0].engine_stats.as_ref().expect("engine stats");
             let log = stats["log_bytes"].as_u64().expect("log_bytes");
@@ -347,7 +360,7 @@ mod smrdb {
             EngineOptions::default(),
         )
         .expect("factory");
-        dbbench::run(&f, &cfg("fillseq"), &mut |_| {}).expect("fill");
+        dbbench::run(&f, &cfg("fillseq"), &Quiet).expect("fill");
         assert!(img.exists());
         let f = EngineFactory::new(
             EngineKind::Tegula,
@@ -357,9 +370,9 @@ mod smrdb {
         .expect("factory");
         let mut c = cfg("readrandom");
         c.use_existing_db = true;
-        let out = dbbench::run(&f, &c, &mut |_| {}).expect("read existing");
+        let out = dbbench::run(&f, &c, &Quiet).expect("read existing");
         assert_eq!(out[0].found, Some(NUM));
-        let out = dbbench::run(&f, &cfg("fillsync,readrandom"), &mut |_| {}).expect("fresh");
+        let out = dbbench::run(&f, &cfg("fillsync,readrandom"), &Quiet).expect("fresh");
         assert!(out[1].found.expect("found") <= 2);
     }
 }

@@ -98,6 +98,22 @@ impl<'a> Dec<'a> {
         Err(DecodeError::Varint { at })
     }
 
+    /// An [`DecodeError::Invalid`] at the current offset: for a format's own checks.
+    pub fn invalid(&self, what: &'static str) -> DecodeError {
+        DecodeError::Invalid { at: self.pos, what }
+    }
+
+    /// Reads a u64 item count that must be plausible for the bytes left (each item takes at
+    /// least `min_item` bytes), so that a damaged count cannot make a decoder allocate or loop
+    /// for items that are not there.
+    pub fn count(&mut self, min_item: usize) -> Result<usize, DecodeError> {
+        let n = self.u64()?;
+        let fits = usize::try_from(n)
+            .ok()
+            .filter(|&n| n.saturating_mul(min_item.max(1)) <= self.remaining());
+        fits.ok_or_else(|| self.invalid("count exceeds the record"))
+    }
+
     /// Reads a u32 length and that many bytes.
     pub fn bytes_u32(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.u32()?;
@@ -117,6 +133,21 @@ impl<'a> Dec<'a> {
 mod tests {
     use super::*;
     use crate::enc::Enc;
+
+    #[test]
+    fn counts_larger_than_the_record_are_invalid() {
+        let mut e = Enc::new();
+        e.u64(3);
+        e.raw(&[0u8; 24]);
+        let b = e.into_bytes();
+        assert_eq!(Dec::new(&b).count(8), Ok(3));
+        assert!(matches!(
+            Dec::new(&b).count(9),
+            Err(DecodeError::Invalid { at: 8, .. })
+        ));
+        let huge = u64::MAX.to_le_bytes();
+        assert!(Dec::new(&huge).count(0).is_err());
+    }
 
     #[test]
     fn fields_round_trip_little_endian() {

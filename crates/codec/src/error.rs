@@ -20,6 +20,15 @@ pub enum DecodeError {
         /// Offset where the varint starts.
         at: usize,
     },
+    /// A value that decodes but cannot be right (an unknown tag, a count larger than the
+    /// record, trailing bytes): the format's decoder names what.
+    #[error("malformed record at byte {at}: {what}")]
+    Invalid {
+        /// Offset of the decoder when the value was judged.
+        at: usize,
+        /// What was wrong.
+        what: &'static str,
+    },
     /// A length prefix does not fit this machine's address space.
     #[error("length {len} at offset {at} is too large")]
     Length {

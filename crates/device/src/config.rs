@@ -1,6 +1,6 @@
 //! Drive configuration: named profiles, TOML files that start from a profile and override any
 //! key, and the resolution of a configuration into geometry, timing, zones and shingling.
-//! Every default lives in [`profile`]; `docs/device-model.md` gives each value's source.
+//! Every default lives in [`profile`]; `docs/guides/device-model.md` gives each value's source.
 
 use crate::error::{DeviceError, Result};
 use crate::geometry::GeometryParams;

@@ -1,4 +1,4 @@
-//! The disk image file format (specified in `docs/disk-image-format.md`): a checksummed,
+//! The disk image file format (specified in `docs/formats/disk-image.md`): a checksummed,
 //! versioned header holding the drive configuration, two alternating checksummed state slots
 //! (zone conditions and write pointers, damage and fault state, clock, statistics), and a
 //! sparse data region.

@@ -8,7 +8,7 @@ use crate::seek::{SeekCurve, SeekPoints};
 use crate::units::{ms, Nanos};
 use serde::{Deserialize, Serialize};
 
-/// Timing parameters of a drive; see `docs/device-model.md` for the sources of each profile.
+/// Timing parameters of a drive; see `docs/guides/device-model.md` for the sources of each profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimingParams {

@@ -1,11 +1,11 @@
 //! The on-disk decoders as plain functions over bytes, for property tests and fuzz targets
 //! (`crates/fs/fuzz/`). Each decodes arbitrary bytes without panicking and, when the bytes
 //! decode, checks that re-encoding gives a value that decodes to the same thing. Layouts:
-//! `docs/fs-format.md`.
+//! `docs/formats/fs.md`.
 
-use crate::codec::{Dec, Enc};
 use crate::journal::Superblock;
 use crate::state::{Op, State};
+use tegula_codec::{Dec, Enc};
 
 /// Decodes a superblock sector. `Ok(())` when it decodes and round-trips; `Err` names why
 /// it was rejected. Panics only if a decoded superblock fails its own round trip (a bug).
@@ -37,7 +37,7 @@ pub fn log_record(b: &[u8]) -> Result<usize, String> {
     for op in &ops {
         op.encode(&mut e);
     }
-    let mut d = Dec::new(&e.buf);
+    let mut d = Dec::new(e.as_bytes());
     for op in &ops {
         let again = Op::decode(&mut d).map_err(|e| format!("round trip: {e}"))?;
         assert_eq!(&again, op, "op round trip");

@@ -1,7 +1,7 @@
 //! Crash-safe metadata in the conventional zones: a superblock (two copies), two checkpoint
 //! slots written alternately, and a log of op batches. Recovery takes the newest valid
 //! checkpoint and replays the log records of its generation in order up to the first record
-//! that is missing, torn or of another generation. Layout: `docs/fs-format.md`.
+//! that is missing, torn or of another generation. Layout: `docs/formats/fs.md`.
 
 use crate::error::{FsError, Result};
 use std::sync::Arc;
@@ -14,7 +14,7 @@ const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
 /// Format version of the superblock, checkpoints and log.
 pub const FORMAT_VERSION: u32 = 1;
 const HDR: usize = 48;
-/// The two superblock copies: name and LBA (`docs/fs-format.md`).
+/// The two superblock copies: name and LBA (`docs/formats/fs.md`).
 pub const SUPERBLOCK_COPIES: [(char, u64); 2] = [('A', 0), ('B', 1)];
 
 /// Where things are; written once by mkfs.

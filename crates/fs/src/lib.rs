@@ -2,12 +2,11 @@
 //! their extent maps, sizes, times, modes — lives in the conventional zones as a checksummed
 //! log plus alternating checkpoints; file data is written through a per-file write buffer as
 //! ZEA extents in the sequential zones. [`Fs`] is a plain Rust API by inode number; the FUSE
-//! adapter ([`fuse`]) and the `tegula fs` commands call it. Formats: `docs/fs-format.md`.
+//! adapter ([`fuse`]) and the `tegula fs` commands call it. Formats: `docs/formats/fs.md`.
 
 mod buffer;
 mod check;
 mod cleaner;
-mod codec;
 mod error;
 pub mod formats;
 mod fs;

@@ -5,7 +5,7 @@
 //! ABORT), simple replies, READ, WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES and DISC; malformed
 //! requests get an error reply or end the connection, never the server. Three threads per
 //! connection (reader, executor, writer), with a connection limit, handshake and write timeouts and bounded buffers
-//! ([`ServerOptions`]). See `docs/cli-serve.md`.
+//! ([`ServerOptions`]). See `docs/cli/serve-nbd.md`.
 
 mod bytes;
 pub mod client;

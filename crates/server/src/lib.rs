@@ -7,7 +7,7 @@
 //! iteration's requests as one round whose writes are one engine batch, synced under
 //! `appendfsync always` before any of the round's replies is sent (group commit). The data
 //! model and key encoding are in [`keys`]; the command table in [`commands`]; the protocol in
-//! [`resp`]; engines behind [`Backend`]. `docs/cli-serve-resp.md` describes the command line.
+//! [`resp`]; engines behind [`Backend`]. `docs/cli/serve-resp.md` describes the command line.
 //!
 //! ```no_run
 //! use std::sync::{atomic::AtomicBool, Arc};

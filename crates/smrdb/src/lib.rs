@@ -7,7 +7,7 @@
 //! sequentially. A memtable the size of a band is flushed to one band (sorted data blocks,
 //! index, Bloom filter, byte-based equi-depth histogram, footer). Two organisations:
 //! [`Mode::Soc`] (the paper's SMR-friendly two-level scheme with overlapping bands) and
-//! [`Mode::Loc`] (LevelDB-style levels). See `docs/smrdb-format.md` and `docs/smrdb-design.md`.
+//! [`Mode::Loc`] (LevelDB-style levels). See `docs/formats/smrdb.md` and `docs/smrdb-design.md`.
 //!
 //! ```
 //! use std::sync::Arc;

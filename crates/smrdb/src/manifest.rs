@@ -4,7 +4,7 @@
 //! anything depends on it; a torn copy fails its checksum and the other one is used.
 //!
 //! Copy: `magic "SMRDBMAN" u64 | version u32 | generation u64 | body_len u32 | body | crc u32`
-//! (crc over everything before it). See `docs/smrdb-format.md`.
+//! (crc over everything before it). See `docs/formats/smrdb.md`.
 
 use crate::codec::{crc, put_bytes, put_u32, put_u64, put_varint, Reader};
 

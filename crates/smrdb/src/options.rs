@@ -74,7 +74,7 @@ pub struct Options {
     /// SOC: an L1→L1 compaction runs when some L1 band overlaps more than this many other L1
     /// bands. Default 12: lower keeps fewer overlapping bands for scans and GETs (Bloom
     /// filters hide most of them from GETs) at the price of rewriting L1 more often — on
-    /// random inserts, 2 writes about 3× the compaction bytes of 12 (see `docs/smrdb.md`).
+    /// random inserts, 2 writes about 3× the compaction bytes of 12 (see `docs/guides/smrdb.md`).
     pub l1_overlap_trigger: usize,
     /// LOC: bands allowed in level 1 before it is compacted into level 2; each deeper level
     /// holds `loc_level_multiplier` times more. Default 4.

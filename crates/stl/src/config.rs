@@ -1,5 +1,5 @@
 //! `DmConfig`: the TOML description of a drive-managed SMR drive. `Default` is the one source of
-//! defaults; `docs/drive-managed-smr.md` documents every key.
+//! defaults; `docs/guides/drive-managed-smr.md` documents every key.
 
 use crate::error::{Result, StlError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

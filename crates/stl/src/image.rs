@@ -1,4 +1,4 @@
-//! The drive-managed SMR image file (specified in `docs/dm-smr-image-format.md`): a checksummed,
+//! The drive-managed SMR image file (specified in `docs/formats/dm-smr-image.md`): a checksummed,
 //! versioned header holding the drive's `DmConfig`, two alternating drive-state slots (the raw
 //! media's clock, destroyed and failing sectors and statistics, plus the translation layer's
 //! counters), the two slots of the translation layer's metadata log, and the raw media's data

@@ -1,4 +1,4 @@
-//! The metadata log of a translation layer (specified in `docs/dm-smr-image-format.md`): two
+//! The metadata log of a translation layer (specified in `docs/formats/dm-smr-image.md`): two
 //! slots, each a checkpoint frame followed by record frames of the same generation. Records
 //! are appended as they commit; when the records outgrow the checkpoint, a new checkpoint of
 //! the next generation goes to the other slot (so a torn checkpoint leaves the old slot whole).

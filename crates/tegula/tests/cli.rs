@@ -1,79 +1,11 @@
 //! End-to-end tests of the `tegula` binary: every `tegula disk` subcommand on real image files
 //! in a temporary directory, the error paths (zone-rule violations, damaged images) and `demo`.
 
+mod common;
+
+use common::{fails, fails_in, json, ok, ok_in, stderr, stdout, tegula};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn tegula(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn tegula");
-    if let Some(data) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        pipe.write_all(data).expect("write stdin");
-    }
-    child.wait_with_output().expect("wait for tegula")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Runs and expects success.
-fn ok(args: &[&str]) -> Output {
-    ok_in(args, None)
-}
-
-fn ok_in(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let o = tegula(args, stdin);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}\n{}",
-        o.status,
-        stderr(&o)
-    );
-    o
-}
-
-/// Runs and expects a clean failure: non-zero exit, one `error:` line, no panic. Returns stderr.
-fn fails(args: &[&str]) -> String {
-    fails_in(args, None)
-}
-
-fn fails_in(args: &[&str], stdin: Option<&[u8]>) -> String {
-    let o = tegula(args, stdin);
-    let e = stderr(&o);
-    assert!(
-        !o.status.success(),
-        "tegula {args:?} succeeded:\n{}",
-        stdout(&o)
-    );
-    assert_eq!(o.status.code(), Some(1), "tegula {args:?}: {e}");
-    assert!(!e.contains("panicked"), "tegula {args:?} panicked:\n{e}");
-    let last = e.lines().last().unwrap_or("");
-    assert!(last.starts_with("error: "), "tegula {args:?}: {e}");
-    e
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|err| panic!("bad JSON ({err}): {}", stdout(o)))
-}
 
 struct Dir(tempfile::TempDir);
 

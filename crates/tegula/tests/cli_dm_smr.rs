@@ -5,63 +5,12 @@
 //! damaged images.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{fails, have, ok_in, skip, tegula_cmd, wait_for};
 use serde_json::Value;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-
-fn tegula(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(data) = stdin {
-        child.stdin.take().unwrap().write_all(data).unwrap();
-    }
-    child.wait_with_output().unwrap()
-}
-
-fn ok(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let o = tegula(args, stdin);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-/// Runs, expects a failure with one `error:` line, no panic; returns stderr.
-fn fails(args: &[&str]) -> String {
-    let o = tegula(args, None);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success(), "tegula {args:?} succeeded");
-    assert!(!err.contains("panicked"), "tegula {args:?} panicked: {err}");
-    assert!(err.starts_with("error: "), "{err}");
-    err
-}
-
-fn skip(reason: &str) {
-    // Straight to the stderr handle, so the test harness does not capture it.
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {reason}");
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
+use std::process::{Command, Stdio};
 
 const SMALL: &str =
     "kind = \"dm-smr\"\ncapacity = \"64MiB\"\nstl = \"journal\"\nband_size = \"4MiB\"\n\
@@ -83,13 +32,13 @@ fn create_write_read_stats_info_dump_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "drive.toml", SMALL);
     let img = dir.path().join("drive.img");
-    let out = ok(&["disk", "create", "--config", s(&cfg), s(&img)], None);
+    let out = ok_in(&["disk", "create", "--config", s(&cfg), s(&img)], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("dm-smr"), "{text}");
     let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 + 3) as u8).collect();
-    ok(&["disk", "write", s(&img), "--lba", "100"], Some(&data));
+    ok_in(&["disk", "write", s(&img), "--lba", "100"], Some(&data));
     let back = dir.path().join("back.bin");
-    ok(
+    ok_in(
         &[
             "disk",
             "read",
@@ -104,7 +53,7 @@ fn create_write_read_stats_info_dump_round_trip() {
         None,
     );
     assert!(std::fs::read(&back).unwrap() == data, "read back differs");
-    let out = ok(&["disk", "stats", s(&img), "--json"], None);
+    let out = ok_in(&["disk", "stats", s(&img), "--json"], None);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let st = &v["stl"];
     for key in [
@@ -123,13 +72,13 @@ fn create_write_read_stats_info_dump_round_trip() {
     }
     assert!(st["journal_entries"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(st["stl"], "journal");
-    let out = ok(&["disk", "info", s(&img), "--json"], None);
+    let out = ok_in(&["disk", "info", s(&img), "--json"], None);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["capacity_bytes"], 64 << 20);
     assert_eq!(v["config"]["kind"], "dm-smr");
-    ok(&["disk", "info", s(&img)], None);
-    ok(&["disk", "stats", s(&img)], None);
-    let out = ok(&["disk", "dump", s(&img)], None);
+    ok_in(&["disk", "info", s(&img)], None);
+    ok_in(&["disk", "stats", s(&img)], None);
+    let out = ok_in(&["disk", "dump", s(&img)], None);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("checkpoint generation"), "{text}");
     // Zone commands refuse a drive without zones, clearly.
@@ -149,11 +98,11 @@ fn shipped_configs_create_metadata_only_images() {
         "emulated-smr-3.toml",
     ] {
         let img = dir.path().join(format!("{name}.img"));
-        ok(
+        ok_in(
             &["disk", "create", "--config", s(&root.join(name)), s(&img)],
             None,
         );
-        let out = ok(&["disk", "stats", s(&img), "--json"], None);
+        let out = ok_in(&["disk", "stats", s(&img), "--json"], None);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(
             v["stl"]["cache_bytes"].as_u64().unwrap() > 1 << 30,
@@ -223,7 +172,7 @@ fn bad_configurations_and_damaged_images_give_clear_errors() {
     // A damaged image: header flipped, then truncated.
     let cfg = config(dir.path(), "drive.toml", SMALL);
     let img = dir.path().join("drive.img");
-    ok(&["disk", "create", "--config", s(&cfg), s(&img)], None);
+    ok_in(&["disk", "create", "--config", s(&cfg), s(&img)], None);
     let mut bytes = std::fs::read(&img).unwrap();
     bytes[30] ^= 0xFF;
     std::fs::write(&img, &bytes).unwrap();
@@ -251,19 +200,14 @@ fn serve_nbd_exports_a_dm_smr_image() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config(dir.path(), "drive.toml", SMALL);
     let img = dir.path().join("drive.img");
-    ok(&["disk", "create", "--config", s(&cfg), s(&img)], None);
+    ok_in(&["disk", "create", "--config", s(&cfg), s(&img)], None);
     let sock = dir.path().join("drive.sock");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tegula"))
+    let mut server = tegula_cmd()
         .args(["serve", "nbd", "--socket", s(&sock), s(&img)])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    for _ in 0..200 {
-        if sock.exists() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
+    wait_for(&sock, 20);
     let uri = format!("nbd+unix:///?socket={}", sock.display());
     let info = Command::new("nbdinfo").arg(&uri).output().unwrap();
     let text = String::from_utf8_lossy(&info.stdout).into_owned();
@@ -285,7 +229,7 @@ fn serve_nbd_exports_a_dm_smr_image() {
     );
     // The server was killed, not closed: the image still holds every byte nbdcopy wrote.
     let back = dir.path().join("back.bin");
-    ok(
+    ok_in(
         &[
             "disk",
             "read",
@@ -300,7 +244,7 @@ fn serve_nbd_exports_a_dm_smr_image() {
         None,
     );
     assert!(std::fs::read(&back).unwrap() == data);
-    let out = ok(&["disk", "stats", s(&img), "--json"], None);
+    let out = ok_in(&["disk", "stats", s(&img), "--json"], None);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["stl"]["map_entries"].as_u64().unwrap() > 0, "{v}");
 }

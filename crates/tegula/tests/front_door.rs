@@ -5,73 +5,34 @@
 //! front-door issue.
 #![allow(clippy::unwrap_used, missing_docs)]
 
+mod common;
+
+use common::{fails_with as fails, ok_json, ok_out, tegula, tegula_cmd, wait_for};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn tegula() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tegula"));
-    c.env_remove("RUST_LOG");
-    c
+fn run_in(args: &[&str], input: &[u8]) -> Output {
+    tegula(args, Some(input))
 }
 
 fn run(args: &[&str]) -> Output {
-    tegula().args(args).stdin(Stdio::null()).output().unwrap()
-}
-
-fn run_in(args: &[&str], input: &[u8]) -> Output {
-    let mut child = tegula()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    tegula(args, None)
 }
 
 fn ok(args: &[&str]) -> String {
-    let o = run(args);
-    assert!(
-        o.status.success(),
-        "tegula {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Expects a clean failure whose message contains `want`; returns stderr.
-fn fails(args: &[&str], want: &str) -> String {
-    let o = run(args);
-    let e = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success(), "tegula {args:?} succeeded");
-    assert!(!e.contains("panicked"), "{e}");
-    assert!(e.contains(want), "tegula {args:?}: want {want:?} in: {e}");
-    e
+    ok_out(args)
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = ok(args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+    ok_json(args)
 }
 
+/// A 4 GiB host-managed image (16 zones of 256 MiB, zone 0 conventional).
 fn image(dir: &Path, name: &str, extra: &[&str]) -> String {
-    let p = dir.join(name).display().to_string();
-    let mut args = vec![
-        "disk",
-        "create",
-        "--profile",
-        "hm-smr",
-        "--capacity",
-        "4GiB",
-    ];
-    args.extend_from_slice(extra);
-    args.push(&p);
-    ok(&args);
-    p
+    common::image(dir, name, "hm-smr", "4GiB", extra)
 }
 
 fn write_zone(img: &str, zone: &str, data: &[u8]) {
@@ -171,7 +132,7 @@ fn mkfs_refuses_an_image_that_holds_a_database_a_file_system_or_data() {
 fn an_interrupted_disk_write_keeps_what_the_drive_completed() {
     let dir = tempfile::tempdir().unwrap();
     let img = image(dir.path(), "w.img", &[]);
-    let mut child = tegula()
+    let mut child = tegula_cmd()
         .args(["disk", "write", &img, "--zone", "1"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -423,7 +384,7 @@ fn serve_nbd_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let img = image(dir.path(), "d.img", &["--set", "store_data=true"]);
     let sock: PathBuf = dir.path().join("s.sock");
-    let mut server = tegula()
+    let mut server = tegula_cmd()
         .args(["serve", "nbd", "--socket"])
         .arg(&sock)
         .arg(&img)
@@ -431,14 +392,7 @@ fn serve_nbd_stops_cleanly_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !sock.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&sock, 20);
     let uri = format!("nbd+unix:///?socket={}", sock.display());
     let mut c = tegula_nbd::NbdClient::connect(&uri).unwrap();
     // Zone 0 is conventional: write anywhere in it, no flush.
@@ -480,7 +434,7 @@ fn fs_check_reports_a_damaged_superblock_copy_and_repair_rewrites_it() {
     let e = fails(&["fs", "check", &img], "inconsistencies found");
     let out = String::from_utf8_lossy(&run(&["fs", "check", &img]).stdout).into_owned();
     assert!(out.contains("superblock copy A"), "{out}{e}");
-    let j = serde_json::from_slice::<Value>(&run(&["fs", "check", &img, "--json"]).stdout).unwrap();
+    let j = common::json(&run(&["fs", "check", &img, "--json"]));
     assert!(
         j["problems"][0].as_str().unwrap().contains("superblock"),
         "{j}"

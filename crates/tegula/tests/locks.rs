@@ -3,13 +3,14 @@
 //! for defects 3, 4 and 5 of the front-door issue, with real processes.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-use std::io::Write;
+mod common;
+
+use common::{fuse_missing, skip, tegula_cmd, unmount, wait_for};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 fn tegula() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
+    tegula_cmd()
 }
 
 fn ok(out: &Output) -> String {
@@ -22,20 +23,7 @@ fn ok(out: &Output) -> String {
 }
 
 fn image(dir: &Path, name: &str) -> PathBuf {
-    let p = dir.join(name);
-    ok(&tegula()
-        .args([
-            "disk",
-            "create",
-            "--profile",
-            "hm-smr",
-            "--capacity",
-            "4GiB",
-        ])
-        .arg(&p)
-        .output()
-        .unwrap());
-    p
+    PathBuf::from(common::image(dir, name, "hm-smr", "4GiB", &[]))
 }
 
 /// Starts `tegula serve nbd IMAGE` and waits for its socket.
@@ -48,19 +36,8 @@ fn serve(img: &Path, sock: &Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !sock.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(sock, 20);
     child
-}
-
-fn skip(reason: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {reason}");
 }
 
 /// Defect 4: two `tegula serve nbd` on one image both started, and the second one's FLUSH
@@ -117,14 +94,8 @@ fn disk_reset_while_another_process_writes_the_image_is_refused() {
 /// inconsistencies.
 #[test]
 fn disk_reset_of_a_mounted_file_system_is_refused() {
-    if Command::new("sh")
-        .args(["-c", "command -v fusermount3"])
-        .output()
-        .map(|o| !o.status.success())
-        .unwrap_or(true)
-        || !Path::new("/dev/fuse").exists()
-    {
-        skip("fusermount3 or /dev/fuse missing (apt install fuse3)");
+    if let Some(why) = fuse_missing() {
+        skip(&why);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -161,30 +132,6 @@ fn disk_reset_of_a_mounted_file_system_is_refused() {
         String::from_utf8_lossy(&check.stdout),
         String::from_utf8_lossy(&check.stderr)
     );
-}
-
-/// Unmounts `mnt`, retrying while the kernel still reports it busy (a file closed just before
-/// is released asynchronously, and a process forked by a concurrent test may hold a descriptor
-/// until it execs).
-fn unmount(mnt: &Path) {
-    let t0 = Instant::now();
-    loop {
-        let o = Command::new("fusermount3")
-            .arg("-u")
-            .arg(mnt)
-            .output()
-            .unwrap();
-        if o.status.success() {
-            return;
-        }
-        let err = String::from_utf8_lossy(&o.stderr).into_owned();
-        assert!(
-            err.contains("busy") && t0.elapsed() < Duration::from_secs(30),
-            "fusermount3 -u {}: {err}",
-            mnt.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Defect 5: two shells each running 40 `tegula db put IMAGE kN vN` in parallel: every put

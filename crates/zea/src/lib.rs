@@ -5,7 +5,7 @@
 //! returns an extent only when asked for exactly an extent ZEA placed, after checking its
 //! checksum; [`Zea::iter_forward`] and [`Zea::iter_back`] rediscover every extent of a zone
 //! and its order from the zone alone, also after a crash that tore the last extent.
-//! Garbage collection is left to the consumer. The on-disk format is `docs/zea-format.md`.
+//! Garbage collection is left to the consumer. The on-disk format is `docs/formats/zea.md`.
 //!
 //! ```
 //! use std::sync::Arc;

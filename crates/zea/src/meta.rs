@@ -1,5 +1,5 @@
 //! The per-extent metadata block ZEA writes after each extent's data: encode and decode.
-//! The byte layout is specified in `docs/zea-format.md`; decoding never panics on bad bytes.
+//! The byte layout is specified in `docs/formats/zea.md`; decoding never panics on bad bytes.
 
 use crate::error::MetaError;
 

@@ -1,126 +1,144 @@
 //! The part of LevelDB's C API (`leveldb/c.h`, Debian's libleveldb-dev) the benchmarks use,
-//! declared by hand. Linked by build.rs only with the `compare` feature.
+//! declared by hand. Linked by build.rs only with the `compare` feature. The functions both
+//! C libraries share are declared under the same Rust names as in `rocksdb_ffi.rs` (the C
+//! name without its `leveldb_` prefix); see there.
 
-#![allow(non_camel_case_types, missing_docs)]
+#![allow(missing_docs)]
 
+use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_uchar};
 
-macro_rules! opaque {
-    ($($name:ident),* $(,)?) => {$(
-        #[repr(C)]
-        pub struct $name {
-            _private: [u8; 0],
-        }
-    )*};
-}
-
-opaque!(
-    leveldb_t,
-    leveldb_options_t,
-    leveldb_cache_t,
-    leveldb_filterpolicy_t,
-    leveldb_readoptions_t,
-    leveldb_writeoptions_t,
-    leveldb_writebatch_t,
-    leveldb_iterator_t,
+super::capi::opaque!(
+    Db,
+    Options,
+    Cache,
+    FilterPolicy,
+    ReadOptions,
+    WriteOptions,
+    WriteBatch,
+    Iterator,
 );
 
 /// `leveldb_no_compression`.
-pub const LEVELDB_NO_COMPRESSION: c_int = 0;
+pub const NO_COMPRESSION: c_int = 0;
 
 extern "C" {
-    pub fn leveldb_options_create() -> *mut leveldb_options_t;
-    pub fn leveldb_options_destroy(o: *mut leveldb_options_t);
-    pub fn leveldb_options_set_create_if_missing(o: *mut leveldb_options_t, v: c_uchar);
-    pub fn leveldb_options_set_write_buffer_size(o: *mut leveldb_options_t, v: usize);
-    pub fn leveldb_options_set_cache(o: *mut leveldb_options_t, c: *mut leveldb_cache_t);
-    pub fn leveldb_options_set_filter_policy(
-        o: *mut leveldb_options_t,
-        f: *mut leveldb_filterpolicy_t,
-    );
-    pub fn leveldb_options_set_compression(o: *mut leveldb_options_t, v: c_int);
-    pub fn leveldb_cache_create_lru(capacity: usize) -> *mut leveldb_cache_t;
-    pub fn leveldb_cache_destroy(c: *mut leveldb_cache_t);
-    pub fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut leveldb_filterpolicy_t;
-    pub fn leveldb_filterpolicy_destroy(f: *mut leveldb_filterpolicy_t);
+    #[link_name = "leveldb_options_create"]
+    pub fn options_create() -> *mut Options;
+    #[link_name = "leveldb_options_destroy"]
+    pub fn options_destroy(o: *mut Options);
+    #[link_name = "leveldb_options_set_create_if_missing"]
+    pub fn options_set_create_if_missing(o: *mut Options, v: c_uchar);
+    #[link_name = "leveldb_options_set_write_buffer_size"]
+    pub fn options_set_write_buffer_size(o: *mut Options, v: usize);
+    #[link_name = "leveldb_options_set_cache"]
+    pub fn options_set_cache(o: *mut Options, c: *mut Cache);
+    #[link_name = "leveldb_options_set_filter_policy"]
+    pub fn options_set_filter_policy(o: *mut Options, f: *mut FilterPolicy);
+    #[link_name = "leveldb_options_set_compression"]
+    pub fn options_set_compression(o: *mut Options, v: c_int);
+    #[link_name = "leveldb_cache_create_lru"]
+    pub fn cache_create_lru(capacity: usize) -> *mut Cache;
+    #[link_name = "leveldb_cache_destroy"]
+    pub fn cache_destroy(c: *mut Cache);
+    #[link_name = "leveldb_filterpolicy_create_bloom"]
+    pub fn filterpolicy_create_bloom(bits_per_key: c_int) -> *mut FilterPolicy;
+    #[link_name = "leveldb_filterpolicy_destroy"]
+    pub fn filterpolicy_destroy(f: *mut FilterPolicy);
 
-    pub fn leveldb_open(
-        o: *const leveldb_options_t,
-        name: *const c_char,
-        errptr: *mut *mut c_char,
-    ) -> *mut leveldb_t;
-    pub fn leveldb_close(db: *mut leveldb_t);
-    pub fn leveldb_destroy_db(
-        o: *const leveldb_options_t,
-        name: *const c_char,
-        errptr: *mut *mut c_char,
-    );
-    pub fn leveldb_put(
-        db: *mut leveldb_t,
-        o: *const leveldb_writeoptions_t,
+    #[link_name = "leveldb_open"]
+    pub fn open(o: *const Options, name: *const c_char, errptr: *mut *mut c_char) -> *mut Db;
+    #[link_name = "leveldb_close"]
+    pub fn close(db: *mut Db);
+    #[link_name = "leveldb_destroy_db"]
+    pub fn destroy_db(o: *const Options, name: *const c_char, errptr: *mut *mut c_char);
+    #[link_name = "leveldb_put"]
+    pub fn put(
+        db: *mut Db,
+        o: *const WriteOptions,
         key: *const c_char,
         keylen: usize,
         val: *const c_char,
         vallen: usize,
         errptr: *mut *mut c_char,
     );
-    pub fn leveldb_delete(
-        db: *mut leveldb_t,
-        o: *const leveldb_writeoptions_t,
+    #[link_name = "leveldb_delete"]
+    pub fn delete(
+        db: *mut Db,
+        o: *const WriteOptions,
         key: *const c_char,
         keylen: usize,
         errptr: *mut *mut c_char,
     );
-    pub fn leveldb_write(
-        db: *mut leveldb_t,
-        o: *const leveldb_writeoptions_t,
-        batch: *mut leveldb_writebatch_t,
+    #[link_name = "leveldb_write"]
+    pub fn write(
+        db: *mut Db,
+        o: *const WriteOptions,
+        batch: *mut WriteBatch,
         errptr: *mut *mut c_char,
     );
-    pub fn leveldb_get(
-        db: *mut leveldb_t,
-        o: *const leveldb_readoptions_t,
+    #[link_name = "leveldb_get"]
+    pub fn get(
+        db: *mut Db,
+        o: *const ReadOptions,
         key: *const c_char,
         keylen: usize,
         vallen: *mut usize,
         errptr: *mut *mut c_char,
     ) -> *mut c_char;
-    pub fn leveldb_property_value(db: *mut leveldb_t, name: *const c_char) -> *mut c_char;
-    pub fn leveldb_compact_range(
-        db: *mut leveldb_t,
+    #[link_name = "leveldb_property_value"]
+    pub fn property_value(db: *mut Db, name: *const c_char) -> *mut c_char;
+    #[link_name = "leveldb_compact_range"]
+    pub fn compact_range(
+        db: *mut Db,
         start: *const c_char,
         start_len: usize,
         limit: *const c_char,
         limit_len: usize,
     );
-    pub fn leveldb_free(p: *mut std::ffi::c_void);
+    #[link_name = "leveldb_free"]
+    pub fn free(p: *mut c_void);
 
-    pub fn leveldb_writeoptions_create() -> *mut leveldb_writeoptions_t;
-    pub fn leveldb_writeoptions_destroy(o: *mut leveldb_writeoptions_t);
-    pub fn leveldb_writeoptions_set_sync(o: *mut leveldb_writeoptions_t, v: c_uchar);
-    pub fn leveldb_readoptions_create() -> *mut leveldb_readoptions_t;
-    pub fn leveldb_readoptions_destroy(o: *mut leveldb_readoptions_t);
+    #[link_name = "leveldb_writeoptions_create"]
+    pub fn writeoptions_create() -> *mut WriteOptions;
+    #[link_name = "leveldb_writeoptions_destroy"]
+    pub fn writeoptions_destroy(o: *mut WriteOptions);
+    #[link_name = "leveldb_writeoptions_set_sync"]
+    pub fn writeoptions_set_sync(o: *mut WriteOptions, v: c_uchar);
+    #[link_name = "leveldb_readoptions_create"]
+    pub fn readoptions_create() -> *mut ReadOptions;
+    #[link_name = "leveldb_readoptions_destroy"]
+    pub fn readoptions_destroy(o: *mut ReadOptions);
 
-    pub fn leveldb_writebatch_create() -> *mut leveldb_writebatch_t;
-    pub fn leveldb_writebatch_destroy(b: *mut leveldb_writebatch_t);
-    pub fn leveldb_writebatch_put(
-        b: *mut leveldb_writebatch_t,
+    #[link_name = "leveldb_writebatch_create"]
+    pub fn writebatch_create() -> *mut WriteBatch;
+    #[link_name = "leveldb_writebatch_destroy"]
+    pub fn writebatch_destroy(b: *mut WriteBatch);
+    #[link_name = "leveldb_writebatch_put"]
+    pub fn writebatch_put(
+        b: *mut WriteBatch,
         key: *const c_char,
         klen: usize,
         val: *const c_char,
         vlen: usize,
     );
-    pub fn leveldb_writebatch_delete(b: *mut leveldb_writebatch_t, key: *const c_char, klen: usize);
+    #[link_name = "leveldb_writebatch_delete"]
+    pub fn writebatch_delete(b: *mut WriteBatch, key: *const c_char, klen: usize);
 
-    pub fn leveldb_create_iterator(
-        db: *mut leveldb_t,
-        o: *const leveldb_readoptions_t,
-    ) -> *mut leveldb_iterator_t;
-    pub fn leveldb_iter_destroy(it: *mut leveldb_iterator_t);
-    pub fn leveldb_iter_valid(it: *const leveldb_iterator_t) -> c_uchar;
-    pub fn leveldb_iter_seek(it: *mut leveldb_iterator_t, k: *const c_char, klen: usize);
-    pub fn leveldb_iter_next(it: *mut leveldb_iterator_t);
-    pub fn leveldb_iter_key(it: *const leveldb_iterator_t, klen: *mut usize) -> *const c_char;
-    pub fn leveldb_iter_value(it: *const leveldb_iterator_t, vlen: *mut usize) -> *const c_char;
-    pub fn leveldb_iter_get_error(it: *const leveldb_iterator_t, errptr: *mut *mut c_char);
+    #[link_name = "leveldb_create_iterator"]
+    pub fn create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iterator;
+    #[link_name = "leveldb_iter_destroy"]
+    pub fn iter_destroy(it: *mut Iterator);
+    #[link_name = "leveldb_iter_valid"]
+    pub fn iter_valid(it: *const Iterator) -> c_uchar;
+    #[link_name = "leveldb_iter_seek"]
+    pub fn iter_seek(it: *mut Iterator, k: *const c_char, klen: usize);
+    #[link_name = "leveldb_iter_next"]
+    pub fn iter_next(it: *mut Iterator);
+    #[link_name = "leveldb_iter_key"]
+    pub fn iter_key(it: *const Iterator, klen: *mut usize) -> *const c_char;
+    #[link_name = "leveldb_iter_value"]
+    pub fn iter_value(it: *const Iterator, vlen: *mut usize) -> *const c_char;
+    #[link_name = "leveldb_iter_get_error"]
+    pub fn iter_get_error(it: *const Iterator, errptr: *mut *mut c_char);
 }

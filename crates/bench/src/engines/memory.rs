@@ -2,7 +2,7 @@
 //! tests and, run as `--engine memory`, shows what the harness itself costs per operation.
 
 use crate::engine::{BatchOp, KvEngine};
-use anyhow::{anyhow, Result};
+use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::RwLock;
@@ -34,13 +34,13 @@ impl MemoryEngine {
     fn write(&self) -> Result<std::sync::RwLockWriteGuard<'_, Map>> {
         self.map
             .write()
-            .map_err(|_| anyhow!("memory engine lock poisoned"))
+            .map_err(|_| Error::Internal("memory engine lock poisoned".into()))
     }
 
     fn read(&self) -> Result<std::sync::RwLockReadGuard<'_, Map>> {
         self.map
             .read()
-            .map_err(|_| anyhow!("memory engine lock poisoned"))
+            .map_err(|_| Error::Internal("memory engine lock poisoned".into()))
     }
 }
 

@@ -6,10 +6,12 @@ pub mod memory;
 pub mod smrdb;
 
 #[cfg(feature = "compare")]
-pub mod leveldb;
+mod capi;
+#[cfg(feature = "compare")]
+pub(crate) mod leveldb;
 #[cfg(feature = "compare")]
 mod leveldb_ffi;
 #[cfg(feature = "compare")]
-pub mod rocksdb;
+pub(crate) mod rocksdb;
 #[cfg(feature = "compare")]
 mod rocksdb_ffi;

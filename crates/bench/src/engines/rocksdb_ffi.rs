@@ -1,150 +1,168 @@
 //! The part of RocksDB's C API (`rocksdb/c.h`, Debian's librocksdb-dev) the benchmarks use,
-//! declared by hand. Linked by build.rs only with the `compare` feature.
+//! declared by hand. Linked by build.rs only with the `compare` feature. The functions both
+//! C libraries share are declared under the same Rust names as in `leveldb_ffi.rs` (the C
+//! name without its `rocksdb_` prefix), so that one macro, `capi::common_api!`, forwards
+//! both to the shared adapter.
 
-#![allow(non_camel_case_types, missing_docs)]
+#![allow(missing_docs)]
 
+use std::ffi::c_void;
 use std::os::raw::{c_char, c_int, c_uchar};
 
-macro_rules! opaque {
-    ($($name:ident),* $(,)?) => {$(
-        #[repr(C)]
-        pub struct $name {
-            _private: [u8; 0],
-        }
-    )*};
-}
-
-opaque!(
-    rocksdb_t,
-    rocksdb_options_t,
-    rocksdb_block_based_table_options_t,
-    rocksdb_cache_t,
-    rocksdb_filterpolicy_t,
-    rocksdb_readoptions_t,
-    rocksdb_writeoptions_t,
-    rocksdb_flushoptions_t,
-    rocksdb_writebatch_t,
-    rocksdb_iterator_t,
+super::capi::opaque!(
+    Db,
+    Options,
+    BlockBasedTableOptions,
+    Cache,
+    FilterPolicy,
+    ReadOptions,
+    WriteOptions,
+    FlushOptions,
+    WriteBatch,
+    Iterator,
 );
 
 /// `rocksdb_no_compression` of c.h's compression enum.
-pub const ROCKSDB_NO_COMPRESSION: c_int = 0;
+pub const NO_COMPRESSION: c_int = 0;
 
 extern "C" {
-    pub fn rocksdb_options_create() -> *mut rocksdb_options_t;
-    pub fn rocksdb_options_destroy(o: *mut rocksdb_options_t);
-    pub fn rocksdb_options_set_create_if_missing(o: *mut rocksdb_options_t, v: c_uchar);
-    pub fn rocksdb_options_set_write_buffer_size(o: *mut rocksdb_options_t, v: usize);
-    pub fn rocksdb_options_set_compression(o: *mut rocksdb_options_t, v: c_int);
-    pub fn rocksdb_options_set_level0_file_num_compaction_trigger(
-        o: *mut rocksdb_options_t,
-        v: c_int,
-    );
-    pub fn rocksdb_options_set_level0_slowdown_writes_trigger(o: *mut rocksdb_options_t, v: c_int);
-    pub fn rocksdb_options_set_level0_stop_writes_trigger(o: *mut rocksdb_options_t, v: c_int);
-    pub fn rocksdb_options_set_block_based_table_factory(
-        o: *mut rocksdb_options_t,
-        t: *mut rocksdb_block_based_table_options_t,
-    );
-    pub fn rocksdb_options_enable_statistics(o: *mut rocksdb_options_t);
-    pub fn rocksdb_options_statistics_get_string(o: *mut rocksdb_options_t) -> *mut c_char;
+    #[link_name = "rocksdb_options_create"]
+    pub fn options_create() -> *mut Options;
+    #[link_name = "rocksdb_options_destroy"]
+    pub fn options_destroy(o: *mut Options);
+    #[link_name = "rocksdb_options_set_create_if_missing"]
+    pub fn options_set_create_if_missing(o: *mut Options, v: c_uchar);
+    #[link_name = "rocksdb_options_set_write_buffer_size"]
+    pub fn options_set_write_buffer_size(o: *mut Options, v: usize);
+    #[link_name = "rocksdb_options_set_compression"]
+    pub fn options_set_compression(o: *mut Options, v: c_int);
+    #[link_name = "rocksdb_options_set_level0_file_num_compaction_trigger"]
+    pub fn options_set_level0_file_num_compaction_trigger(o: *mut Options, v: c_int);
+    #[link_name = "rocksdb_options_set_level0_slowdown_writes_trigger"]
+    pub fn options_set_level0_slowdown_writes_trigger(o: *mut Options, v: c_int);
+    #[link_name = "rocksdb_options_set_level0_stop_writes_trigger"]
+    pub fn options_set_level0_stop_writes_trigger(o: *mut Options, v: c_int);
+    #[link_name = "rocksdb_options_set_block_based_table_factory"]
+    pub fn options_set_block_based_table_factory(o: *mut Options, t: *mut BlockBasedTableOptions);
+    #[link_name = "rocksdb_options_enable_statistics"]
+    pub fn options_enable_statistics(o: *mut Options);
+    #[link_name = "rocksdb_options_statistics_get_string"]
+    pub fn options_statistics_get_string(o: *mut Options) -> *mut c_char;
 
-    pub fn rocksdb_block_based_options_create() -> *mut rocksdb_block_based_table_options_t;
-    pub fn rocksdb_block_based_options_destroy(t: *mut rocksdb_block_based_table_options_t);
-    pub fn rocksdb_block_based_options_set_block_cache(
-        t: *mut rocksdb_block_based_table_options_t,
-        c: *mut rocksdb_cache_t,
+    #[link_name = "rocksdb_block_based_options_create"]
+    pub fn block_based_options_create() -> *mut BlockBasedTableOptions;
+    #[link_name = "rocksdb_block_based_options_destroy"]
+    pub fn block_based_options_destroy(t: *mut BlockBasedTableOptions);
+    #[link_name = "rocksdb_block_based_options_set_block_cache"]
+    pub fn block_based_options_set_block_cache(t: *mut BlockBasedTableOptions, c: *mut Cache);
+    #[link_name = "rocksdb_block_based_options_set_filter_policy"]
+    pub fn block_based_options_set_filter_policy(
+        t: *mut BlockBasedTableOptions,
+        f: *mut FilterPolicy,
     );
-    pub fn rocksdb_block_based_options_set_filter_policy(
-        t: *mut rocksdb_block_based_table_options_t,
-        f: *mut rocksdb_filterpolicy_t,
-    );
-    pub fn rocksdb_cache_create_lru(capacity: usize) -> *mut rocksdb_cache_t;
-    pub fn rocksdb_cache_destroy(c: *mut rocksdb_cache_t);
-    pub fn rocksdb_filterpolicy_create_bloom_full(bits_per_key: f64)
-        -> *mut rocksdb_filterpolicy_t;
+    #[link_name = "rocksdb_cache_create_lru"]
+    pub fn cache_create_lru(capacity: usize) -> *mut Cache;
+    #[link_name = "rocksdb_cache_destroy"]
+    pub fn cache_destroy(c: *mut Cache);
+    #[link_name = "rocksdb_filterpolicy_create_bloom_full"]
+    pub fn filterpolicy_create_bloom_full(bits_per_key: f64) -> *mut FilterPolicy;
 
-    pub fn rocksdb_open(
-        o: *const rocksdb_options_t,
-        name: *const c_char,
-        errptr: *mut *mut c_char,
-    ) -> *mut rocksdb_t;
-    pub fn rocksdb_close(db: *mut rocksdb_t);
-    pub fn rocksdb_destroy_db(
-        o: *const rocksdb_options_t,
-        name: *const c_char,
-        errptr: *mut *mut c_char,
-    );
+    #[link_name = "rocksdb_open"]
+    pub fn open(o: *const Options, name: *const c_char, errptr: *mut *mut c_char) -> *mut Db;
+    #[link_name = "rocksdb_close"]
+    pub fn close(db: *mut Db);
+    #[link_name = "rocksdb_destroy_db"]
+    pub fn destroy_db(o: *const Options, name: *const c_char, errptr: *mut *mut c_char);
 
-    pub fn rocksdb_put(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_writeoptions_t,
+    #[link_name = "rocksdb_put"]
+    pub fn put(
+        db: *mut Db,
+        o: *const WriteOptions,
         key: *const c_char,
         keylen: usize,
         val: *const c_char,
         vallen: usize,
         errptr: *mut *mut c_char,
     );
-    pub fn rocksdb_delete(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_writeoptions_t,
+    #[link_name = "rocksdb_delete"]
+    pub fn delete(
+        db: *mut Db,
+        o: *const WriteOptions,
         key: *const c_char,
         keylen: usize,
         errptr: *mut *mut c_char,
     );
-    pub fn rocksdb_write(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_writeoptions_t,
-        batch: *mut rocksdb_writebatch_t,
+    #[link_name = "rocksdb_write"]
+    pub fn write(
+        db: *mut Db,
+        o: *const WriteOptions,
+        batch: *mut WriteBatch,
         errptr: *mut *mut c_char,
     );
-    pub fn rocksdb_get(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_readoptions_t,
+    #[link_name = "rocksdb_get"]
+    pub fn get(
+        db: *mut Db,
+        o: *const ReadOptions,
         key: *const c_char,
         keylen: usize,
         vallen: *mut usize,
         errptr: *mut *mut c_char,
     ) -> *mut c_char;
-    pub fn rocksdb_flush(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_flushoptions_t,
-        errptr: *mut *mut c_char,
-    );
-    pub fn rocksdb_property_value(db: *mut rocksdb_t, name: *const c_char) -> *mut c_char;
-    pub fn rocksdb_free(p: *mut std::ffi::c_void);
+    #[link_name = "rocksdb_flush"]
+    pub fn flush(db: *mut Db, o: *const FlushOptions, errptr: *mut *mut c_char);
+    #[link_name = "rocksdb_property_value"]
+    pub fn property_value(db: *mut Db, name: *const c_char) -> *mut c_char;
+    #[link_name = "rocksdb_free"]
+    pub fn free(p: *mut c_void);
 
-    pub fn rocksdb_writeoptions_create() -> *mut rocksdb_writeoptions_t;
-    pub fn rocksdb_writeoptions_destroy(o: *mut rocksdb_writeoptions_t);
-    pub fn rocksdb_writeoptions_set_sync(o: *mut rocksdb_writeoptions_t, v: c_uchar);
-    #[allow(non_snake_case)] // the C API's own name
-    pub fn rocksdb_writeoptions_disable_WAL(o: *mut rocksdb_writeoptions_t, disable: c_int);
-    pub fn rocksdb_readoptions_create() -> *mut rocksdb_readoptions_t;
-    pub fn rocksdb_readoptions_destroy(o: *mut rocksdb_readoptions_t);
-    pub fn rocksdb_flushoptions_create() -> *mut rocksdb_flushoptions_t;
-    pub fn rocksdb_flushoptions_destroy(o: *mut rocksdb_flushoptions_t);
-    pub fn rocksdb_flushoptions_set_wait(o: *mut rocksdb_flushoptions_t, v: c_uchar);
+    #[link_name = "rocksdb_writeoptions_create"]
+    pub fn writeoptions_create() -> *mut WriteOptions;
+    #[link_name = "rocksdb_writeoptions_destroy"]
+    pub fn writeoptions_destroy(o: *mut WriteOptions);
+    #[link_name = "rocksdb_writeoptions_set_sync"]
+    pub fn writeoptions_set_sync(o: *mut WriteOptions, v: c_uchar);
+    #[link_name = "rocksdb_writeoptions_disable_WAL"]
+    pub fn writeoptions_disable_wal(o: *mut WriteOptions, disable: c_int);
+    #[link_name = "rocksdb_readoptions_create"]
+    pub fn readoptions_create() -> *mut ReadOptions;
+    #[link_name = "rocksdb_readoptions_destroy"]
+    pub fn readoptions_destroy(o: *mut ReadOptions);
+    #[link_name = "rocksdb_flushoptions_create"]
+    pub fn flushoptions_create() -> *mut FlushOptions;
+    #[link_name = "rocksdb_flushoptions_destroy"]
+    pub fn flushoptions_destroy(o: *mut FlushOptions);
+    #[link_name = "rocksdb_flushoptions_set_wait"]
+    pub fn flushoptions_set_wait(o: *mut FlushOptions, v: c_uchar);
 
-    pub fn rocksdb_writebatch_create() -> *mut rocksdb_writebatch_t;
-    pub fn rocksdb_writebatch_destroy(b: *mut rocksdb_writebatch_t);
-    pub fn rocksdb_writebatch_put(
-        b: *mut rocksdb_writebatch_t,
+    #[link_name = "rocksdb_writebatch_create"]
+    pub fn writebatch_create() -> *mut WriteBatch;
+    #[link_name = "rocksdb_writebatch_destroy"]
+    pub fn writebatch_destroy(b: *mut WriteBatch);
+    #[link_name = "rocksdb_writebatch_put"]
+    pub fn writebatch_put(
+        b: *mut WriteBatch,
         key: *const c_char,
         klen: usize,
         val: *const c_char,
         vlen: usize,
     );
-    pub fn rocksdb_writebatch_delete(b: *mut rocksdb_writebatch_t, key: *const c_char, klen: usize);
+    #[link_name = "rocksdb_writebatch_delete"]
+    pub fn writebatch_delete(b: *mut WriteBatch, key: *const c_char, klen: usize);
 
-    pub fn rocksdb_create_iterator(
-        db: *mut rocksdb_t,
-        o: *const rocksdb_readoptions_t,
-    ) -> *mut rocksdb_iterator_t;
-    pub fn rocksdb_iter_destroy(it: *mut rocksdb_iterator_t);
-    pub fn rocksdb_iter_valid(it: *const rocksdb_iterator_t) -> c_uchar;
-    pub fn rocksdb_iter_seek(it: *mut rocksdb_iterator_t, k: *const c_char, klen: usize);
-    pub fn rocksdb_iter_next(it: *mut rocksdb_iterator_t);
-    pub fn rocksdb_iter_key(it: *const rocksdb_iterator_t, klen: *mut usize) -> *const c_char;
-    pub fn rocksdb_iter_value(it: *const rocksdb_iterator_t, vlen: *mut usize) -> *const c_char;
-    pub fn rocksdb_iter_get_error(it: *const rocksdb_iterator_t, errptr: *mut *mut c_char);
+    #[link_name = "rocksdb_create_iterator"]
+    pub fn create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iterator;
+    #[link_name = "rocksdb_iter_destroy"]
+    pub fn iter_destroy(it: *mut Iterator);
+    #[link_name = "rocksdb_iter_valid"]
+    pub fn iter_valid(it: *const Iterator) -> c_uchar;
+    #[link_name = "rocksdb_iter_seek"]
+    pub fn iter_seek(it: *mut Iterator, k: *const c_char, klen: usize);
+    #[link_name = "rocksdb_iter_next"]
+    pub fn iter_next(it: *mut Iterator);
+    #[link_name = "rocksdb_iter_key"]
+    pub fn iter_key(it: *const Iterator, klen: *mut usize) -> *const c_char;
+    #[link_name = "rocksdb_iter_value"]
+    pub fn iter_value(it: *const Iterator, vlen: *mut usize) -> *const c_char;
+    #[link_name = "rocksdb_iter_get_error"]
+    pub fn iter_get_error(it: *const Iterator, errptr: *mut *mut c_char);
 }

@@ -2,10 +2,10 @@
 //! Reports the device's modelled time and byte counters, and SMRDB's own statistics.
 
 use crate::engine::{BatchOp, DeviceCounters, EngineOptions, KvEngine};
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, ZonedDevice};
-use tegula_smrdb::{Db, Error, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
+use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
 /// An open SMRDB database and the emulated disk under it.
 pub struct SmrdbEngine {
@@ -36,16 +36,16 @@ impl SmrdbEngine {
         };
         let opts = with_overrides(opts, &o.smrdb_options)?;
         let db = match Db::open(dev.clone(), opts.clone()) {
-            Err(Error::NotFound(_)) => {
-                Db::create(dev, FormatOptions { mode }, opts).context("creating SMRDB")?
-            }
-            r => r.context("opening SMRDB")?,
+            Err(DbError::NotFound(_)) => Db::create(dev, FormatOptions { mode }, opts)
+                .map_err(|e| Error::engine("creating SMRDB", e))?,
+            r => r.map_err(|e| Error::engine("opening SMRDB", e))?,
         };
-        anyhow::ensure!(
-            db.mode() == mode,
-            "the device holds an SMRDB-{:?} database, not SMRDB-{mode:?}",
-            db.mode()
-        );
+        if db.mode() != mode {
+            return Err(Error::invalid(format!(
+                "the device holds an SMRDB-{:?} database, not SMRDB-{mode:?}",
+                db.mode()
+            )));
+        }
         Ok(SmrdbEngine {
             db: Some(db),
             disk,
@@ -55,7 +55,9 @@ impl SmrdbEngine {
     }
 
     fn db(&self) -> Result<&Db> {
-        self.db.as_ref().context("SMRDB is closed")
+        self.db
+            .as_ref()
+            .ok_or_else(|| Error::Internal("SMRDB is closed".into()))
     }
 
     /// Write options of an unsynced write.
@@ -73,18 +75,30 @@ fn with_overrides(opts: Options, over: &[(String, serde_json::Value)]) -> Result
     if over.is_empty() {
         return Ok(opts);
     }
-    let mut v = serde_json::to_value(&opts).context("encoding SMRDB options")?;
+    let mut v = serde_json::to_value(&opts)
+        .map_err(|e| Error::Internal(format!("encoding SMRDB options: {e}")))?;
     let map = v
         .as_object_mut()
-        .context("SMRDB options are not a JSON object")?;
+        .ok_or_else(|| Error::Internal("SMRDB options are not a JSON object".into()))?;
     for (k, val) in over {
         if !map.contains_key(k) {
             let known: Vec<&String> = map.keys().collect();
-            anyhow::bail!("unknown SMRDB option {k:?} (one of {known:?})");
+            return Err(Error::invalid(format!(
+                "unknown SMRDB option {k:?} (one of {known:?})"
+            )));
         }
         map.insert(k.clone(), val.clone());
     }
-    serde_json::from_value(v).context("an SMRDB option has a value of the wrong type")
+    serde_json::from_value(v).map_err(|e| {
+        Error::invalid(format!(
+            "an SMRDB option has a value of the wrong type: {e}"
+        ))
+    })
+}
+
+/// Maps an SMRDB error of operation `op` to an engine error naming it.
+fn smrdb(op: &'static str) -> impl Fn(tegula_smrdb::Error) -> Error {
+    move |e| Error::engine(format!("smrdb {op}"), e)
 }
 
 impl KvEngine for SmrdbEngine {
@@ -95,17 +109,19 @@ impl KvEngine for SmrdbEngine {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut b = WriteBatch::with_capacity(key.len() + value.len() + 12);
         b.put(key, value);
-        Ok(self.db()?.write(b, self.unsynced())?)
+        self.db()?.write(b, self.unsynced()).map_err(smrdb("put"))
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        Ok(self.db()?.get(key)?)
+        self.db()?.get(key).map_err(smrdb("get"))
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        Ok(self.db()?.write(b, self.unsynced())?)
+        self.db()?
+            .write(b, self.unsynced())
+            .map_err(smrdb("delete"))
     }
 
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
@@ -124,7 +140,7 @@ impl KvEngine for SmrdbEngine {
         } else {
             self.unsynced()
         };
-        Ok(self.db()?.write(b, wo)?)
+        self.db()?.write(b, wo).map_err(smrdb("write"))
     }
 
     fn scan(
@@ -137,8 +153,8 @@ impl KvEngine for SmrdbEngine {
         if limit == 0 {
             return Ok(0);
         }
-        for item in self.db()?.scan(start, None)? {
-            let (k, v) = item?;
+        for item in self.db()?.scan(start, None).map_err(smrdb("scan"))? {
+            let (k, v) = item.map_err(smrdb("scan"))?;
             n += 1;
             if !visit(&k, &v) || n >= limit {
                 break;
@@ -148,7 +164,7 @@ impl KvEngine for SmrdbEngine {
     }
 
     fn flush(&self) -> Result<()> {
-        Ok(self.db()?.flush()?)
+        self.db()?.flush().map_err(smrdb("flush"))
     }
 
     fn stats_json(&self) -> Option<serde_json::Value> {
@@ -179,16 +195,20 @@ impl KvEngine for SmrdbEngine {
     }
 
     fn wait_for_background(&self) -> Result<()> {
-        Ok(self.db()?.wait_for_compactions()?)
+        self.db()?
+            .wait_for_compactions()
+            .map_err(smrdb("waiting for compactions"))
     }
 
     fn close(mut self: Box<Self>) -> Result<()> {
         if let Some(db) = self.db.take() {
-            db.close().context("closing SMRDB")?;
+            db.close().map_err(smrdb("close"))?;
         }
         let SmrdbEngine { disk, .. } = *self;
         match Arc::try_unwrap(disk) {
-            Ok(d) => d.close().context("closing the disk")?,
+            Ok(d) => d
+                .close()
+                .map_err(|e| Error::device("closing the disk", e))?,
             Err(d) => drop(d),
         }
         Ok(())

@@ -2,9 +2,9 @@
 //! record at a commit, or as a checkpoint when the log is full.
 
 use super::Fs;
-use crate::codec::Enc;
 use crate::error::{FsError, Result};
 use crate::state::Op;
+use tegula_codec::Enc;
 
 impl Fs {
     pub(crate) fn writable(&self) -> Result<()> {
@@ -35,7 +35,7 @@ impl Fs {
         for op in &self.pending {
             op.encode(&mut e);
         }
-        let res = match self.journal.append(&e.buf) {
+        let res = match self.journal.append(e.as_bytes()) {
             Ok(true) => Ok(()),
             Ok(false) => self.journal.checkpoint(&self.state.encode()),
             Err(err) => Err(err),

@@ -2,13 +2,13 @@
 //! unmount.
 
 use super::{now_ns, Fs, FsOptions};
-use crate::codec::Dec;
 use crate::error::{FsError, Result};
 use crate::journal::Journal;
 use crate::pool::Pool;
 use crate::state::{Op, State};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tegula_codec::Dec;
 use tegula_device::{ZoneAction, ZoneTarget, ZonedDevice};
 
 impl Fs {

@@ -1,10 +1,10 @@
-//! The checkpoint payload: the whole state encoded at once (`docs/fs-format.md`,
+//! The checkpoint payload: the whole state encoded at once (`docs/formats/fs.md`,
 //! "Checkpoint payload").
 
 use super::inode::{decode_piece, encode_piece, Inode, Kind};
 use super::State;
-use crate::codec::{Dec, DecodeError, Enc};
 use std::collections::BTreeMap;
+use tegula_codec::{Dec, DecodeError, Enc};
 
 impl State {
     /// Serializes the whole state (a checkpoint payload).
@@ -25,10 +25,10 @@ impl State {
             e.i64(n.times.mtime);
             e.i64(n.times.ctime);
             e.u64(n.parent);
-            e.bytes(&n.target);
+            e.bytes_u32(&n.target);
             e.u64(n.entries.len() as u64);
             for (name, &c) in &n.entries {
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(c);
             }
             e.u64(n.map.len() as u64);
@@ -37,7 +37,7 @@ impl State {
                 encode_piece(&mut e, p);
             }
         }
-        e.buf
+        e.into_bytes()
     }
 
     /// Deserializes a checkpoint payload; recomputes live bytes per zone.
@@ -46,7 +46,7 @@ impl State {
         let next_ino = d.u64()?;
         let zones = d.u64()?;
         if zones > 1 << 24 {
-            return Err(d.err("zone count"));
+            return Err(d.invalid("zone count"));
         }
         let mut s = State {
             inodes: BTreeMap::new(),
@@ -56,7 +56,7 @@ impl State {
         let n = d.count(60)?;
         for _ in 0..n {
             let ino = d.u64()?;
-            let kind = Kind::from_code(d.u8()?).ok_or_else(|| d.err("inode kind"))?;
+            let kind = Kind::from_code(d.u8()?).ok_or_else(|| d.invalid("inode kind"))?;
             let mut node = Inode::new(kind, 0, 0, 0, 0);
             node.perm = d.u32()?;
             node.uid = d.u32()?;
@@ -67,10 +67,10 @@ impl State {
             node.times.mtime = d.i64()?;
             node.times.ctime = d.i64()?;
             node.parent = d.u64()?;
-            node.target = d.bytes()?;
+            node.target = d.bytes_u32()?.to_vec();
             let ne = d.count(12)?;
             for _ in 0..ne {
-                let name = d.bytes()?;
+                let name = d.bytes_u32()?.to_vec();
                 let c = d.u64()?;
                 node.entries.insert(name, c);
             }
@@ -79,10 +79,10 @@ impl State {
                 let off = d.u64()?;
                 let p = decode_piece(&mut d)?;
                 if p.zone as u64 >= zones {
-                    return Err(d.err("piece zone"));
+                    return Err(d.invalid("piece zone"));
                 }
                 if !p.fits() || off.checked_add(p.len).is_none() {
-                    return Err(d.err("piece outside its extent"));
+                    return Err(d.invalid("piece outside its extent"));
                 }
                 s.zone_live[p.zone as usize] = s.zone_live[p.zone as usize].saturating_add(p.len);
                 node.map.insert(off, p);
@@ -90,7 +90,7 @@ impl State {
             s.inodes.insert(ino, node);
         }
         if d.remaining() != 0 {
-            return Err(d.err("trailing bytes"));
+            return Err(d.invalid("trailing bytes"));
         }
         Ok(s)
     }

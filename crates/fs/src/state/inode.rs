@@ -1,8 +1,8 @@
 //! Inodes: what a file, directory or symlink is, with its times and its extent map of
 //! [`Piece`]s, and the piece's byte encoding shared by checkpoints and ops.
 
-use crate::codec::{Dec, DecodeError, Enc};
 use std::collections::BTreeMap;
+use tegula_codec::{Dec, DecodeError, Enc};
 
 /// Inode number of the root directory.
 pub const ROOT: u64 = 1;

@@ -1,8 +1,8 @@
 //! Ops, the metadata changes, and their log codec: one tag byte ([`OpTag`]) then the
-//! fields (`docs/fs-format.md`, "Log record payload").
+//! fields (`docs/formats/fs.md`, "Log record payload").
 
 use super::inode::{decode_piece, encode_piece, Kind, Piece};
-use crate::codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc};
 
 /// One metadata change. The fields hold everything replay needs; no op reads the clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,14 +201,14 @@ impl Op {
                 target,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*ino);
                 e.u8(kind.code());
                 e.u32(*perm);
                 e.u32(*uid);
                 e.u32(*gid);
                 e.i64(*time);
-                e.bytes(target);
+                e.bytes_u32(target);
             }
             Op::Link {
                 parent,
@@ -217,13 +217,13 @@ impl Op {
                 time,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*ino);
                 e.i64(*time);
             }
             Op::Unlink { parent, name, time } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.i64(*time);
             }
             Op::Rename {
@@ -234,9 +234,9 @@ impl Op {
                 time,
             } => {
                 e.u64(*parent);
-                e.bytes(name);
+                e.bytes_u32(name);
                 e.u64(*new_parent);
-                e.bytes(new_name);
+                e.bytes_u32(new_name);
                 e.i64(*time);
             }
             Op::SetAttr {
@@ -282,36 +282,36 @@ impl Op {
     pub fn decode(d: &mut Dec) -> Result<Op, DecodeError> {
         let tag = d.u8()?;
         let Some(tag) = OpTag::from_byte(tag) else {
-            return Err(d.err("op code"));
+            return Err(d.invalid("op code"));
         };
         Ok(match tag {
             OpTag::Create => Op::Create {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 ino: d.u64()?,
-                kind: Kind::from_code(d.u8()?).ok_or_else(|| d.err("inode kind"))?,
+                kind: Kind::from_code(d.u8()?).ok_or_else(|| d.invalid("inode kind"))?,
                 perm: d.u32()?,
                 uid: d.u32()?,
                 gid: d.u32()?,
                 time: d.i64()?,
-                target: d.bytes()?,
+                target: d.bytes_u32()?.to_vec(),
             },
             OpTag::Link => Op::Link {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 ino: d.u64()?,
                 time: d.i64()?,
             },
             OpTag::Unlink => Op::Unlink {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 time: d.i64()?,
             },
             OpTag::Rename => Op::Rename {
                 parent: d.u64()?,
-                name: d.bytes()?,
+                name: d.bytes_u32()?.to_vec(),
                 new_parent: d.u64()?,
-                new_name: d.bytes()?,
+                new_name: d.bytes_u32()?.to_vec(),
                 time: d.i64()?,
             },
             OpTag::SetAttr => Op::SetAttr {
@@ -374,13 +374,13 @@ mod tests {
         for op in ops {
             let mut e = Enc::new();
             op.encode(&mut e);
-            let mut d = Dec::new(&e.buf);
+            let mut d = Dec::new(e.as_bytes());
             assert_eq!(Op::decode(&mut d).unwrap(), op);
             assert_eq!(d.remaining(), 0);
         }
     }
 
-    /// The tags are on disk (`docs/fs-format.md`): each op starts with its documented byte,
+    /// The tags are on disk (`docs/formats/fs.md`): each op starts with its documented byte,
     /// and bytes outside 1..=8 are not ops.
     #[test]
     fn op_tags_are_the_documented_bytes() {
@@ -401,7 +401,7 @@ mod tests {
         let free = Op::Free { ino: 12 };
         let mut e = Enc::new();
         free.encode(&mut e);
-        assert_eq!(e.buf[0], 8);
+        assert_eq!(e.as_bytes()[0], 8);
         for bad in [0u8, 9, 0xff] {
             let mut b = vec![bad];
             b.extend_from_slice(&12u64.to_le_bytes());

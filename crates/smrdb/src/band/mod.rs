@@ -1,6 +1,6 @@
 //! Bands: one sorted table per zone, written once, sequentially:
 //! `data blocks | index | Bloom filter | histogram | padding | footer` (see
-//! `docs/smrdb-format.md`). Each part carries its own checksum.
+//! `docs/formats/smrdb.md`). Each part carries its own checksum.
 
 pub mod block;
 pub mod bloom;

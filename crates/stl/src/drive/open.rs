@@ -34,7 +34,7 @@ impl DmDrive {
 
     /// Creates a drive image at `path` (refuses to overwrite): the raw media's data region
     /// (sparse; absent when `store_data` is false), the drive state, and the translation
-    /// layer's metadata log. See `docs/dm-smr-image-format.md`.
+    /// layer's metadata log. See `docs/formats/dm-smr-image.md`.
     pub fn create_image(path: &Path, config: DmConfig) -> Result<Self> {
         let d = Self::build(config, Backing::Create(path))?;
         d.save_state()?;

@@ -3,6 +3,7 @@
 //! then one variant to [`Command`] and one arm to [`Command::run`].
 
 pub mod args;
+pub mod bench;
 pub mod db;
 pub mod demo;
 pub mod demo_stack;
@@ -23,7 +24,7 @@ pub enum Command {
     Db(db::DbArgs),
     /// Benchmarks: db_bench-style, YCSB, and the seed papers' figures, engine against engine.
     #[command(subcommand)]
-    Bench(tegula_bench::cli::BenchCommand),
+    Bench(bench::BenchCommand),
     /// Serve a drive to other programs.
     #[command(subcommand)]
     Serve(serve::ServeCommand),
@@ -40,7 +41,7 @@ impl Command {
         match self {
             Command::Disk(c) => c.run(),
             Command::Db(a) => db::run(a),
-            Command::Bench(c) => tegula_bench::cli::run(c),
+            Command::Bench(c) => c.run(),
             Command::Serve(c) => c.run(),
             Command::Fs(c) => fs::run(c),
             Command::Demo(a) => demo::run(a),

@@ -36,7 +36,7 @@ pub struct CreateArgs {
     #[arg(long, conflicts_with = "config")]
     pub profile: Option<String>,
     /// TOML configuration: `profile = "…"` plus any overrides, or a drive-managed SMR drive
-    /// (`kind = "dm-smr"`, see docs/drive-managed-smr.md).
+    /// (`kind = "dm-smr"`, see docs/guides/drive-managed-smr.md).
     #[arg(long, value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
     /// Capacity, e.g. 4GiB (rounded down to whole zones) [default: the profile's full drive].

@@ -7,7 +7,6 @@ use super::size_arg;
 use crate::output;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 use tegula_device::{format_size, BlockDevice, DeviceInfo, Stats};
@@ -301,20 +300,7 @@ pub fn stats(path: &Path, json: bool) -> Result<()> {
 
 /// `disk dump` on a dm-smr image: header, drive-state slots and metadata slots, decoded.
 pub fn dump(path: &Path) -> Result<()> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("stat {}", path.display()))?;
-    let size = meta.len();
-    let mut hb = vec![0u8; DM_HEADER_REGION.min(size) as usize];
-    file.read_exact_at(&mut hb, 0)
-        .with_context(|| format!("reading {}", path.display()))?;
-    println!("== {} ==", path.display());
-    println!(
-        "file size: {size} bytes ({}; {} allocated)",
-        format_size(size),
-        format_size(meta.blocks() * 512)
-    );
+    let (file, _size, hb) = super::dump::open_header(path, DM_HEADER_REGION)?;
     let h =
         decode_header(&hb).map_err(|p| anyhow::anyhow!("dm-smr image {}: {p}", path.display()))?;
     println!(

@@ -49,18 +49,15 @@ fn ranges(name: &str, r: &RangeSet, all: bool) {
     }
 }
 
-/// Runs `disk dump`.
-pub fn run(a: DumpArgs) -> Result<()> {
-    let path = &a.img.image;
-    if super::dm::is_dm(path) {
-        return super::dm::dump(path);
-    }
+/// Opens an image for dumping: prints its name and sizes, returns the file, its size and its
+/// first `region` bytes (fewer when the file is shorter).
+pub fn open_header(path: &std::path::Path, region: u64) -> Result<(File, u64, Vec<u8>)> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let meta = file
         .metadata()
         .with_context(|| format!("stat {}", path.display()))?;
     let size = meta.len();
-    let mut hb = vec![0u8; HEADER_REGION.min(size) as usize];
+    let mut hb = vec![0u8; region.min(size) as usize];
     file.read_exact_at(&mut hb, 0)
         .with_context(|| format!("reading {}", path.display()))?;
     println!("== {} ==", path.display());
@@ -69,6 +66,16 @@ pub fn run(a: DumpArgs) -> Result<()> {
         format_size(size),
         format_size(meta.blocks() * 512)
     );
+    Ok((file, size, hb))
+}
+
+/// Runs `disk dump`.
+pub fn run(a: DumpArgs) -> Result<()> {
+    let path = &a.img.image;
+    if super::dm::is_dm(path) {
+        return super::dm::dump(path);
+    }
+    let (file, size, hb) = open_header(path, HEADER_REGION)?;
     let magic = &hb[..hb.len().min(8)];
     println!(
         "magic: \"{}\" ({})",

@@ -1,0 +1,568 @@
+//! What RocksDB and LevelDB adapters share: both C APIs (`rocksdb/c.h`, `leveldb/c.h`) have
+//! the same shape — options, an LRU cache, read and write options, `open`/`destroy_db`,
+//! put/get/delete, write batches, iterators, properties, and errors returned as `malloc`ed
+//! strings. [`CLib`] names one library's functions; [`CEngine`] is the one adapter over
+//! either: it opens and destroys the database, maps errors, copies values out, runs scans
+//! over the iterator and frees everything in order. What only one library has (RocksDB's
+//! table options, statistics and `disableWAL`; LevelDB's filter policy object and the absence
+//! of a flush call) lives in its [`CLib`] implementation.
+
+use crate::engine::{BatchOp, EngineOptions, KvEngine};
+use crate::error::{Error, Result};
+use std::ffi::{c_void, CStr, CString};
+use std::os::raw::{c_char, c_uchar};
+use std::path::Path;
+use std::ptr;
+
+/// Declares opaque C types.
+macro_rules! opaque {
+    ($($name:ident),* $(,)?) => {$(
+        /// An opaque C type.
+        #[repr(C)]
+        pub struct $name {
+            _private: [u8; 0],
+        }
+    )*};
+}
+pub(crate) use opaque;
+
+/// The part of a [`CLib`] implementation that only forwards to the C library: the associated
+/// types and every function both libraries have, from an ffi module that declares them under
+/// the shared names (`put`, `iter_seek`, …).
+macro_rules! common_api {
+    ($ffi:ident) => {
+        type Db = $ffi::Db;
+        type Options = $ffi::Options;
+        type Cache = $ffi::Cache;
+        type WriteOptions = $ffi::WriteOptions;
+        type ReadOptions = $ffi::ReadOptions;
+        type Batch = $ffi::WriteBatch;
+        type Iter = $ffi::Iterator;
+
+        unsafe fn free(p: *mut std::ffi::c_void) {
+            $ffi::free(p)
+        }
+        unsafe fn options_create() -> *mut Self::Options {
+            $ffi::options_create()
+        }
+        unsafe fn options_destroy(o: *mut Self::Options) {
+            $ffi::options_destroy(o)
+        }
+        unsafe fn options_set_create_if_missing(o: *mut Self::Options, v: std::os::raw::c_uchar) {
+            $ffi::options_set_create_if_missing(o, v)
+        }
+        unsafe fn options_set_write_buffer_size(o: *mut Self::Options, v: usize) {
+            $ffi::options_set_write_buffer_size(o, v)
+        }
+        unsafe fn options_set_no_compression(o: *mut Self::Options) {
+            $ffi::options_set_compression(o, $ffi::NO_COMPRESSION)
+        }
+        unsafe fn cache_create_lru(capacity: usize) -> *mut Self::Cache {
+            $ffi::cache_create_lru(capacity)
+        }
+        unsafe fn cache_destroy(c: *mut Self::Cache) {
+            $ffi::cache_destroy(c)
+        }
+        unsafe fn writeoptions_create() -> *mut Self::WriteOptions {
+            $ffi::writeoptions_create()
+        }
+        unsafe fn writeoptions_destroy(o: *mut Self::WriteOptions) {
+            $ffi::writeoptions_destroy(o)
+        }
+        unsafe fn writeoptions_set_sync(o: *mut Self::WriteOptions, v: std::os::raw::c_uchar) {
+            $ffi::writeoptions_set_sync(o, v)
+        }
+        unsafe fn readoptions_create() -> *mut Self::ReadOptions {
+            $ffi::readoptions_create()
+        }
+        unsafe fn readoptions_destroy(o: *mut Self::ReadOptions) {
+            $ffi::readoptions_destroy(o)
+        }
+        unsafe fn open(
+            o: *const Self::Options,
+            name: *const std::os::raw::c_char,
+            err: *mut *mut std::os::raw::c_char,
+        ) -> *mut Self::Db {
+            $ffi::open(o, name, err)
+        }
+        unsafe fn close(db: *mut Self::Db) {
+            $ffi::close(db)
+        }
+        unsafe fn destroy_db(
+            o: *const Self::Options,
+            name: *const std::os::raw::c_char,
+            err: *mut *mut std::os::raw::c_char,
+        ) {
+            $ffi::destroy_db(o, name, err)
+        }
+        unsafe fn put(
+            db: *mut Self::Db,
+            o: *const Self::WriteOptions,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+            v: *const std::os::raw::c_char,
+            vl: usize,
+            err: *mut *mut std::os::raw::c_char,
+        ) {
+            $ffi::put(db, o, k, kl, v, vl, err)
+        }
+        unsafe fn delete(
+            db: *mut Self::Db,
+            o: *const Self::WriteOptions,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+            err: *mut *mut std::os::raw::c_char,
+        ) {
+            $ffi::delete(db, o, k, kl, err)
+        }
+        unsafe fn get(
+            db: *mut Self::Db,
+            o: *const Self::ReadOptions,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+            vl: *mut usize,
+            err: *mut *mut std::os::raw::c_char,
+        ) -> *mut std::os::raw::c_char {
+            $ffi::get(db, o, k, kl, vl, err)
+        }
+        unsafe fn write(
+            db: *mut Self::Db,
+            o: *const Self::WriteOptions,
+            b: *mut Self::Batch,
+            err: *mut *mut std::os::raw::c_char,
+        ) {
+            $ffi::write(db, o, b, err)
+        }
+        unsafe fn writebatch_create() -> *mut Self::Batch {
+            $ffi::writebatch_create()
+        }
+        unsafe fn writebatch_destroy(b: *mut Self::Batch) {
+            $ffi::writebatch_destroy(b)
+        }
+        unsafe fn writebatch_put(
+            b: *mut Self::Batch,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+            v: *const std::os::raw::c_char,
+            vl: usize,
+        ) {
+            $ffi::writebatch_put(b, k, kl, v, vl)
+        }
+        unsafe fn writebatch_delete(
+            b: *mut Self::Batch,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+        ) {
+            $ffi::writebatch_delete(b, k, kl)
+        }
+        unsafe fn create_iterator(
+            db: *mut Self::Db,
+            o: *const Self::ReadOptions,
+        ) -> *mut Self::Iter {
+            $ffi::create_iterator(db, o)
+        }
+        unsafe fn iter_destroy(it: *mut Self::Iter) {
+            $ffi::iter_destroy(it)
+        }
+        unsafe fn iter_valid(it: *const Self::Iter) -> std::os::raw::c_uchar {
+            $ffi::iter_valid(it)
+        }
+        unsafe fn iter_seek(it: *mut Self::Iter, k: *const std::os::raw::c_char, kl: usize) {
+            $ffi::iter_seek(it, k, kl)
+        }
+        unsafe fn iter_next(it: *mut Self::Iter) {
+            $ffi::iter_next(it)
+        }
+        unsafe fn iter_key(it: *const Self::Iter, kl: *mut usize) -> *const std::os::raw::c_char {
+            $ffi::iter_key(it, kl)
+        }
+        unsafe fn iter_value(it: *const Self::Iter, vl: *mut usize) -> *const std::os::raw::c_char {
+            $ffi::iter_value(it, vl)
+        }
+        unsafe fn iter_get_error(it: *const Self::Iter, err: *mut *mut std::os::raw::c_char) {
+            $ffi::iter_get_error(it, err)
+        }
+        unsafe fn property_value(
+            db: *mut Self::Db,
+            name: *const std::os::raw::c_char,
+        ) -> *mut std::os::raw::c_char {
+            $ffi::property_value(db, name)
+        }
+    };
+}
+pub(crate) use common_api;
+
+/// One C key-value library: its opaque types, the functions [`CEngine`] calls (each a thin
+/// `unsafe` wrapper of the C function of the same name) and its own settings and statistics.
+///
+/// # Safety
+///
+/// Implementations forward to the C library with the C API's contracts: every pointer
+/// argument is one the same library returned and has not been freed.
+#[allow(missing_docs, clippy::missing_safety_doc, clippy::too_many_arguments)]
+pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
+    /// Engine name in results (`rocksdb`, `leveldb`).
+    const NAME: &'static str;
+    type Db;
+    type Options;
+    type Cache;
+    type WriteOptions;
+    type ReadOptions;
+    type Batch;
+    type Iter;
+
+    unsafe fn free(p: *mut c_void);
+    unsafe fn options_create() -> *mut Self::Options;
+    unsafe fn options_destroy(o: *mut Self::Options);
+    unsafe fn options_set_create_if_missing(o: *mut Self::Options, v: c_uchar);
+    unsafe fn options_set_write_buffer_size(o: *mut Self::Options, v: usize);
+    /// Turns compression off (`kNoCompression`).
+    unsafe fn options_set_no_compression(o: *mut Self::Options);
+    unsafe fn cache_create_lru(capacity: usize) -> *mut Self::Cache;
+    unsafe fn cache_destroy(c: *mut Self::Cache);
+    unsafe fn writeoptions_create() -> *mut Self::WriteOptions;
+    unsafe fn writeoptions_destroy(o: *mut Self::WriteOptions);
+    unsafe fn writeoptions_set_sync(o: *mut Self::WriteOptions, v: c_uchar);
+    unsafe fn readoptions_create() -> *mut Self::ReadOptions;
+    unsafe fn readoptions_destroy(o: *mut Self::ReadOptions);
+    unsafe fn open(
+        o: *const Self::Options,
+        name: *const c_char,
+        err: *mut *mut c_char,
+    ) -> *mut Self::Db;
+    unsafe fn close(db: *mut Self::Db);
+    unsafe fn destroy_db(o: *const Self::Options, name: *const c_char, err: *mut *mut c_char);
+    unsafe fn put(
+        db: *mut Self::Db,
+        o: *const Self::WriteOptions,
+        k: *const c_char,
+        kl: usize,
+        v: *const c_char,
+        vl: usize,
+        err: *mut *mut c_char,
+    );
+    unsafe fn delete(
+        db: *mut Self::Db,
+        o: *const Self::WriteOptions,
+        k: *const c_char,
+        kl: usize,
+        err: *mut *mut c_char,
+    );
+    unsafe fn get(
+        db: *mut Self::Db,
+        o: *const Self::ReadOptions,
+        k: *const c_char,
+        kl: usize,
+        vl: *mut usize,
+        err: *mut *mut c_char,
+    ) -> *mut c_char;
+    unsafe fn write(
+        db: *mut Self::Db,
+        o: *const Self::WriteOptions,
+        b: *mut Self::Batch,
+        err: *mut *mut c_char,
+    );
+    unsafe fn writebatch_create() -> *mut Self::Batch;
+    unsafe fn writebatch_destroy(b: *mut Self::Batch);
+    unsafe fn writebatch_put(
+        b: *mut Self::Batch,
+        k: *const c_char,
+        kl: usize,
+        v: *const c_char,
+        vl: usize,
+    );
+    unsafe fn writebatch_delete(b: *mut Self::Batch, k: *const c_char, kl: usize);
+    unsafe fn create_iterator(db: *mut Self::Db, o: *const Self::ReadOptions) -> *mut Self::Iter;
+    unsafe fn iter_destroy(it: *mut Self::Iter);
+    unsafe fn iter_valid(it: *const Self::Iter) -> c_uchar;
+    unsafe fn iter_seek(it: *mut Self::Iter, k: *const c_char, kl: usize);
+    unsafe fn iter_next(it: *mut Self::Iter);
+    unsafe fn iter_key(it: *const Self::Iter, kl: *mut usize) -> *const c_char;
+    unsafe fn iter_value(it: *const Self::Iter, vl: *mut usize) -> *const c_char;
+    unsafe fn iter_get_error(it: *const Self::Iter, err: *mut *mut c_char);
+    unsafe fn property_value(db: *mut Self::Db, name: *const c_char) -> *mut c_char;
+
+    /// Attaches `cache` and the settings only this library has to the options (and to the
+    /// unsynced write options `wo`); keeps in `self` what must outlive the database.
+    unsafe fn configure(
+        &mut self,
+        o: *mut Self::Options,
+        cache: *mut Self::Cache,
+        wo: *mut Self::WriteOptions,
+        opts: &EngineOptions,
+    );
+    /// Frees what [`CLib::configure`] kept, after the database and options are gone.
+    unsafe fn release(&mut self) {}
+    /// Counts `bytes` of keys and values the user wrote (for a write amplification the
+    /// library does not report itself).
+    fn user_bytes(&self, _bytes: u64) {}
+    /// Writes the memtable to table files.
+    fn flush(e: &CEngine<Self>) -> Result<()>;
+    /// The library's statistics as JSON.
+    fn stats_json(e: &CEngine<Self>) -> Option<serde_json::Value>;
+    /// (flush + compaction bytes written) / user bytes written, the log excluded.
+    fn write_amp(e: &CEngine<Self>) -> Option<f64>;
+    /// Bytes written by compaction since open.
+    fn compaction_bytes(e: &CEngine<Self>) -> Option<u64>;
+}
+
+/// An open database of library `L`, configured to the shared memory budget: write buffer,
+/// LRU block cache, Bloom filter bits per key from [`EngineOptions`], no compression.
+pub(crate) struct CEngine<L: CLib> {
+    lib: L,
+    db: *mut L::Db,
+    opts: *mut L::Options,
+    cache: *mut L::Cache,
+    wo: *mut L::WriteOptions,
+    wo_sync: *mut L::WriteOptions,
+    ro: *mut L::ReadOptions,
+}
+
+// SAFETY: RocksDB's and LevelDB's `DB*` are safe for concurrent use from several threads; the
+// option objects are only read after `open` and are destroyed in `Drop` once no thread uses
+// the engine.
+unsafe impl<L: CLib> Send for CEngine<L> {}
+unsafe impl<L: CLib> Sync for CEngine<L> {}
+
+/// Takes ownership of a C error string of library `L`, if any, and turns it into an error.
+fn check<L: CLib>(err: *mut c_char, what: &str) -> Result<()> {
+    match take_string::<L>(err) {
+        None => Ok(()),
+        Some(msg) => Err(Error::engine(format!("{} {what}", L::NAME), msg)),
+    }
+}
+
+/// Takes ownership of a `malloc`ed C string returned by library `L`.
+pub(crate) fn take_string<L: CLib>(p: *mut c_char) -> Option<String> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: `p` is a NUL-terminated string allocated by the library; freed exactly once.
+    let s = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    unsafe { L::free(p.cast()) };
+    Some(s)
+}
+
+impl<L: CLib> CEngine<L> {
+    /// Opens (creating) the database in `dir`; with `fresh`, destroys what was there first
+    /// with the library's own `DestroyDB`.
+    pub(crate) fn open(dir: &Path, o: &EngineOptions, fresh: bool) -> Result<Self> {
+        let name = CString::new(dir.to_string_lossy().as_bytes())
+            .map_err(|_| Error::invalid("database path contains a NUL byte"))?;
+        // SAFETY: constructor and setter calls on objects created here; `Drop` destroys them
+        // (the database first), also when opening fails below.
+        unsafe {
+            let mut e = CEngine {
+                lib: L::default(),
+                db: ptr::null_mut(),
+                opts: L::options_create(),
+                cache: L::cache_create_lru(o.cache_size as usize),
+                wo: L::writeoptions_create(),
+                wo_sync: L::writeoptions_create(),
+                ro: L::readoptions_create(),
+            };
+            L::options_set_create_if_missing(e.opts, 1);
+            L::options_set_write_buffer_size(e.opts, o.write_buffer_size as usize);
+            L::options_set_no_compression(e.opts);
+            L::writeoptions_set_sync(e.wo_sync, 1);
+            e.lib.configure(e.opts, e.cache, e.wo, o);
+            if fresh {
+                let mut err = ptr::null_mut();
+                L::destroy_db(e.opts, name.as_ptr(), &mut err);
+                check::<L>(err, "destroy")?;
+            }
+            let mut err = ptr::null_mut();
+            e.db = L::open(e.opts, name.as_ptr(), &mut err);
+            check::<L>(err, "open")?;
+            if e.db.is_null() {
+                return Err(Error::engine(
+                    format!("{} open", L::NAME),
+                    format!("opening {} failed", dir.display()),
+                ));
+            }
+            Ok(e)
+        }
+    }
+
+    /// The library's state ([`CLib`] implementation).
+    pub(crate) fn lib(&self) -> &L {
+        &self.lib
+    }
+
+    /// The options the database was opened with.
+    pub(crate) fn options_ptr(&self) -> *mut L::Options {
+        self.opts
+    }
+
+    /// The open database.
+    pub(crate) fn db_ptr(&self) -> *mut L::Db {
+        self.db
+    }
+
+    /// Maps a C error string of an operation.
+    pub(crate) fn check(&self, err: *mut c_char, what: &str) -> Result<()> {
+        check::<L>(err, what)
+    }
+
+    /// A database property (`rocksdb.num-files-at-level0`, `leveldb.stats`).
+    pub(crate) fn property(&self, name: &str) -> Option<String> {
+        let c = CString::new(name).ok()?;
+        // SAFETY: `db` is open; the returned string is ours to free.
+        take_string::<L>(unsafe { L::property_value(self.db, c.as_ptr()) })
+    }
+}
+
+impl<L: CLib> KvEngine for CEngine<L> {
+    fn name(&self) -> &str {
+        L::NAME
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: valid slices for the duration of the call; `db` is open.
+        unsafe {
+            L::put(
+                self.db,
+                self.wo,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+                &mut err,
+            )
+        };
+        self.lib.user_bytes((key.len() + value.len()) as u64);
+        check::<L>(err, "put")
+    }
+
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut err = ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: as in `put`; the returned buffer is malloc()ed and freed below.
+        let p = unsafe {
+            L::get(
+                self.db,
+                self.ro,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
+        check::<L>(err, "get")?;
+        if p.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: `p` points at `len` bytes owned by us, freed once after the copy.
+        let v = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
+        unsafe { L::free(p.cast()) };
+        Ok(Some(v))
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: as in `put`.
+        unsafe { L::delete(self.db, self.wo, key.as_ptr().cast(), key.len(), &mut err) };
+        self.lib.user_bytes(key.len() as u64);
+        check::<L>(err, "delete")
+    }
+
+    fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
+        let mut bytes = 0u64;
+        // SAFETY: the batch is created, filled from valid slices, written and destroyed here.
+        unsafe {
+            let b = L::writebatch_create();
+            for op in ops {
+                match op {
+                    BatchOp::Put(k, v) => {
+                        bytes += (k.len() + v.len()) as u64;
+                        L::writebatch_put(b, k.as_ptr().cast(), k.len(), v.as_ptr().cast(), v.len())
+                    }
+                    BatchOp::Delete(k) => {
+                        bytes += k.len() as u64;
+                        L::writebatch_delete(b, k.as_ptr().cast(), k.len())
+                    }
+                }
+            }
+            let mut err = ptr::null_mut();
+            let wo = if sync { self.wo_sync } else { self.wo };
+            L::write(self.db, wo, b, &mut err);
+            L::writebatch_destroy(b);
+            self.lib.user_bytes(bytes);
+            check::<L>(err, "write")
+        }
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        let mut n = 0;
+        // SAFETY: the iterator lives only in this block; key/value slices are valid until the
+        // next move of the iterator, and `visit` does not keep them.
+        unsafe {
+            let it = L::create_iterator(self.db, self.ro);
+            L::iter_seek(it, start.as_ptr().cast(), start.len());
+            while n < limit && L::iter_valid(it) != 0 {
+                let (mut kl, mut vl) = (0usize, 0usize);
+                let k = L::iter_key(it, &mut kl);
+                let v = L::iter_value(it, &mut vl);
+                n += 1;
+                let go = visit(
+                    std::slice::from_raw_parts(k as *const u8, kl),
+                    std::slice::from_raw_parts(v as *const u8, vl),
+                );
+                if !go {
+                    break;
+                }
+                L::iter_next(it);
+            }
+            let mut err = ptr::null_mut();
+            L::iter_get_error(it, &mut err);
+            L::iter_destroy(it);
+            check::<L>(err, "iterator")?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&self) -> Result<()> {
+        L::flush(self)
+    }
+
+    fn stats_json(&self) -> Option<serde_json::Value> {
+        L::stats_json(self)
+    }
+
+    fn write_amp(&self) -> Option<f64> {
+        L::write_amp(self)
+    }
+
+    fn compaction_bytes(&self) -> Option<u64> {
+        L::compaction_bytes(self)
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+impl<L: CLib> Drop for CEngine<L> {
+    fn drop(&mut self) {
+        // SAFETY: every pointer was created in `open` and is destroyed exactly once, the
+        // database first (it uses the cache and whatever `configure` attached).
+        unsafe {
+            if !self.db.is_null() {
+                L::close(self.db);
+            }
+            L::writeoptions_destroy(self.wo);
+            L::writeoptions_destroy(self.wo_sync);
+            L::readoptions_destroy(self.ro);
+            L::options_destroy(self.opts);
+            L::cache_destroy(self.cache);
+            self.lib.release();
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Figure 11: delaying compaction (an L0 compaction-trigger sweep), SMRDB-SOC.
+
+use super::context::{bench_cfg, dev_mb, dev_ops, measure, mib, random_fill, stat, Out};
+use super::{drive, Sizes, VALUE};
+use crate::engine::{EngineKind, EngineOptions};
+use crate::error::Result;
+use crate::plot::{chart, Series};
+use std::fmt::Write as _;
+
+/// Runs figure 11 on profile `p`.
+pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
+    let _ = writeln!(
+        out.md,
+        "\n## Figure 11: delaying compaction (L0 trigger sweep), SMRDB-SOC on {p}\n\n\
+         Figure 9's random puts with the L0 compaction trigger T, slowdown at T + 4 and stop at \
+         T + 8 bands; then `readseq`.\n\n\
+         | L0 trigger | put ops/s | compaction written MiB | write amp | readseq MB/s |\n\
+         | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let cfg = drive(p, s.band, s.capacity)?;
+    let mut puts = Vec::new();
+    let mut reads = Vec::new();
+    for &t in &s.l0_triggers {
+        out.step(&format!("fig 11 trigger {t}"));
+        let opts = EngineOptions {
+            l0_compaction_trigger: Some(t),
+            l0_slowdown: Some(t + 4),
+            l0_stop: Some(t + 8),
+            ..out.opts.clone()
+        };
+        let (engine, fill) = random_fill(EngineKind::Tegula, &cfg, opts, s.rand_puts, out.seed)?;
+        let mut c = bench_cfg(s.rand_puts, VALUE, out.seed);
+        c.reads = Some(s.rand_puts);
+        let rs = measure(engine.as_ref(), "readseq", &c, false)?;
+        engine.close()?;
+        let _ = writeln!(
+            out.md,
+            "| {t} | {:.0} | {:.1} | {:.2} | {:.1} |",
+            dev_ops(&fill),
+            mib(stat(&fill, "compaction_bytes_written")),
+            fill.write_amp.unwrap_or(0.0),
+            dev_mb(&rs)
+        );
+        puts.push((t as f64, dev_ops(&fill)));
+        reads.push((t as f64, dev_mb(&rs)));
+        out.keep(fill, format!("fig11-trigger{t}-fillrandom"));
+        out.keep(rs, format!("fig11-trigger{t}-readseq"));
+    }
+    let path = out.svg("fig11-l0-trigger.svg");
+    chart(
+        &path,
+        "Figure 11: random puts vs L0 compaction trigger (SMRDB-SOC)",
+        "L0 bands that trigger a compaction",
+        "puts per device second",
+        &[Series {
+            name: "random put".into(),
+            points: puts,
+        }],
+    )?;
+    let path = out.svg("fig11-readseq.svg");
+    chart(
+        &path,
+        "Figure 11: sequential read after the puts vs L0 trigger",
+        "L0 bands that trigger a compaction",
+        "MB/s (device time)",
+        &[Series {
+            name: "readseq".into(),
+            points: reads,
+        }],
+    )
+}

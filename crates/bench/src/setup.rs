@@ -1,0 +1,208 @@
+//! [`EngineSetup`]: which engines a `db` or `ycsb` run compares and where each keeps its data;
+//! it turns into one [`EngineFactory`] per engine.
+
+use crate::drive::zoned_for_smrdb;
+use crate::engine::{EngineFactory, EngineKind, EngineOptions, Target};
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+use tegula_device::{profile, Disk, DiskConfig, DriveKind};
+
+/// Engines, targets and the settings every engine shares (the same memory budget for all).
+/// [`EngineSetup::default`] is the one source of the defaults documented on each field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineSetup {
+    /// Engines, run one after the other in this order (default: `tegula`).
+    pub engines: Vec<EngineKind>,
+    /// Disk image of the tegula engines, created from `profile` and `capacity` if missing,
+    /// recreated when a benchmark wants a fresh database (default: none, an in-memory drive).
+    pub disk: Option<PathBuf>,
+    /// Drive profile of a new emulated drive (default `hm-smr`). A conventional profile is
+    /// banded for SMRDB ([`crate::drive::zoned_for_smrdb`]).
+    pub profile: String,
+    /// Capacity of a new emulated drive in bytes (default 16 GiB).
+    pub capacity: u64,
+    /// Database directory of RocksDB and LevelDB (default: none, a temporary one); with both
+    /// engines, each gets a subdirectory named after it.
+    pub db: Option<PathBuf>,
+    /// Write buffer (memtable) of RocksDB and LevelDB in bytes (default `None`: the band
+    /// (zone) size of the drive the tegula engines use, so all engines buffer alike).
+    pub write_buffer_size: Option<u64>,
+    /// Block cache of every engine in bytes (default 8 MiB).
+    pub cache_size: u64,
+    /// Bloom filter bits per key of every engine (default 10).
+    pub bloom_bits: u32,
+    /// Collect RocksDB statistics (default off): gives its write amplification and
+    /// compaction bytes, costs a little time.
+    pub statistics: bool,
+    /// SMRDB options by name for the tegula engines (default none).
+    pub smrdb_options: Vec<(String, serde_json::Value)>,
+    /// Write without the write-ahead log (default off; see [`EngineOptions::disable_wal`]).
+    pub disable_wal: bool,
+}
+
+impl Default for EngineSetup {
+    fn default() -> Self {
+        let o = EngineOptions::default();
+        EngineSetup {
+            engines: vec![EngineKind::Tegula],
+            disk: None,
+            profile: "hm-smr".into(),
+            capacity: 16 << 30,
+            db: None,
+            write_buffer_size: None,
+            cache_size: o.cache_size,
+            bloom_bits: o.bloom_bits,
+            statistics: o.statistics,
+            smrdb_options: o.smrdb_options,
+            disable_wal: o.disable_wal,
+        }
+    }
+}
+
+impl EngineSetup {
+    /// The configuration of a new emulated drive: `profile` at `capacity`, banded if
+    /// conventional.
+    pub fn device_config(&self) -> Result<DiskConfig> {
+        let mut cfg = profile(&self.profile).map_err(|e| Error::invalid(e.to_string()))?;
+        zoned_for_smrdb(&mut cfg, &self.profile)?;
+        cfg.capacity = self.capacity;
+        cfg.validate()
+            .map_err(|e| Error::invalid(format!("profile {}: {e}", self.profile)))?;
+        Ok(cfg)
+    }
+
+    /// The band size the tegula engines would use: the zone size of the `disk` image if it
+    /// exists, else of the new drive's configuration.
+    pub fn band_size(&self) -> Result<u64> {
+        if let Some(p) = self.disk.as_ref().filter(|p| p.exists()) {
+            let d = Disk::open_image(p, Default::default())
+                .map_err(|e| Error::device(format!("opening disk image {}", p.display()), e))?;
+            let cfg = d.config();
+            if matches!(cfg.kind, DriveKind::Cmr | DriveKind::SmrRaw) {
+                return Err(Error::invalid(format!(
+                    "disk image {} has no sequential zones for SMRDB; remove it and give \
+                     --profile (a conventional profile such as cmr-7200 is banded into zones), \
+                     or create a zoned image with `tegula disk create --profile hm-smr`",
+                    p.display()
+                )));
+            }
+            return Ok(cfg.zones.zone_size);
+        }
+        Ok(self.device_config()?.zones.zone_size)
+    }
+
+    /// The options every engine gets.
+    pub fn engine_options(&self) -> Result<EngineOptions> {
+        let needs_band = self.write_buffer_size.is_none()
+            || self.engines.iter().any(|k| k.on_device()) && self.disk.is_some();
+        let band = if needs_band {
+            Some(self.band_size()?)
+        } else {
+            None
+        };
+        Ok(EngineOptions {
+            write_buffer_size: self.write_buffer_size.or(band).unwrap_or_default(),
+            cache_size: self.cache_size,
+            bloom_bits: self.bloom_bits,
+            statistics: self.statistics,
+            smrdb_options: self.smrdb_options.clone(),
+            disable_wal: self.disable_wal,
+            ..EngineOptions::default()
+        })
+    }
+
+    /// The factories of every engine, in order.
+    pub fn factories(&self) -> Result<Vec<EngineFactory>> {
+        if self.engines.is_empty() {
+            return Err(Error::invalid("no engine given"));
+        }
+        let dir_engines = self
+            .engines
+            .iter()
+            .filter(|k| matches!(k, EngineKind::Rocksdb | EngineKind::Leveldb))
+            .count();
+        if self.engines.iter().filter(|k| k.on_device()).count() > 1 && self.disk.is_some() {
+            return Err(Error::invalid(
+                "tegula and tegula-loc cannot share one --disk image; run them one at a time",
+            ));
+        }
+        let opts = self.engine_options()?;
+        self.engines
+            .iter()
+            .map(|&k| {
+                let target = match k {
+                    EngineKind::Memory => Target::Memory,
+                    EngineKind::Tegula | EngineKind::TegulaLoc => match &self.disk {
+                        Some(p) => Target::Image(
+                            p.clone(),
+                            if p.exists() {
+                                None
+                            } else {
+                                Some(self.device_config()?)
+                            },
+                        ),
+                        None => Target::Emulated(self.device_config()?),
+                    },
+                    EngineKind::Rocksdb | EngineKind::Leveldb => {
+                        Target::Dir(self.db.as_ref().map(|d| {
+                            if dir_engines > 1 {
+                                d.join(k.name())
+                            } else {
+                                d.clone()
+                            }
+                        }))
+                    }
+                };
+                EngineFactory::new(k, target, opts.clone())
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_engine_defaults_and_the_band_size() {
+        let s = EngineSetup::default();
+        let o = s.engine_options().expect("options");
+        assert_eq!(o.write_buffer_size, 256 << 20);
+        assert_eq!(o.cache_size, 8 << 20);
+        assert_eq!(s.capacity, 16 << 30);
+    }
+
+    #[test]
+    fn a_conventional_profile_is_banded_and_a_raw_one_refused() {
+        let s = EngineSetup {
+            profile: "cmr-7200".into(),
+            ..EngineSetup::default()
+        };
+        let cfg = s.device_config().expect("banded");
+        assert_eq!(cfg.kind, DriveKind::HmSmr);
+        assert_eq!(s.band_size().expect("band"), 256 << 20);
+        let s = EngineSetup {
+            profile: "smr-5900".into(),
+            ..EngineSetup::default()
+        };
+        assert!(matches!(s.factories(), Err(Error::InvalidArgument(_))));
+    }
+
+    #[test]
+    fn engines_missing_from_the_build_are_refused_with_a_reason() {
+        let s = EngineSetup {
+            engines: vec![],
+            ..EngineSetup::default()
+        };
+        assert!(s.factories().is_err());
+        if !cfg!(feature = "compare") {
+            let s = EngineSetup {
+                engines: vec![EngineKind::Rocksdb],
+                ..EngineSetup::default()
+            };
+            let e = s.factories().expect_err("no compare feature");
+            assert!(matches!(e, Error::Unavailable(_)), "{e}");
+            assert!(e.to_string().contains("compare"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! A side-by-side run: the same db_bench benchmarks or YCSB workload on several engines, one
+//! after the other in this process, with the same settings and seed.
+
+use crate::dbbench::{self, DbBenchConfig};
+use crate::engine::{EngineFactory, EngineKind};
+use crate::error::{Error, Result};
+use crate::observer::Observer;
+use crate::report::BenchResult;
+use crate::setup::EngineSetup;
+use crate::ycsb::{self, YcsbConfig};
+
+/// The engines of a run, checked and ready to open.
+#[derive(Debug)]
+pub struct Lineup {
+    factories: Vec<EngineFactory>,
+}
+
+impl Lineup {
+    /// Checks the db_bench settings against the setup and prepares every engine; nothing
+    /// runs yet, so a mistake is reported before any output.
+    pub fn for_db(setup: &EngineSetup, cfg: &DbBenchConfig) -> Result<Self> {
+        dbbench::validate(cfg)?;
+        if setup.disable_wal
+            && (cfg.sync || cfg.sync_every > 0 || cfg.benchmarks.iter().any(|b| b == "fillsync"))
+        {
+            return Err(Error::invalid(
+                "--disable_wal cannot be combined with synced writes (--sync, --sync_every, \
+                 fillsync): a synced write needs the log",
+            ));
+        }
+        Ok(Lineup {
+            factories: setup.factories()?,
+        })
+    }
+
+    /// Checks the YCSB settings and prepares every engine.
+    pub fn for_ycsb(setup: &EngineSetup, cfg: &YcsbConfig) -> Result<Self> {
+        ycsb::validate(cfg)?;
+        Ok(Lineup {
+            factories: setup.factories()?,
+        })
+    }
+
+    /// The engines, in run order.
+    pub fn engines(&self) -> Vec<EngineKind> {
+        self.factories.iter().map(|f| f.kind()).collect()
+    }
+
+    /// Runs the db_bench benchmarks on every engine; each result goes to `obs` as soon as it
+    /// is known. Returns every result.
+    pub fn run_db(&self, cfg: &DbBenchConfig, obs: &dyn Observer) -> Result<Vec<BenchResult>> {
+        let mut all = Vec::new();
+        for f in &self.factories {
+            let name = f.kind().name();
+            obs.engine_started(name);
+            all.extend(dbbench::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
+        }
+        Ok(all)
+    }
+
+    /// Runs the YCSB phases on every engine; like [`Lineup::run_db`].
+    pub fn run_ycsb(&self, cfg: &YcsbConfig, obs: &dyn Observer) -> Result<Vec<BenchResult>> {
+        let mut all = Vec::new();
+        for f in &self.factories {
+            let name = f.kind().name();
+            obs.engine_started(name);
+            all.extend(ycsb::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
+        }
+        Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disable_wal_refuses_synced_writes_before_anything_runs() {
+        let setup = EngineSetup {
+            engines: vec![EngineKind::Memory],
+            disable_wal: true,
+            ..EngineSetup::default()
+        };
+        let cfg = DbBenchConfig {
+            sync_every: 10,
+            ..DbBenchConfig::default()
+        };
+        let e = Lineup::for_db(&setup, &cfg).expect_err("sync needs the log");
+        assert!(e.to_string().contains("--disable_wal"), "{e}");
+        assert!(matches!(e, Error::InvalidArgument(_)));
+        let setup = EngineSetup {
+            engines: vec![EngineKind::Leveldb],
+            disable_wal: true,
+            ..EngineSetup::default()
+        };
+        let e = Lineup::for_ycsb(&setup, &YcsbConfig::default()).expect_err("no disableWAL");
+        assert!(e.to_string().contains("LevelDB"), "{e}");
+    }
+
+    #[test]
+    fn zero_threads_are_refused() {
+        let setup = EngineSetup {
+            engines: vec![EngineKind::Memory],
+            ..EngineSetup::default()
+        };
+        let cfg = DbBenchConfig {
+            threads: 0,
+            ..DbBenchConfig::default()
+        };
+        let e = Lineup::for_db(&setup, &cfg).expect_err("threads 0");
+        assert!(e.to_string().contains("--threads"), "{e}");
+        let cfg = YcsbConfig {
+            threads: 0,
+            ..YcsbConfig::default()
+        };
+        assert!(Lineup::for_ycsb(&setup, &cfg).is_err());
+    }
+}

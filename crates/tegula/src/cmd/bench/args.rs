@@ -1,0 +1,153 @@
+//! What the `tegula bench` subcommands share: byte sizes, db_bench-style boolean flags, and
+//! the engine and target flags of `db` and `ycsb`.
+//!
+//! Every boolean flag is written as db_bench writes it: `--flag`, `--flag=1`, `--flag=0`,
+//! `--flag=true`, `--flag=false` (also yes/no, on/off). The value needs the `=`, so that
+//! `--flag --num 10` still reads `--num` as the next flag. clap's derive has no shorthand for
+//! a set of settings, so each boolean flag repeats them: `num_args = 0..=1, require_equals =
+//! true, default_missing_value = "true", default_value = "false", value_parser =
+//! BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL",
+//! hide_default_value = true, hide_possible_values = true`.
+
+use clap::builder::BoolishValueParser;
+use clap::{ArgAction, Args};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use tegula_bench::{DbBenchConfig, EngineKind, EngineOptions, EngineSetup};
+
+/// A byte size on the command line: `16GiB`, `8MiB`, `4096` (shown compactly in `--help`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl FromStr for Size {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        tegula_device::parse_size(s).map(Size)
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(u64, &str); 4] = [
+            (1 << 40, "TiB"),
+            (1 << 30, "GiB"),
+            (1 << 20, "MiB"),
+            (1 << 10, "KiB"),
+        ];
+        match UNITS
+            .iter()
+            .find(|(u, _)| self.0 >= *u && self.0.is_multiple_of(*u))
+        {
+            Some((u, name)) => write!(f, "{}{name}", self.0 / u),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+/// The engines of a run by default, as `--engine` spells them.
+fn default_engines() -> String {
+    let names: Vec<&str> = EngineSetup::default()
+        .engines
+        .iter()
+        .map(|k| k.name())
+        .collect();
+    names.join(",")
+}
+
+/// Where and how the engines run; shared by `db` and `ycsb`.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Engines, comma-separated: tegula (SMRDB-SOC), tegula-loc (SMRDB-LOC), rocksdb,
+    /// leveldb, memory (the harness's BTreeMap reference).
+    #[arg(long, default_value_t = default_engines())]
+    pub engine: String,
+    /// Disk image for tegula engines (created from --profile/--capacity if missing; recreated
+    /// when a benchmark wants a fresh database).
+    #[arg(long, value_name = "IMAGE")]
+    pub disk: Option<PathBuf>,
+    /// Drive profile of the emulated disk for tegula engines (in memory unless --disk); a
+    /// conventional profile (cmr-7200) is banded into zones of its zone size, as the SMRDB
+    /// paper banded its HDD.
+    #[arg(long, value_name = "P")]
+    pub profile: Option<String>,
+    /// Capacity of the emulated disk.
+    #[arg(long, value_name = "C")]
+    pub capacity: Option<Size>,
+    /// Database directory for rocksdb/leveldb (a temporary one if omitted; with both engines,
+    /// each gets a subdirectory).
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Write buffer / memtable size for rocksdb and leveldb (default: the band (zone) size of
+    /// --profile, or of the --disk image if it exists; 256 MiB for hm-smr).
+    #[arg(long = "write_buffer_size", alias = "write-buffer-size")]
+    pub write_buffer_size: Option<Size>,
+    /// Block cache size for every engine.
+    #[arg(long = "cache_size", alias = "cache-size", default_value_t = Size(EngineOptions::default().cache_size))]
+    pub cache_size: Size,
+    /// Bloom filter bits per key for every engine.
+    #[arg(long = "bloom_bits", alias = "bloom-bits", default_value_t = EngineOptions::default().bloom_bits)]
+    pub bloom_bits: u32,
+    /// Collect RocksDB statistics (costs a little time; gives write-amp and compaction bytes).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub statistics: bool,
+    /// An SMRDB option for the tegula engines, NAME=VALUE (a field of `tegula_smrdb::Options`, e.g.
+    /// `l1_overlap_trigger=8`); repeatable.
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = tegula_bench::engine::parse_engine_option)]
+    pub smrdb_option: Vec<(String, serde_json::Value)>,
+    /// Write without the write-ahead log (db_bench's flag): SMRDB's and RocksDB's writes are
+    /// then durable only once flushed. LevelDB has no such option and refuses it; cannot be
+    /// combined with synced writes (--sync, --sync_every, fillsync).
+    #[arg(long = "disable_wal", alias = "disable-wal", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub disable_wal: bool,
+    /// Worker (client) threads (at least 1).
+    #[arg(long, default_value_t = DbBenchConfig::default().threads)]
+    pub threads: usize,
+    /// Random seed.
+    #[arg(long, default_value_t = DbBenchConfig::default().seed)]
+    pub seed: u64,
+    /// Write results as a JSON array to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Draw throughput (and compaction) over time as SVG files into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+impl EngineArgs {
+    /// The library's setup of these flags.
+    pub fn setup(&self) -> anyhow::Result<EngineSetup> {
+        let d = EngineSetup::default();
+        Ok(EngineSetup {
+            engines: EngineKind::parse_list(&self.engine)?,
+            disk: self.disk.clone(),
+            profile: self.profile.clone().unwrap_or(d.profile),
+            capacity: self.capacity.map_or(d.capacity, |c| c.0),
+            db: self.db.clone(),
+            write_buffer_size: self.write_buffer_size.map(|s| s.0),
+            cache_size: self.cache_size.0,
+            bloom_bits: self.bloom_bits,
+            statistics: self.statistics,
+            smrdb_options: self.smrdb_option.clone(),
+            disable_wal: self.disable_wal,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_print_compactly() {
+        assert_eq!("16GiB".parse::<Size>(), Ok(Size(16 << 30)));
+        assert_eq!(Size(8 << 20).to_string(), "8MiB");
+        assert_eq!(Size(4096).to_string(), "4KiB");
+        assert_eq!(Size(1000).to_string(), "1000");
+        assert!("lots".parse::<Size>().is_err());
+    }
+}

@@ -1,0 +1,52 @@
+//! `tegula bench …`: the benchmark harness (`tegula-bench`) on the command line: db_bench-style
+//! benchmarks (`db`), YCSB (`ycsb`) and the seed papers' figures (`paper …`).
+//!
+//! ```text
+//! tegula bench db --engine tegula,rocksdb,leveldb --benchmarks fillseq,fillrandom,readrandom \
+//!     --num 1000000 --value_size 100 --json out.json --plot plots/
+//! tegula bench ycsb --engine tegula --workload a --recordcount 100000 --operationcount 100000
+//! tegula bench paper smrdb --scale small --out paper-smrdb
+//! tegula bench paper zea --scale tiny --out paper-zea
+//! ```
+//!
+//! Flags keep db_bench's and YCSB's names (`--value_size`, `--recordcount`); the dashed
+//! spellings (`--value-size`) are accepted too, and boolean flags take db_bench's
+//! `--flag=1` / `--flag=0` as well as `--flag`. Several engines given to `--engine` run one
+//! after the other in the same process and a ratio table closes the run.
+
+mod args;
+mod db;
+mod paper;
+mod printer;
+mod report;
+mod ycsb;
+
+use anyhow::Result;
+use clap::Subcommand;
+
+/// `tegula bench` subcommands.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BenchCommand {
+    /// db_bench-style named benchmarks (fillseq, fillrandom, readrandom, …).
+    Db(db::DbArgs),
+    /// YCSB core workloads A–F (load and run phases).
+    Ycsb(ycsb::YcsbArgs),
+    /// Reproductions of the seed papers' figures on the modelled drives: smrdb, zea, zeafs,
+    /// stl-signatures, stl-speed.
+    #[command(subcommand)]
+    Paper(paper::PaperCommand),
+}
+
+impl BenchCommand {
+    /// Runs the subcommand.
+    pub fn run(self) -> Result<()> {
+        match self {
+            BenchCommand::Db(a) => db::run(&a).map(|_| ()),
+            BenchCommand::Ycsb(a) => ycsb::run(&a).map(|_| ()),
+            BenchCommand::Paper(p) => p.run().map(|_| ()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
