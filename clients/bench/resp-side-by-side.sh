@@ -4,7 +4,8 @@
 # mode). Every engine keeps its data in one directory (DIR). Prints CSV lines:
 #   server,test,ops_per_sec,server_cpu_us_per_op,server_rss_kib
 # Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS] [OPS]
-# Environment: SERVERS (default "smrdb rocksdb leveldb redis"); YCSB_ONLY=1 skips
+# Environment: SERVERS (default "smrdb rocksdb leveldb redis"); WORKLOADS (default
+# "a b c d e f"); YCSB_ONLY=1 skips
 # redis-benchmark; CGROUP=/sys/fs/cgroup/memory/NAME puts each server in that (v1) memory
 # cgroup, so that page cache and process memory together stay under its limit.
 set -euo pipefail
@@ -59,7 +60,7 @@ for server in ${SERVERS:-smrdb rocksdb leveldb redis}; do
     "$ycsb" load redis -P "$here/clients/ycsb/workloads/workloada" "${props[@]}" >"$dir/load-$server.txt"
     c1=$(cpu_us "$pid")
     echo "$server,ycsb load $records,$(awk -v t0="$t0" -v t1="$(date +%s.%N)" -v n="$records" 'BEGIN {printf "%.1f", n / (t1 - t0)}'),$(awk -v c=$((c1 - c0)) -v n="$records" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "$pid"),$(du -sk "$dir/$server" | cut -f1)"
-    for w in a b c d e f; do
+    for w in ${WORKLOADS:-a b c d e f}; do
         c0=$(cpu_us "$pid")
         "$ycsb" run redis -P "$here/clients/ycsb/workloads/workload$w" "${props[@]}" >"$dir/run-$server-$w.txt"
         c1=$(cpu_us "$pid")
