@@ -4,7 +4,7 @@
 # mode). Every engine keeps its data in one directory (DIR). Prints CSV lines:
 #   server,test,ops_per_sec,server_cpu_us_per_op,server_rss_kib
 # Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS] [OPS]
-# Environment: SERVERS (default "smrdb rocksdb leveldb redis"); WORKLOADS (default
+# Environment: PORT (default 16400); SERVERS (default "smrdb rocksdb leveldb redis"); WORKLOADS (default
 # "a b c d e f"); YCSB_ONLY=1 skips
 # redis-benchmark; CGROUP=/sys/fs/cgroup/memory/NAME puts each server in that (v1) memory
 # cgroup, so that page cache and process memory together stay under its limit.
@@ -12,7 +12,7 @@ set -euo pipefail
 tegula=$1 ycsb=$2 dir=$3 fsync=${4:-everysec} n=${5:-200000} records=${6:-50000}
 ops=${7:-$records}
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-port=16400
+port=${PORT:-16400}
 mkdir -p "$dir"
 
 cpu_us() { awk '{print ($14 + $15) * 10000}' "/proc/$1/stat"; }
