@@ -64,9 +64,9 @@ for server in ${SERVERS:-smrdb rocksdb leveldb redis}; do
         c0=$(cpu_us "$pid")
         "$ycsb" run redis -P "$here/clients/ycsb/workloads/workload$w" "${props[@]}" >"$dir/run-$server-$w.txt"
         c1=$(cpu_us "$pid")
-        ops=$(awk '/^TOTAL/ {for (i = 1; i <= NF; i++) if ($i == "OPS:") {gsub(",", "", $(i+1)); print $(i+1)}}' "$dir/run-$server-$w.txt" | tail -n 1)
+        rate=$(awk '/^TOTAL/ {for (i = 1; i <= NF; i++) if ($i == "OPS:") {gsub(",", "", $(i+1)); print $(i+1)}}' "$dir/run-$server-$w.txt" | tail -n 1)
         cnt=$(awk '/^TOTAL/ {for (i = 1; i <= NF; i++) if ($i == "Count:") {gsub(",", "", $(i+1)); print $(i+1)}}' "$dir/run-$server-$w.txt" | tail -n 1)
-        echo "$server,ycsb $w,$ops,$(awk -v c=$((c1 - c0)) -v n="$cnt" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "$pid")"
+        echo "$server,ycsb $w,$rate,$(awk -v c=$((c1 - c0)) -v n="$cnt" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "$pid")"
     done
     stop
 done
