@@ -9,6 +9,9 @@ use common::*;
 use tegula_server::resp::Value;
 use tegula_server::{Backend, CapiBackend, CapiEngine, ServerOptions};
 
+/// How to open (and reopen) one engine.
+type Opener = Box<dyn Fn() -> Box<dyn Backend>>;
+
 fn script(c: &mut Client) -> Vec<Value> {
     let cmds: [&[&str]; 12] = [
         &["SET", "k", "v"],
@@ -31,7 +34,7 @@ fn script(c: &mut Client) -> Vec<Value> {
 fn every_engine_gives_the_same_replies() {
     let dir = tempfile::tempdir().unwrap();
     let mut replies = Vec::new();
-    let engines: Vec<(&str, Box<dyn Fn() -> Box<dyn Backend>>)> = vec![
+    let engines: Vec<(&str, Opener)> = vec![
         (
             "smrdb",
             Box::new(|| Box::new(smrdb_backend()) as Box<dyn Backend>),
