@@ -1,6 +1,7 @@
 //! `tegula serve …`: export a drive over a network protocol.
 
 mod nbd;
+mod resp;
 
 use anyhow::Result;
 use clap::Subcommand;
@@ -10,6 +11,8 @@ use clap::Subcommand;
 pub enum ServeCommand {
     /// Serve a drive over NBD (Unix socket or loopback TCP).
     Nbd(nbd::ServeNbd),
+    /// Serve an SMRDB database (or RocksDB/LevelDB) over the Redis protocol (RESP2/RESP3).
+    Resp(resp::ServeResp),
 }
 
 impl ServeCommand {
@@ -17,6 +20,7 @@ impl ServeCommand {
     pub fn run(self) -> Result<()> {
         match self {
             ServeCommand::Nbd(a) => nbd::run(&a),
+            ServeCommand::Resp(a) => resp::run(&a),
         }
     }
 }

@@ -1,0 +1,227 @@
+//! The engine thread: it owns the [`Store`] and executes requests in rounds. A round is every
+//! request the network loop handed over since the previous round, from any number of
+//! connections; its writes become one engine batch (synced under `appendfsync always`, so
+//! many clients share one sync: group commit), and its replies go back only after that batch
+//! is written. Under `everysec` a sync follows within a second of any write, from a timer if
+//! no round comes.
+
+use crate::backend::Backend;
+use crate::commands::{self, ConnState, Ctx, Cursors};
+use crate::error::BackendError;
+use crate::options::AppendFsync;
+use crate::resp::{Args, Reply};
+use crate::stats::{Shared, Stats};
+use crate::store::{now_ms, Store};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Requests of one connection.
+#[derive(Debug)]
+pub(crate) struct Job {
+    /// The connection's slot.
+    pub token: usize,
+    /// The connection's generation (a reused slot has another).
+    pub gen: u64,
+    /// Its requests, in order.
+    pub cmds: Vec<Args>,
+    /// Its session.
+    pub state: ConnState,
+}
+
+/// The replies to a [`Job`].
+#[derive(Debug)]
+pub(crate) struct Done {
+    /// The connection's slot.
+    pub token: usize,
+    /// Its generation.
+    pub gen: u64,
+    /// One reply per request executed.
+    pub reply: Vec<u8>,
+    /// The session after the requests.
+    pub state: ConnState,
+    /// Requests not executed because the replies passed the output limit: the connection is
+    /// to be closed.
+    pub overflow: bool,
+}
+
+/// What the network loop sends.
+#[derive(Debug)]
+pub(crate) enum ToEngine {
+    /// Execute these.
+    Round(Vec<Job>),
+    /// Make everything durable and stop.
+    Stop,
+}
+
+/// The engine thread's state.
+pub(crate) struct Engine {
+    store: Store,
+    shared: Arc<Shared>,
+    cursors: Cursors,
+    last_sync: Instant,
+    last_save: u64,
+}
+
+const SYNC_PERIOD: Duration = Duration::from_secs(1);
+
+impl Engine {
+    pub(crate) fn new(backend: Box<dyn Backend>, shared: Arc<Shared>) -> Self {
+        Engine {
+            store: Store::new(backend),
+            shared,
+            cursors: Cursors::default(),
+            last_sync: Instant::now(),
+            last_save: now_ms() / 1000,
+        }
+    }
+
+    /// Serves rounds until [`ToEngine::Stop`] (or the network loop goes away), then commits,
+    /// syncs and closes the backend.
+    pub(crate) fn run(
+        mut self,
+        rx: Receiver<ToEngine>,
+        tx: Sender<Vec<Done>>,
+        wake: impl Fn(),
+    ) -> Result<(), BackendError> {
+        loop {
+            let wait = match self.shared.opts.appendfsync {
+                AppendFsync::Everysec if self.store.needs_sync() => {
+                    SYNC_PERIOD.saturating_sub(self.last_sync.elapsed())
+                }
+                _ => SYNC_PERIOD,
+            };
+            let msg = match rx.recv_timeout(wait) {
+                Ok(m) => m,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.tick();
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
+            let ToEngine::Round(mut jobs) = msg else {
+                break;
+            };
+            let mut stop = false;
+            // Everything that queued while the previous round was syncing joins this one.
+            while let Ok(m) = rx.try_recv() {
+                match m {
+                    ToEngine::Round(more) => jobs.extend(more),
+                    ToEngine::Stop => {
+                        stop = true;
+                        break;
+                    }
+                }
+            }
+            let done = self.round(jobs);
+            if tx.send(done).is_err() {
+                break;
+            }
+            wake();
+            if stop {
+                break;
+            }
+        }
+        let r = self.store.commit(true);
+        let backend = self.store.into_backend();
+        let closed = backend.close();
+        r.and(closed)
+    }
+
+    /// The `everysec` timer: syncs writes older than a second.
+    fn tick(&mut self) {
+        if self.shared.opts.appendfsync == AppendFsync::Everysec
+            && self.store.needs_sync()
+            && self.last_sync.elapsed() >= SYNC_PERIOD
+        {
+            if self.store.commit(true).is_err() {
+                Stats::add(&self.shared.stats.engine_errors, 1);
+            }
+            Stats::add(&self.shared.stats.syncs, 1);
+            self.last_sync = Instant::now();
+        }
+    }
+
+    /// Executes one round and commits its writes; returns the replies.
+    fn round(&mut self, jobs: Vec<Job>) -> Vec<Done> {
+        Stats::add(&self.shared.stats.rounds, 1);
+        let now = now_ms();
+        let max_output = self.shared.opts.max_output;
+        let mut done = Vec::with_capacity(jobs.len());
+        // Which jobs wrote, so that a failed commit turns their replies into errors.
+        let mut wrote = Vec::with_capacity(jobs.len());
+        for mut job in jobs {
+            let mut out = Vec::new();
+            let mut overflow = false;
+            let mut executed = 0;
+            let before = self.store.write_count();
+            for cmd in &job.cmds {
+                let mut ctx = Ctx {
+                    store: &mut self.store,
+                    out: &mut out,
+                    conn: &mut job.state,
+                    shared: &self.shared,
+                    cursors: &mut self.cursors,
+                    last_save: &mut self.last_save,
+                    now,
+                };
+                commands::execute(&mut ctx, cmd);
+                executed += 1;
+                if out.len() > max_output {
+                    overflow = true;
+                    break;
+                }
+                if job.state.close {
+                    break;
+                }
+            }
+            wrote.push((self.store.write_count() != before, executed));
+            done.push(Done {
+                token: job.token,
+                gen: job.gen,
+                reply: out,
+                state: job.state,
+                overflow,
+            });
+        }
+        if let Err(e) = self.finish_round() {
+            Stats::add(&self.shared.stats.engine_errors, 1);
+            let msg = format!("ERR engine: {e} (the write was not applied)");
+            for (d, (w, n)) in done.iter_mut().zip(wrote) {
+                if w {
+                    d.reply.clear();
+                    let mut r = Reply {
+                        out: &mut d.reply,
+                        proto: d.state.proto,
+                    };
+                    for _ in 0..n {
+                        r.error(&msg);
+                    }
+                }
+            }
+        }
+        done
+    }
+
+    /// Hands the round's writes to the engine, synced as the policy asks.
+    fn finish_round(&mut self) -> Result<(), BackendError> {
+        let sync = match self.shared.opts.appendfsync {
+            AppendFsync::Always => true,
+            AppendFsync::Everysec => self.last_sync.elapsed() >= SYNC_PERIOD,
+            AppendFsync::No => false,
+        };
+        if !(self.store.is_dirty() || sync && self.store.needs_sync()) {
+            return Ok(());
+        }
+        let dirty = self.store.is_dirty();
+        self.store.commit(sync)?;
+        if dirty {
+            Stats::add(&self.shared.stats.commits, 1);
+        }
+        if sync {
+            Stats::add(&self.shared.stats.syncs, 1);
+            self.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+}

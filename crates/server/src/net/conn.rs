@@ -1,0 +1,216 @@
+//! One client connection: its socket, input buffer (requests not yet parsed), output buffer
+//! (replies not yet sent) and the limits on both.
+
+use crate::commands::ConnState;
+use crate::resp::{parse_command_resume, Args, Limits, Parse, Partial, ProtocolError, Reply};
+use mio::net::TcpStream;
+use std::io::{ErrorKind, Read, Write};
+use std::time::Instant;
+
+/// Bytes read ahead of the parser when no partial request needs more.
+const READ_AHEAD: usize = 64 << 10;
+/// Size of the network loop's read buffer.
+pub(crate) const SCRATCH: usize = 256 << 10;
+/// Buffers larger than this are given back to the allocator once empty.
+const KEEP_CAPACITY: usize = 256 << 10;
+
+/// What reading found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ReadOutcome {
+    /// Nothing more to read for now.
+    Open,
+    /// The client closed its side (or the socket failed).
+    Closed,
+}
+
+/// A client connection.
+#[derive(Debug)]
+pub(crate) struct Conn {
+    pub stream: TcpStream,
+    pub gen: u64,
+    pub state: ConnState,
+    inbuf: Vec<u8>,
+    /// Parsed bytes at the start of `inbuf`.
+    in_start: usize,
+    /// Unparsed bytes the parser needs before it can make progress.
+    need: usize,
+    /// The request being parsed, when only part of it has arrived.
+    partial: Option<Partial>,
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The socket may have bytes to read (edge-triggered: set by an event, cleared when a
+    /// read would block).
+    pub may_read: bool,
+    /// The client closed its side.
+    pub eof: bool,
+    /// A job of this connection is with the engine thread.
+    pub in_flight: bool,
+    /// Close once the output is sent (QUIT, a protocol error, EOF).
+    pub closing: bool,
+    /// A protocol error to reply after the replies of the job under way, before closing.
+    pub error_after: Option<String>,
+    /// Last input or output.
+    pub last_active: Instant,
+    /// Last time output went out (or the output buffer was empty).
+    pub last_write: Instant,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, gen: u64, state: ConnState) -> Self {
+        let now = Instant::now();
+        Conn {
+            stream,
+            gen,
+            state,
+            inbuf: Vec::new(),
+            in_start: 0,
+            need: 1,
+            partial: None,
+            out: Vec::new(),
+            out_pos: 0,
+            may_read: true,
+            eof: false,
+            in_flight: false,
+            closing: false,
+            error_after: None,
+            last_active: now,
+            last_write: now,
+        }
+    }
+
+    /// Unparsed input bytes.
+    pub fn unparsed(&self) -> usize {
+        self.inbuf.len() - self.in_start
+    }
+
+    /// Reply bytes waiting to be sent.
+    pub fn pending_output(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// Reads while the socket has bytes, up to what the parser needs (at least a read-ahead)
+    /// and never past `max_request` unparsed bytes, through `scratch` (the loop's one read
+    /// buffer: only the bytes read are copied, none are zeroed per read). Returns bytes read
+    /// and the outcome.
+    pub fn read_input(&mut self, scratch: &mut [u8], max_request: usize) -> (usize, ReadOutcome) {
+        let mut total = 0;
+        while self.may_read && !self.eof {
+            let want = self.need.max(READ_AHEAD).min(max_request + 1);
+            let have = self.unparsed();
+            if have >= want {
+                break;
+            }
+            if self.in_start > 0 && self.in_start == self.inbuf.len() {
+                self.inbuf.clear();
+                self.in_start = 0;
+            }
+            let room = (want - have).min(scratch.len());
+            match self.stream.read(&mut scratch[..room]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    self.inbuf.extend_from_slice(&scratch[..n]);
+                    total += n;
+                    self.last_active = Instant::now();
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => self.may_read = false,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return (total, ReadOutcome::Closed),
+            }
+        }
+        let outcome = if self.eof {
+            ReadOutcome::Closed
+        } else {
+            ReadOutcome::Open
+        };
+        (total, outcome)
+    }
+
+    /// Parses up to `max` complete requests from the input. A protocol error ends the list
+    /// (the requests before it are still returned).
+    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Vec<Args>, Option<ProtocolError>) {
+        let mut cmds = Vec::new();
+        if self.unparsed() < self.need {
+            return (cmds, None);
+        }
+        while cmds.len() < max {
+            // A partly parsed request resumes where it stopped: linear in its length.
+            match parse_command_resume(&self.inbuf[self.in_start..], lim, &mut self.partial) {
+                Ok(Parse::Done(args, n)) => {
+                    self.in_start += n;
+                    self.need = 1;
+                    if !args.is_empty() {
+                        cmds.push(args);
+                    }
+                }
+                Ok(Parse::Incomplete(need)) => {
+                    self.need = need;
+                    break;
+                }
+                Err(e) => return (cmds, Some(e)),
+            }
+        }
+        if self.in_start == self.inbuf.len() {
+            self.inbuf.clear();
+            self.in_start = 0;
+            if self.inbuf.capacity() > KEEP_CAPACITY {
+                self.inbuf = Vec::new();
+            }
+        } else if self.in_start > self.inbuf.len() / 2 {
+            self.inbuf.drain(..self.in_start);
+            self.in_start = 0;
+        }
+        (cmds, None)
+    }
+
+    /// Appends replies.
+    pub fn push_output(&mut self, bytes: &[u8]) {
+        if self.pending_output() == 0 {
+            self.last_write = Instant::now();
+        }
+        if self.out.is_empty() && self.out.capacity() < bytes.len() {
+            self.out = bytes.to_vec();
+            return;
+        }
+        self.out.extend_from_slice(bytes);
+    }
+
+    /// Appends an error reply.
+    pub fn push_error(&mut self, msg: &str) {
+        let mut buf = Vec::new();
+        Reply {
+            out: &mut buf,
+            proto: self.state.proto,
+        }
+        .error(msg);
+        self.push_output(&buf);
+    }
+
+    /// Writes pending output until done or the socket is full. Returns bytes written, or
+    /// `Err` when the socket failed.
+    pub fn write_output(&mut self) -> std::io::Result<usize> {
+        let mut total = 0;
+        while self.out_pos < self.out.len() {
+            match self.stream.write(&self.out[self.out_pos..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    self.out_pos += n;
+                    total += n;
+                    let now = Instant::now();
+                    self.last_write = now;
+                    self.last_active = now;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+            if self.out.capacity() > KEEP_CAPACITY {
+                self.out = Vec::new();
+            }
+        }
+        Ok(total)
+    }
+}

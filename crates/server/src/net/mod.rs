@@ -1,0 +1,477 @@
+//! The network loop: one thread, one `mio` poll over the listener and every connection
+//! (edge-triggered, no thread per connection), as Redis's event loop. It reads and parses
+//! requests, hands each poll iteration's requests to the engine thread as one round, and
+//! writes the replies back when the engine thread wakes it. Limits: `max_clients`
+//! connections, `max_request` bytes of unparsed input and `max_output` bytes of pending
+//! replies per connection, `idle_timeout`, `output_stall_timeout`.
+
+mod conn;
+
+use crate::backend::Backend;
+use crate::commands::ConnState;
+use crate::engine::{Done, Engine, Job, ToEngine};
+use crate::error::ServerError;
+use crate::options::ServerOptions;
+use crate::resp::{Limits, Proto};
+use crate::stats::{Shared, Stats};
+use conn::{Conn, ReadOutcome};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+/// Longest wait of one poll: how soon a stop request, a timeout or a retried accept is seen.
+const TICK: Duration = Duration::from_millis(100);
+/// How long a stopping server keeps sending pending replies.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// A bound, not yet running server.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    addr: SocketAddr,
+    opts: ServerOptions,
+}
+
+/// What a server did, returned when it stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServeReport {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Commands executed.
+    pub commands: u64,
+    /// Connections refused at the limit.
+    pub rejected: u64,
+}
+
+impl Server {
+    /// Binds `addr` (`127.0.0.1:6379`; port 0 picks a free port) after checking `opts`.
+    pub fn bind(addr: &str, opts: ServerOptions) -> Result<Server, ServerError> {
+        if opts.max_clients == 0 {
+            return Err(ServerError::InvalidOption(
+                "max_clients must be at least 1".into(),
+            ));
+        }
+        if opts.max_request <= opts.max_bulk {
+            return Err(ServerError::InvalidOption(
+                "max_request (client-query-buffer-limit) must exceed max_bulk \
+                 (proto-max-bulk-len)"
+                    .into(),
+            ));
+        }
+        if opts.max_pipeline == 0 {
+            return Err(ServerError::InvalidOption(
+                "max_pipeline must be at least 1".into(),
+            ));
+        }
+        let bind_err = |source| ServerError::Bind {
+            addr: addr.to_string(),
+            source,
+        };
+        let std_listener = std::net::TcpListener::bind(addr).map_err(bind_err)?;
+        std_listener.set_nonblocking(true).map_err(bind_err)?;
+        let addr = std_listener.local_addr().map_err(bind_err)?;
+        Ok(Server {
+            listener: TcpListener::from_std(std_listener),
+            addr,
+            opts,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves `backend` until `stop` is set (or a client sends `SHUTDOWN`); then stops
+    /// accepting, sends the replies of requests under way, makes every acknowledged write
+    /// durable and closes the backend.
+    pub fn run(
+        self,
+        backend: Box<dyn Backend>,
+        stop: &AtomicBool,
+    ) -> Result<ServeReport, ServerError> {
+        let shared = Arc::new(Shared {
+            opts: self.opts.clone(),
+            stats: Stats::default(),
+            started: Instant::now(),
+            addr: self.addr,
+            shutdown: AtomicBool::new(false),
+        });
+        let poll = Poll::new()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let (to_engine, engine_rx) = mpsc::channel::<ToEngine>();
+        let (done_tx, from_engine) = mpsc::channel::<Vec<Done>>();
+        let engine = Engine::new(backend, shared.clone());
+        let w = waker.clone();
+        let handle = std::thread::Builder::new()
+            .name("resp-engine".into())
+            .spawn(move || {
+                engine.run(engine_rx, done_tx, move || {
+                    // A failed wake only delays replies to the next tick.
+                    let _ = w.wake();
+                })
+            })
+            .map_err(ServerError::Io)?;
+        let mut lp = Loop {
+            poll,
+            listener: self.listener,
+            conns: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            next_gen: 0,
+            next_id: 0,
+            shared: shared.clone(),
+            limits: Limits {
+                max_bulk: self.opts.max_bulk,
+                max_args: self.opts.max_args,
+                max_inline: 64 << 10,
+            },
+            to_engine,
+            from_engine,
+            round: Vec::new(),
+            scratch: vec![0; conn::SCRATCH],
+            accept_pending: false,
+            stopping: false,
+        };
+        let served = lp.serve(stop);
+        // Stop the engine whatever happened: it commits, syncs and closes the backend.
+        let _ = lp.to_engine.send(ToEngine::Stop);
+        drop(lp);
+        let closed = handle
+            .join()
+            .map_err(|_| ServerError::EngineThread("the engine thread panicked".into()))?;
+        served?;
+        closed?;
+        let st = &shared.stats;
+        Ok(ServeReport {
+            connections: Stats::get(&st.connections_received),
+            commands: Stats::get(&st.commands_processed),
+            rejected: Stats::get(&st.rejected_connections),
+        })
+    }
+}
+
+struct Loop {
+    poll: Poll,
+    listener: TcpListener,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+    next_gen: u64,
+    next_id: u64,
+    shared: Arc<Shared>,
+    limits: Limits,
+    to_engine: mpsc::Sender<ToEngine>,
+    from_engine: mpsc::Receiver<Vec<Done>>,
+    /// Jobs gathered in this poll iteration.
+    round: Vec<Job>,
+    /// The one buffer sockets are read into.
+    scratch: Vec<u8>,
+    /// An accept failed for lack of descriptors: retry at the next tick.
+    accept_pending: bool,
+    stopping: bool,
+}
+
+impl Loop {
+    fn serve(&mut self, stop: &AtomicBool) -> Result<(), ServerError> {
+        self.poll
+            .registry()
+            .register(&mut self.listener, LISTENER, Interest::READABLE)?;
+        let mut events = Events::with_capacity(1024);
+        let mut last_sweep = Instant::now();
+        let mut drain_deadline = None;
+        loop {
+            if !self.stopping
+                && (stop.load(Ordering::Relaxed) || self.shared.shutdown.load(Ordering::Acquire))
+            {
+                self.stopping = true;
+                self.poll.registry().deregister(&mut self.listener)?;
+                drain_deadline = Some(Instant::now() + DRAIN);
+            }
+            if let Some(d) = drain_deadline {
+                let busy = self
+                    .conns
+                    .iter()
+                    .flatten()
+                    .any(|c| c.in_flight || c.pending_output() > 0);
+                if !busy || Instant::now() >= d {
+                    return Ok(());
+                }
+            }
+            match self.poll.poll(&mut events, Some(TICK)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    Token(t) => {
+                        let Some(Some(c)) = self.conns.get_mut(t) else {
+                            continue;
+                        };
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            c.may_read = true;
+                        }
+                        if ev.is_writable() || ev.is_write_closed() {
+                            self.flush(t);
+                        }
+                        self.pump(t);
+                    }
+                }
+            }
+            self.take_replies();
+            if self.accept_pending && !self.stopping {
+                self.accept_all();
+            }
+            self.send_round()?;
+            if last_sweep.elapsed() >= TICK {
+                last_sweep = Instant::now();
+                self.sweep();
+            }
+        }
+    }
+
+    /// Accepts every waiting connection (refusing those over the limit).
+    fn accept_all(&mut self) {
+        self.accept_pending = false;
+        if self.stopping {
+            return;
+        }
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => self.admit(stream),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    // Out of descriptors (or a connection reset before accept): the
+                    // connection stays queued; try again at the next tick.
+                    self.accept_pending = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream) {
+        let st = &self.shared.stats;
+        if self.live >= self.shared.opts.max_clients {
+            Stats::add(&st.rejected_connections, 1);
+            // Best effort, as Redis: the socket is new, its buffer empty.
+            let _ = stream.write(b"-ERR max number of clients reached\r\n");
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.conns.push(None);
+                self.conns.len() - 1
+            }
+        };
+        if self
+            .poll
+            .registry()
+            .register(
+                &mut stream,
+                Token(slot),
+                Interest::READABLE | Interest::WRITABLE,
+            )
+            .is_err()
+        {
+            self.free.push(slot);
+            return;
+        }
+        self.next_gen += 1;
+        self.next_id += 1;
+        let state = ConnState {
+            id: self.next_id,
+            proto: Proto::Resp2,
+            authed: self.shared.opts.requirepass.is_none(),
+            name: None,
+            close: false,
+        };
+        self.conns[slot] = Some(Conn::new(stream, self.next_gen, state));
+        self.live += 1;
+        Stats::add(&st.connections_received, 1);
+        Stats::add(&st.connected_clients, 1);
+    }
+
+    fn close(&mut self, t: usize) {
+        if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.free.push(t);
+            self.live -= 1;
+            self.shared
+                .stats
+                .connected_clients
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends pending output; closes the connection when it fails, or when it was closing and
+    /// everything is sent.
+    fn flush(&mut self, t: usize) {
+        let Some(Some(c)) = self.conns.get_mut(t) else {
+            return;
+        };
+        match c.write_output() {
+            Ok(n) => {
+                Stats::add(&self.shared.stats.net_output_bytes, n as u64);
+                if c.closing && c.pending_output() == 0 && !c.in_flight {
+                    self.close(t);
+                }
+            }
+            Err(_) => self.close(t),
+        }
+    }
+
+    /// Reads and parses what a connection sent, queueing a job when it has requests and none
+    /// is under way.
+    fn pump(&mut self, t: usize) {
+        let opts = &self.shared.opts;
+        let Some(Some(c)) = self.conns.get_mut(t) else {
+            return;
+        };
+        if c.in_flight || c.closing || self.stopping {
+            return;
+        }
+        if c.pending_output() > opts.output_pause {
+            return;
+        }
+        // Read and parse until there are requests, the socket is drained, or a request
+        // outgrows the limit (edge-triggered: bytes left in the socket raise no new event).
+        let (cmds, perr, outcome) = loop {
+            let (n, outcome) = c.read_input(&mut self.scratch, opts.max_request);
+            Stats::add(&self.shared.stats.net_input_bytes, n as u64);
+            let (cmds, perr) = c.parse(&self.limits, opts.max_pipeline);
+            let more = cmds.is_empty()
+                && perr.is_none()
+                && outcome == ReadOutcome::Open
+                && c.may_read
+                && c.unparsed() <= opts.max_request;
+            if !more {
+                break (cmds, perr, outcome);
+            }
+        };
+        let mut protocol_error = perr.map(|e| format!("ERR {e}"));
+        if protocol_error.is_none() && cmds.is_empty() && c.unparsed() > opts.max_request {
+            protocol_error = Some(
+                "ERR Protocol error: request larger than client-query-buffer-limit".to_string(),
+            );
+        }
+        if let Some(msg) = protocol_error {
+            Stats::add(&self.shared.stats.protocol_errors, 1);
+            // Requests before the bad bytes are answered first; then the error, then close.
+            if !cmds.is_empty() {
+                c.in_flight = true;
+                c.error_after = Some(msg);
+                self.round.push(Job {
+                    token: t,
+                    gen: c.gen,
+                    cmds,
+                    state: c.state.clone(),
+                });
+                return;
+            }
+            c.closing = true;
+            c.push_error(&msg);
+            self.flush(t);
+            return;
+        }
+        if !cmds.is_empty() {
+            c.in_flight = true;
+            self.round.push(Job {
+                token: t,
+                gen: c.gen,
+                cmds,
+                state: c.state.clone(),
+            });
+            return;
+        }
+        if outcome == ReadOutcome::Closed {
+            // The client is gone (or half-closed with nothing left to answer).
+            c.closing = true;
+            if c.pending_output() == 0 {
+                self.close(t);
+            } else {
+                self.flush(t);
+            }
+        }
+    }
+
+    /// Hands this iteration's jobs to the engine thread.
+    fn send_round(&mut self) -> Result<(), ServerError> {
+        if self.round.is_empty() {
+            return Ok(());
+        }
+        let jobs = std::mem::take(&mut self.round);
+        self.to_engine
+            .send(ToEngine::Round(jobs))
+            .map_err(|_| ServerError::EngineThread("the engine thread stopped".into()))
+    }
+
+    /// Queues the engine's replies and writes them.
+    fn take_replies(&mut self) {
+        while let Ok(batch) = self.from_engine.try_recv() {
+            for d in batch {
+                let max_output = self.shared.opts.max_output;
+                let Some(Some(c)) = self.conns.get_mut(d.token) else {
+                    continue;
+                };
+                if c.gen != d.gen {
+                    continue;
+                }
+                c.in_flight = false;
+                c.state = d.state;
+                if d.overflow || c.pending_output() + d.reply.len() > max_output {
+                    Stats::add(&self.shared.stats.output_limit_disconnections, 1);
+                    self.close(d.token);
+                    continue;
+                }
+                c.push_output(&d.reply);
+                if let Some(e) = c.error_after.take() {
+                    // A protocol error followed these requests: its reply goes after theirs.
+                    c.push_error(&e);
+                    c.closing = true;
+                }
+                if c.state.close {
+                    c.closing = true;
+                }
+                self.flush(d.token);
+                // More requests may be waiting in the buffer or the socket.
+                self.pump(d.token);
+            }
+        }
+    }
+
+    /// Closes connections idle past `idle_timeout` and those whose output stalled.
+    fn sweep(&mut self) {
+        let now = Instant::now();
+        let idle = self.shared.opts.idle_timeout;
+        let stall = self.shared.opts.output_stall_timeout;
+        let mut doomed = Vec::new();
+        for (t, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let stalled = c.pending_output() > 0 && now.duration_since(c.last_write) >= stall;
+            let idle_out = idle.is_some_and(|d| {
+                !c.in_flight && c.pending_output() == 0 && now.duration_since(c.last_active) >= d
+            });
+            if stalled || idle_out {
+                doomed.push(t);
+            }
+        }
+        for t in doomed {
+            Stats::add(&self.shared.stats.timeout_disconnections, 1);
+            self.close(t);
+        }
+    }
+}

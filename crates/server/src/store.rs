@@ -1,0 +1,290 @@
+//! The engine thread's view of the data: the backend plus an overlay of the writes of the
+//! current round. Commands read through the overlay, so a round sees its own writes; at the
+//! end of the round the overlay becomes one atomic engine batch (synced under
+//! `appendfsync always`), and only then are the round's replies sent. This is the group
+//! commit: every write of every client in a round shares one engine write and one sync.
+
+use crate::backend::{Backend, Op};
+use crate::error::BackendResult;
+use crate::keys::{self, Record};
+use std::collections::BTreeMap;
+
+/// Key-value pairs in key order.
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The backend and the current round's writes.
+pub struct Store {
+    backend: Box<dyn Backend>,
+    overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    overlay_bytes: usize,
+    /// Writes were handed to the engine without a sync since the last sync.
+    unsynced: bool,
+    /// Keys found expired and deleted.
+    pub expired_keys: u64,
+    /// Puts and deletes so far (a command wrote if it changed).
+    writes: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend.name())
+            .field("pending", &self.overlay.len())
+            .finish()
+    }
+}
+
+/// The current time in Unix milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    /// A store over `backend` with no pending writes.
+    pub fn new(backend: Box<dyn Backend>) -> Self {
+        Store {
+            backend,
+            overlay: BTreeMap::new(),
+            overlay_bytes: 0,
+            unsynced: false,
+            expired_keys: 0,
+            writes: 0,
+        }
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+
+    /// Gives the backend back (pending writes must have been committed).
+    pub fn into_backend(self) -> Box<dyn Backend> {
+        self.backend
+    }
+
+    /// The value of engine key `k`, this round's writes included.
+    pub fn get(&self, k: &[u8]) -> BackendResult<Option<Vec<u8>>> {
+        if let Some(v) = self.overlay.get(k) {
+            return Ok(v.clone());
+        }
+        self.backend.get(k)
+    }
+
+    /// Stores `v` under engine key `k` in this round. A round whose writes outgrow the
+    /// engine's batch limit hands them to the engine early (unsynced; the round's commit
+    /// syncs them).
+    pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) -> BackendResult<()> {
+        self.writes += 1;
+        self.overlay_bytes += k.len() + v.len() + 16;
+        self.overlay.insert(k, Some(v));
+        self.spill()
+    }
+
+    /// Deletes engine key `k` in this round.
+    pub fn delete(&mut self, k: Vec<u8>) -> BackendResult<()> {
+        self.writes += 1;
+        self.overlay_bytes += k.len() + 16;
+        self.overlay.insert(k, None);
+        self.spill()
+    }
+
+    fn spill(&mut self) -> BackendResult<()> {
+        if self.overlay_bytes >= self.backend.max_batch() {
+            self.commit(false)?;
+        }
+        Ok(())
+    }
+
+    /// Puts and deletes made through this store so far.
+    pub fn write_count(&self) -> u64 {
+        self.writes
+    }
+
+    /// Whether this round has writes not yet handed to the engine.
+    pub fn is_dirty(&self) -> bool {
+        !self.overlay.is_empty()
+    }
+
+    /// Whether writes handed to the engine still wait for a sync.
+    pub fn needs_sync(&self) -> bool {
+        self.unsynced || self.is_dirty()
+    }
+
+    /// Hands this round's writes to the engine as one atomic batch; with `sync`, everything
+    /// written so far is durable when it returns. On failure the round's writes are dropped.
+    pub fn commit(&mut self, sync: bool) -> BackendResult<()> {
+        let overlay = std::mem::take(&mut self.overlay);
+        self.overlay_bytes = 0;
+        if overlay.is_empty() {
+            if sync && self.unsynced {
+                self.backend.sync()?;
+                self.unsynced = false;
+            }
+            return Ok(());
+        }
+        let ops: Vec<Op> = overlay.into_iter().collect();
+        self.backend.write(&ops, sync)?;
+        self.unsynced = !sync;
+        Ok(())
+    }
+
+    /// Flushes the engine's memory to its persistent structures and syncs (`SAVE`).
+    pub fn save(&mut self) -> BackendResult<()> {
+        self.commit(false)?;
+        self.backend.flush()?;
+        self.unsynced = false;
+        Ok(())
+    }
+
+    /// Up to `limit` pairs with engine keys in `[start, end)`, this round's writes included.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> BackendResult<Pairs> {
+        let mut out = Vec::new();
+        let mut from = start.to_vec();
+        while out.len() < limit {
+            let want = limit - out.len();
+            let chunk = self.backend.scan(&from, end, want)?;
+            let full = chunk.len() == want;
+            // Overlay entries that belong to this chunk's part of the range: up to the last
+            // key the engine returned (inclusive) when it filled the chunk, else to `end`.
+            let last = chunk.last().map(|(k, _)| k.clone());
+            let mut ov = self
+                .overlay
+                .range(from.clone()..)
+                .take_while(|(k, _)| match (&last, full) {
+                    (Some(l), true) => k.as_slice() <= l.as_slice(),
+                    _ => end.is_none_or(|e| k.as_slice() < e),
+                })
+                .peekable();
+            let mut it = chunk.into_iter().peekable();
+            loop {
+                let take_ov = match (it.peek(), ov.peek()) {
+                    (None, None) => break,
+                    (Some(_), None) => false,
+                    (None, Some(_)) => true,
+                    (Some((bk, _)), Some((ok, _))) => ok.as_slice() <= bk.as_slice(),
+                };
+                if take_ov {
+                    let Some((ok, ov_v)) = ov.next() else { break };
+                    if it.peek().is_some_and(|(bk, _)| bk == ok) {
+                        it.next();
+                    }
+                    if let Some(v) = ov_v {
+                        out.push((ok.clone(), v.clone()));
+                    }
+                } else if let Some(kv) = it.next() {
+                    out.push(kv);
+                }
+            }
+            if !full {
+                break;
+            }
+            match last {
+                Some(mut l) => {
+                    l.push(0);
+                    from = l;
+                }
+                None => break,
+            }
+        }
+        out.truncate(limit);
+        Ok(out)
+    }
+
+    /// The record of Redis key `k`, or `None` if there is none or it has expired (an
+    /// expired key is deleted, with its fields).
+    pub fn load(&mut self, k: &[u8], now: u64) -> BackendResult<Option<Record>> {
+        let ek = keys::key(k);
+        let Some(v) = self.get(&ek)? else {
+            return Ok(None);
+        };
+        let Some(rec) = Record::decode(&v) else {
+            // Not a record this server wrote (e.g. the sync marker's namespace is elsewhere,
+            // so this is damage): treat as a string holding the raw bytes.
+            return Ok(Some(Record::string(v, None)));
+        };
+        if rec.expired(now) {
+            self.remove(k, &rec)?;
+            self.expired_keys += 1;
+            return Ok(None);
+        }
+        Ok(Some(rec))
+    }
+
+    /// Deletes Redis key `k` whose record is `rec` (a hash's fields too).
+    pub fn remove(&mut self, k: &[u8], rec: &Record) -> BackendResult<()> {
+        if rec.kind == keys::TYPE_HASH {
+            for (fk, _) in self.fields(k, usize::MAX)? {
+                self.delete(fk)?;
+            }
+        }
+        self.delete(keys::key(k))
+    }
+
+    /// Up to `limit` (engine field key, value) pairs of hash `k`.
+    pub fn fields(&self, k: &[u8], limit: usize) -> BackendResult<Pairs> {
+        let prefix = keys::field_prefix(k);
+        let end = keys::prefix_end(&prefix);
+        self.scan(&prefix, end.as_deref(), limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::backend::SmrdbBackend;
+    use std::sync::Arc;
+
+    fn store() -> Store {
+        let mut cfg = tegula_device::profile("hm-smr").unwrap();
+        cfg.zones.zone_size = 1 << 20;
+        cfg.capacity = 64 << 20;
+        let dev = Arc::new(tegula_device::Disk::in_memory(cfg).unwrap());
+        let db = tegula_smrdb::Db::create(dev, Default::default(), Default::default()).unwrap();
+        Store::new(Box::new(SmrdbBackend::new(db)))
+    }
+
+    #[test]
+    fn scans_merge_the_round_with_the_engine_in_order() {
+        let mut s = store();
+        for k in ["a", "c", "e", "g"] {
+            s.put(k.into(), b"old".to_vec()).unwrap();
+        }
+        s.commit(true).unwrap();
+        s.put("b".into(), b"new".to_vec()).unwrap();
+        s.put("c".into(), b"new".to_vec()).unwrap();
+        s.delete("e".into()).unwrap();
+        s.put("h".into(), b"new".to_vec()).unwrap();
+        let all = s.scan(b"", None, usize::MAX).unwrap();
+        let keys: Vec<_> = all.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert_eq!(
+            keys,
+            vec![
+                (b"a".to_vec(), b"old".to_vec()),
+                (b"b".to_vec(), b"new".to_vec()),
+                (b"c".to_vec(), b"new".to_vec()),
+                (b"g".to_vec(), b"old".to_vec()),
+                (b"h".to_vec(), b"new".to_vec()),
+            ]
+        );
+        // Every limit and start gives the same order, in pieces.
+        for limit in 1..6 {
+            let mut got = Vec::new();
+            let mut from = Vec::new();
+            loop {
+                let part = s.scan(&from, Some(b"z"), limit).unwrap();
+                if part.is_empty() {
+                    break;
+                }
+                from = part.last().unwrap().0.clone();
+                from.push(0);
+                got.extend(part);
+            }
+            assert_eq!(got, all, "limit {limit}");
+        }
+        s.commit(false).unwrap();
+        assert_eq!(s.scan(b"", None, 100).unwrap(), all);
+    }
+}
