@@ -213,30 +213,30 @@ pub fn run_one(
             }
             "deleterandom" => {
                 let mut key = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
-                    let s = Instant::now();
                     if cfg.sync {
                         engine.write_batch(&[BatchOp::Delete(key.clone())], true)?;
                     } else {
                         engine.delete(&key)?;
                     }
-                    ctx.record(0, s, key.len() as u64);
+                    ctx.done(0, key.len() as u64)?;
                 }
                 Ok(())
             }
             "readrandom" | "readmissing" => {
                 let mut key = Vec::new();
+                let mut value = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
                     if name == "readmissing" {
                         key.push(b'.');
                     }
-                    let s = Instant::now();
-                    let v = engine.get(&key)?;
-                    let bytes = key.len() + v.as_ref().map_or(0, |v| v.len());
-                    ctx.record(0, s, bytes as u64);
-                    if v.is_some() {
+                    let hit = engine.get_into(&key, &mut value)?;
+                    ctx.done(0, (key.len() + value.len()) as u64)?;
+                    if hit {
                         ctx.found();
                     }
                 }
@@ -244,20 +244,19 @@ pub fn run_one(
             }
             "seekrandom" => {
                 let mut key = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
-                    let s = Instant::now();
                     let mut bytes = 0u64;
                     let mut hit = false;
-                    let first = key.clone();
                     engine.scan(&key, 1 + cfg.seek_nexts, &mut |k, v| {
-                        if bytes == 0 && k == first.as_slice() {
+                        if bytes == 0 && k == key.as_slice() {
                             hit = true;
                         }
                         bytes += (k.len() + v.len()) as u64;
                         true
                     })?;
-                    ctx.record(0, s, bytes);
+                    ctx.done(0, bytes)?;
                     if hit {
                         ctx.found();
                     }
@@ -306,6 +305,7 @@ fn do_write(
     let batch = cfg.batch_size.max(1) as u64;
     let mut written = 0u64;
     let mut i = range.start;
+    ctx.restart_clock();
     while i < range.end {
         let n = batch.min(range.end - i);
         written += n;
@@ -321,9 +321,8 @@ fn do_write(
         if n == 1 && !sync {
             next_key(i, &mut key);
             let v = values.next(cfg.value_size);
-            let s = Instant::now();
             engine.put(&key, v)?;
-            ctx.record(0, s, (key.len() + v.len()) as u64);
+            ctx.done(0, (key.len() + v.len()) as u64)?;
         } else {
             let mut ops = Vec::with_capacity(n as usize);
             for j in i..i + n {
@@ -345,8 +344,9 @@ fn do_write(
             // One latency sample per batch, but every put counts as an operation.
             let ns = s.elapsed().as_nanos() as u64;
             for _ in 0..n {
-                ctx.record_ns(0, ns / n, bytes / n);
+                ctx.record_ns(0, ns / n, bytes / n)?;
             }
+            ctx.restart_clock();
         }
         i += n;
     }
@@ -366,18 +366,20 @@ fn do_readseq(
         format_key((frac * cfg.num as f64) as u64, cfg.key_size, &mut start);
     }
     let want = (range.end - range.start) as usize;
-    let mut last = Instant::now();
-    engine.scan(&start, want, &mut |k, v| {
-        let now = Instant::now();
-        ctx.record_ns(
-            0,
-            now.duration_since(last).as_nanos() as u64,
-            (k.len() + v.len()) as u64,
-        );
-        last = now;
-        true
-    })?;
-    Ok(())
+    let mut stopped = None;
+    ctx.restart_clock();
+    engine.scan(
+        &start,
+        want,
+        &mut |k, v| match ctx.done(0, (k.len() + v.len()) as u64) {
+            Ok(()) => true,
+            Err(e) => {
+                stopped = Some(e);
+                false
+            }
+        },
+    )?;
+    stopped.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

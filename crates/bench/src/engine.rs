@@ -37,6 +37,23 @@ pub trait KvEngine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Reads one key.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads one key into `out` (replacing its contents, reusing its allocation where the
+    /// engine can); whether the key exists. The benchmarks' read loops use this.
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        match self.get(key)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => {
+                out.clear();
+                Ok(false)
+            }
+        }
+    }
+    /// Called in each benchmark thread before its first operation, for per-thread engine
+    /// settings (RocksDB's perf level is thread-local).
+    fn thread_started(&self) {}
     /// Deletes one key, without asking for durability.
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// Applies `ops` atomically; with `sync` the batch is durable when this returns.

@@ -18,6 +18,7 @@ pub mod engines;
 pub mod error;
 pub mod generators;
 pub mod keys;
+pub mod latency;
 pub mod observer;
 pub mod paper;
 pub mod plot;

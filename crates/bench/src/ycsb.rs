@@ -429,7 +429,7 @@ pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig, obs: &dyn Observer) -> Resu
             let rec = make_record(cfg, &mut values);
             let s = Instant::now();
             engine.put(&key, &rec)?;
-            ctx.record(0, s, (key.len() + rec.len()) as u64);
+            ctx.record(0, s, (key.len() + rec.len()) as u64)?;
         }
     })
 }
@@ -518,7 +518,7 @@ fn one_op(
             let s = Instant::now();
             let r = read_record(engine, &key)?;
             let bytes = key.len() as u64 + r.as_deref().map_or(0, record_bytes);
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
             if r.is_some() {
                 ctx.found();
             }
@@ -527,7 +527,7 @@ fn one_op(
             let key = key_name(ch.next_keynum(rng));
             let s = Instant::now();
             let bytes = update(engine, cfg, &key, rng, values)?;
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
         }
         Op::Insert => {
             let k = ch.inserts.next_value();
@@ -535,7 +535,7 @@ fn one_op(
             let rec = make_record(cfg, values);
             let s = Instant::now();
             engine.put(&key, &rec)?;
-            ctx.record(op.index(), s, (key.len() + rec.len()) as u64);
+            ctx.record(op.index(), s, (key.len() + rec.len()) as u64)?;
             ch.inserts.acknowledge(k);
         }
         Op::Scan => {
@@ -559,7 +559,7 @@ fn one_op(
                     "a scanned record is malformed: {e}"
                 )));
             }
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
             if n > 0 {
                 ctx.found();
             }
@@ -576,7 +576,7 @@ fn one_op(
                 op.index(),
                 s,
                 bytes + key.len() as u64 + r.as_deref().map_or(0, record_bytes),
-            );
+            )?;
             if r.is_some() {
                 ctx.found();
             }

@@ -293,6 +293,13 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     );
     /// Frees what [`CLib::configure`] kept, after the database and options are gone.
     unsafe fn release(&mut self) {}
+    /// Per-thread settings, in each benchmark thread before its first operation.
+    fn thread_started(&self) {}
+    /// Reads `key` into `out` (replacing its contents); whether the key exists. The default
+    /// copies the `malloc`ed value the C `get` returns.
+    fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        e.get_copied(key, out)
+    }
     /// Counts `bytes` of keys and values the user wrote (for a write amplification the
     /// library does not report itself).
     fn user_bytes(&self, _bytes: u64) {}
@@ -399,6 +406,39 @@ impl<L: CLib> CEngine<L> {
         self.db
     }
 
+    /// The read options of every read.
+    pub(crate) fn read_options_ptr(&self) -> *mut L::ReadOptions {
+        self.ro
+    }
+
+    /// `get` through the C function that returns a `malloc`ed copy: the value is copied into
+    /// `out` and the copy freed.
+    pub(crate) fn get_copied(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let mut err = ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: valid slices for the duration of the call; `db` is open; the returned
+        // buffer is malloc()ed, copied from and freed once below.
+        let p = unsafe {
+            L::get(
+                self.db,
+                self.ro,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
+        check::<L>(err, "get")?;
+        out.clear();
+        if p.is_null() {
+            return Ok(false);
+        }
+        // SAFETY: `p` points at `len` bytes owned by us until freed here.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+        unsafe { L::free(p.cast()) };
+        Ok(true)
+    }
+
     /// Maps a C error string of an operation.
     pub(crate) fn check(&self, err: *mut c_char, what: &str) -> Result<()> {
         check::<L>(err, what)
@@ -436,27 +476,16 @@ impl<L: CLib> KvEngine for CEngine<L> {
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut err = ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: as in `put`; the returned buffer is malloc()ed and freed below.
-        let p = unsafe {
-            L::get(
-                self.db,
-                self.ro,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            )
-        };
-        check::<L>(err, "get")?;
-        if p.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: `p` points at `len` bytes owned by us, freed once after the copy.
-        let v = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
-        unsafe { L::free(p.cast()) };
-        Ok(Some(v))
+        let mut v = Vec::new();
+        Ok(L::get_into(self, key, &mut v)?.then_some(v))
+    }
+
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        L::get_into(self, key, out)
+    }
+
+    fn thread_started(&self) {
+        self.lib.thread_started()
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
@@ -505,6 +534,8 @@ impl<L: CLib> KvEngine for CEngine<L> {
         unsafe {
             let it = L::create_iterator(self.db, self.ro);
             L::iter_seek(it, start.as_ptr().cast(), start.len());
+            // No `Next` after the last pair wanted: a seek with no nexts moves the iterator
+            // once, as db_bench's seekrandom does.
             while n < limit && L::iter_valid(it) != 0 {
                 let (mut kl, mut vl) = (0usize, 0usize);
                 let k = L::iter_key(it, &mut kl);
@@ -514,7 +545,7 @@ impl<L: CLib> KvEngine for CEngine<L> {
                     std::slice::from_raw_parts(k as *const u8, kl),
                     std::slice::from_raw_parts(v as *const u8, vl),
                 );
-                if !go {
+                if !go || n == limit {
                     break;
                 }
                 L::iter_next(it);
