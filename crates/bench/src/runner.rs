@@ -157,6 +157,15 @@ pub fn process_cpu_seconds() -> Option<f64> {
     Some((utime + stime) as f64 / 100.0)
 }
 
+/// The peak resident set size of this process so far, in bytes: the kernel's high-water mark
+/// (`VmHWM` in `/proc/self/status`, the same figure as `getrusage`'s `ru_maxrss`).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Runs `body(thread_index, ctx)` on `phase.threads` threads and measures it.
 pub fn run_phase<F>(phase: &Phase<'_>, body: F) -> Result<BenchResult>
 where
@@ -168,7 +177,7 @@ where
     let shared_ops = AtomicU64::new(0);
     let stop = AtomicBool::new(obs.should_stop());
     let dev_before = engine.device_counters();
-    let dev0 = dev_before.map(|c| c.now_ns);
+    let dev0 = dev_before.as_ref().and_then(|c| c.now_ns);
     obs.phase_started(engine.name(), &phase.name, phase.expected_ops);
 
     let cpu0 = process_cpu_seconds();
@@ -281,9 +290,11 @@ where
         }
     }
     let all_hdr = all.to_hdr()?;
-    let device = match (dev_before, dev_after) {
+    let device = match (&dev_before, &dev_after) {
         (Some(a), Some(b)) => Some((
-            b.now_ns.saturating_sub(a.now_ns) as f64 / 1e9,
+            a.now_ns
+                .zip(b.now_ns)
+                .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9),
             b.bytes_read.saturating_sub(a.bytes_read),
             b.bytes_written.saturating_sub(a.bytes_written),
         )),
@@ -299,8 +310,10 @@ where
         p50_us: us(&all_hdr, 0.5),
         p99_us: us(&all_hdr, 0.99),
         p999_us: us(&all_hdr, 0.999),
-        device_seconds: device.map(|d| d.0),
-        device_ops_per_sec: device.and_then(|d| (d.0 > 0.0).then(|| ops as f64 / d.0)),
+        device_seconds: device.and_then(|d| d.0),
+        device_ops_per_sec: device
+            .and_then(|d| d.0)
+            .and_then(|d| (d > 0.0).then(|| ops as f64 / d)),
         device_bytes_read: device.map(|d| d.1),
         device_bytes_written: device.map(|d| d.2),
         write_amp: engine.write_amp(),
@@ -320,6 +333,11 @@ where
         latency_by_op,
         compaction_bytes: engine.compaction_bytes(),
         engine_stats: None,
+        storage: Some(engine.storage()),
+        durability: None,
+        device_time_durable: None,
+        media_check: None,
+        peak_rss_bytes: None,
         timeline,
     })
 }
@@ -362,6 +380,20 @@ mod tests {
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
         assert_eq!(r.timeline.last().map(|s| s.ops), Some(300));
         assert!(r.device_seconds.is_none());
+    }
+
+    #[test]
+    fn peak_rss_covers_memory_touched_and_never_falls() {
+        let before = peak_rss_bytes().expect("/proc/self/status");
+        let v = vec![1u8; 64 << 20];
+        std::hint::black_box(&v);
+        let during = peak_rss_bytes().expect("/proc/self/status");
+        drop(v);
+        let after = peak_rss_bytes().expect("/proc/self/status");
+        assert!(during >= before + (60 << 20), "{before} -> {during}");
+        // The kernel counts RSS in per-CPU batches: its high-water mark is exact to a few
+        // hundred KiB, not to the page.
+        assert!(after + (1 << 20) >= during, "{before} {during} -> {after}");
     }
 
     #[test]

@@ -203,6 +203,8 @@ pub(crate) use common_api;
 pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     /// Engine name in results (`rocksdb`, `leveldb`).
     const NAME: &'static str;
+    /// The engine.
+    const KIND: crate::engine::EngineKind;
     type Db;
     type Options;
     type Cache;
@@ -323,6 +325,8 @@ pub(crate) struct CEngine<L: CLib> {
     wo: *mut L::WriteOptions,
     wo_sync: *mut L::WriteOptions,
     ro: *mut L::ReadOptions,
+    /// Unsynced writes skip the log (RocksDB's `disableWAL`).
+    disable_wal: bool,
 }
 
 // SAFETY: RocksDB's and LevelDB's `DB*` are safe for concurrent use from several threads; the
@@ -367,6 +371,7 @@ impl<L: CLib> CEngine<L> {
                 wo: L::writeoptions_create(),
                 wo_sync: L::writeoptions_create(),
                 ro: L::readoptions_create(),
+                disable_wal: o.disable_wal,
             };
             L::options_set_create_if_missing(e.opts, 1);
             L::options_set_write_buffer_size(e.opts, o.write_buffer_size as usize);
@@ -486,6 +491,14 @@ impl<L: CLib> KvEngine for CEngine<L> {
 
     fn thread_started(&self) {
         self.lib.thread_started()
+    }
+
+    fn storage(&self) -> crate::storage::StorageLabel {
+        crate::storage::StorageLabel::Dir
+    }
+
+    fn durability(&self, sync: crate::durability::SyncPolicy) -> crate::durability::Durability {
+        crate::durability::Durability::of(L::KIND, self.storage(), sync, self.disable_wal, None)
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {

@@ -38,6 +38,7 @@ unsafe impl Sync for Level {}
 // SAFETY: every function forwards to the LevelDB C function of the same name.
 unsafe impl CLib for Level {
     const NAME: &'static str = "leveldb";
+    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Leveldb;
     capi::common_api!(ffi);
 
     unsafe fn configure(

@@ -23,6 +23,7 @@ pub(crate) struct Rocks {
 // SAFETY: every function forwards to the RocksDB C function of the same name.
 unsafe impl CLib for Rocks {
     const NAME: &'static str = "rocksdb";
+    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Rocksdb;
     capi::common_api!(ffi);
 
     unsafe fn configure(
