@@ -26,6 +26,39 @@ macro_rules! opaque {
 }
 pub(crate) use opaque;
 
+/// A write batch per thread and library, reused by every single put and delete of that
+/// thread (as db_bench's write loop reuses one `WriteBatch`): the C API's `put` builds and
+/// frees a batch per call. Expands, in an engine module, to the thread-local batch and
+/// `with_thread_batch`'s body for the ffi module `$ffi`.
+macro_rules! thread_batch {
+    ($ffi:ident) => {
+        /// This thread's reusable batch, destroyed when the thread ends.
+        struct ThreadBatch(*mut $ffi::WriteBatch);
+
+        impl Drop for ThreadBatch {
+            fn drop(&mut self) {
+                // SAFETY: created in `THREAD_BATCH`'s initialiser, destroyed once here.
+                unsafe { $ffi::writebatch_destroy(self.0) }
+            }
+        }
+
+        thread_local! {
+            // SAFETY: a constructor without arguments.
+            static THREAD_BATCH: ThreadBatch = ThreadBatch(unsafe { $ffi::writebatch_create() });
+        }
+
+        /// Runs `f` with this thread's batch, cleared.
+        fn with_thread_batch(f: &mut dyn FnMut(*mut $ffi::WriteBatch)) {
+            THREAD_BATCH.with(|b| {
+                // SAFETY: the batch is this thread's and alive.
+                unsafe { $ffi::writebatch_clear(b.0) };
+                f(b.0)
+            })
+        }
+    };
+}
+pub(crate) use thread_batch;
+
 /// The part of a [`CLib`] implementation that only forwards to the C library: the associated
 /// types and every function both libraries have, from an ffi module that declares them under
 /// the shared names (`put`, `iter_seek`, …).
@@ -94,26 +127,6 @@ macro_rules! common_api {
             err: *mut *mut std::os::raw::c_char,
         ) {
             $ffi::destroy_db(o, name, err)
-        }
-        unsafe fn put(
-            db: *mut Self::Db,
-            o: *const Self::WriteOptions,
-            k: *const std::os::raw::c_char,
-            kl: usize,
-            v: *const std::os::raw::c_char,
-            vl: usize,
-            err: *mut *mut std::os::raw::c_char,
-        ) {
-            $ffi::put(db, o, k, kl, v, vl, err)
-        }
-        unsafe fn delete(
-            db: *mut Self::Db,
-            o: *const Self::WriteOptions,
-            k: *const std::os::raw::c_char,
-            kl: usize,
-            err: *mut *mut std::os::raw::c_char,
-        ) {
-            $ffi::delete(db, o, k, kl, err)
         }
         unsafe fn get(
             db: *mut Self::Db,
@@ -234,22 +247,6 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     ) -> *mut Self::Db;
     unsafe fn close(db: *mut Self::Db);
     unsafe fn destroy_db(o: *const Self::Options, name: *const c_char, err: *mut *mut c_char);
-    unsafe fn put(
-        db: *mut Self::Db,
-        o: *const Self::WriteOptions,
-        k: *const c_char,
-        kl: usize,
-        v: *const c_char,
-        vl: usize,
-        err: *mut *mut c_char,
-    );
-    unsafe fn delete(
-        db: *mut Self::Db,
-        o: *const Self::WriteOptions,
-        k: *const c_char,
-        kl: usize,
-        err: *mut *mut c_char,
-    );
     unsafe fn get(
         db: *mut Self::Db,
         o: *const Self::ReadOptions,
@@ -297,6 +294,8 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     unsafe fn release(&mut self) {}
     /// Per-thread settings, in each benchmark thread before its first operation.
     fn thread_started(&self) {}
+    /// Runs `f` with this thread's reusable write batch, cleared ([`thread_batch!`]).
+    fn with_thread_batch(f: &mut dyn FnMut(*mut Self::Batch));
     /// Reads `key` into `out` (replacing its contents); whether the key exists. The default
     /// copies the `malloc`ed value the C `get` returns.
     fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -336,6 +335,7 @@ unsafe impl<L: CLib> Send for CEngine<L> {}
 unsafe impl<L: CLib> Sync for CEngine<L> {}
 
 /// Takes ownership of a C error string of library `L`, if any, and turns it into an error.
+#[inline]
 fn check<L: CLib>(err: *mut c_char, what: &str) -> Result<()> {
     match take_string::<L>(err) {
         None => Ok(()),
@@ -344,6 +344,7 @@ fn check<L: CLib>(err: *mut c_char, what: &str) -> Result<()> {
 }
 
 /// Takes ownership of a `malloc`ed C string returned by library `L`.
+#[inline]
 pub(crate) fn take_string<L: CLib>(p: *mut c_char) -> Option<String> {
     if p.is_null() {
         return None;
@@ -464,18 +465,18 @@ impl<L: CLib> KvEngine for CEngine<L> {
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut err = ptr::null_mut();
-        // SAFETY: valid slices for the duration of the call; `db` is open.
-        unsafe {
-            L::put(
-                self.db,
-                self.wo,
+        // SAFETY: valid slices for the duration of the calls; `db` is open; the batch is this
+        // thread's.
+        L::with_thread_batch(&mut |b| unsafe {
+            L::writebatch_put(
+                b,
                 key.as_ptr().cast(),
                 key.len(),
                 value.as_ptr().cast(),
                 value.len(),
-                &mut err,
-            )
-        };
+            );
+            L::write(self.db, self.wo, b, &mut err);
+        });
         self.lib.user_bytes((key.len() + value.len()) as u64);
         check::<L>(err, "put")
     }
@@ -504,7 +505,10 @@ impl<L: CLib> KvEngine for CEngine<L> {
     fn delete(&self, key: &[u8]) -> Result<()> {
         let mut err = ptr::null_mut();
         // SAFETY: as in `put`.
-        unsafe { L::delete(self.db, self.wo, key.as_ptr().cast(), key.len(), &mut err) };
+        L::with_thread_batch(&mut |b| unsafe {
+            L::writebatch_delete(b, key.as_ptr().cast(), key.len());
+            L::write(self.db, self.wo, b, &mut err);
+        });
         self.lib.user_bytes(key.len() as u64);
         check::<L>(err, "delete")
     }

@@ -20,11 +20,17 @@ pub(crate) struct Rocks {
     statistics: bool,
 }
 
+capi::thread_batch!(ffi);
+
 // SAFETY: every function forwards to the RocksDB C function of the same name.
 unsafe impl CLib for Rocks {
     const NAME: &'static str = "rocksdb";
     const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Rocksdb;
     capi::common_api!(ffi);
+
+    fn with_thread_batch(f: &mut dyn FnMut(*mut ffi::WriteBatch)) {
+        with_thread_batch(f)
+    }
 
     unsafe fn configure(
         &mut self,
