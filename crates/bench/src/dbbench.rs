@@ -15,12 +15,14 @@
 //! With several threads the operations are split between them (db_bench gives each thread
 //! `num` operations); `fillseq` gives each thread a contiguous key range.
 
+use crate::durability::SyncPolicy;
 use crate::engine::{BatchOp, EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::keys::{format_key, ValueGen};
+use crate::media::MediaCheck;
 use crate::observer::Observer;
 use crate::report::BenchResult;
-use crate::runner::{run_phase, Phase, ThreadCtx};
+use crate::runner::{peak_rss_bytes, run_phase, Phase, ThreadCtx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -144,6 +146,10 @@ pub fn run(
     let mut pristine = true;
     let mut out = Vec::new();
     for (i, name) in cfg.benchmarks.iter().enumerate() {
+        if obs.should_stop() {
+            engine.close()?;
+            return Err(Error::Interrupted);
+        }
         // Each benchmark draws from its own random streams (db_bench seeds every benchmark's
         // threads anew), so that readrandom does not just revisit fillrandom's keys.
         let bench_cfg = DbBenchConfig {
@@ -155,8 +161,21 @@ pub fn run(
             engine = factory.open(true)?;
         }
         pristine = false;
-        let mut r = run_one(engine.as_ref(), name, &bench_cfg, obs)?;
+        let mut r = match run_one(engine.as_ref(), name, &bench_cfg, obs) {
+            Err(Error::Interrupted) => {
+                engine.close()?;
+                return Err(Error::Interrupted);
+            }
+            r => r?,
+        };
         r.engine_stats = engine.stats_json();
+        r.durability = Some(engine.durability(SyncPolicy::of(
+            cfg.sync || name == "fillsync",
+            cfg.sync_every,
+        )));
+        if factory.alone_in_process() {
+            r.peak_rss_bytes = peak_rss_bytes();
+        }
         obs.result(&r);
         out.push(r);
     }
@@ -213,30 +232,30 @@ pub fn run_one(
             }
             "deleterandom" => {
                 let mut key = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
-                    let s = Instant::now();
                     if cfg.sync {
                         engine.write_batch(&[BatchOp::Delete(key.clone())], true)?;
                     } else {
                         engine.delete(&key)?;
                     }
-                    ctx.record(0, s, key.len() as u64);
+                    ctx.done(0, key.len() as u64)?;
                 }
                 Ok(())
             }
             "readrandom" | "readmissing" => {
                 let mut key = Vec::new();
+                let mut value = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
                     if name == "readmissing" {
                         key.push(b'.');
                     }
-                    let s = Instant::now();
-                    let v = engine.get(&key)?;
-                    let bytes = key.len() + v.as_ref().map_or(0, |v| v.len());
-                    ctx.record(0, s, bytes as u64);
-                    if v.is_some() {
+                    let hit = engine.get_into(&key, &mut value)?;
+                    ctx.done(0, (key.len() + value.len()) as u64)?;
+                    if hit {
                         ctx.found();
                     }
                 }
@@ -244,20 +263,19 @@ pub fn run_one(
             }
             "seekrandom" => {
                 let mut key = Vec::new();
+                ctx.restart_clock();
                 for _ in range {
                     format_key(rng.gen_range(0..cfg.num), cfg.key_size, &mut key);
-                    let s = Instant::now();
                     let mut bytes = 0u64;
                     let mut hit = false;
-                    let first = key.clone();
                     engine.scan(&key, 1 + cfg.seek_nexts, &mut |k, v| {
-                        if bytes == 0 && k == first.as_slice() {
+                        if bytes == 0 && k == key.as_slice() {
                             hit = true;
                         }
                         bytes += (k.len() + v.len()) as u64;
                         true
                     })?;
-                    ctx.record(0, s, bytes);
+                    ctx.done(0, bytes)?;
                     if hit {
                         ctx.found();
                     }
@@ -277,15 +295,32 @@ pub fn run_one(
         r.mb_per_sec = r.bytes as f64 / 1_048_576.0 / r.wall_seconds.max(1e-9);
         r.micros_per_op = r.wall_seconds * 1e6 / r.ops.max(1) as f64;
         // The flush's device work belongs to the benchmark too.
-        if let (Some(a), Some(b)) = (dev_before, engine.device_counters()) {
-            let ds = b.now_ns.saturating_sub(a.now_ns) as f64 / 1e9;
-            r.device_seconds = Some(ds);
-            r.device_ops_per_sec = (ds > 0.0).then(|| r.ops as f64 / ds);
+        if let (Some(a), Some(b)) = (&dev_before, engine.device_counters()) {
+            if let (Some(t0), Some(t1)) = (a.now_ns, b.now_ns) {
+                let ds = t1.saturating_sub(t0) as f64 / 1e9;
+                r.device_seconds = Some(ds);
+                r.device_ops_per_sec = (ds > 0.0).then(|| r.ops as f64 / ds);
+            }
             r.device_bytes_read = Some(b.bytes_read.saturating_sub(a.bytes_read));
             r.device_bytes_written = Some(b.bytes_written.saturating_sub(a.bytes_written));
         }
         r.write_amp = engine.write_amp();
         r.compaction_bytes = engine.compaction_bytes();
+    }
+    if is_write(name) {
+        if let Some(ds) = r.device_seconds {
+            // Durable at the end: every write synced, or the final flush timed in.
+            let durable = cfg.flush_after_write
+                || name == "fillsync"
+                || SyncPolicy::of(cfg.sync, cfg.sync_every) == SyncPolicy::Every;
+            r.device_time_durable = Some(durable);
+            if durable {
+                r.media_check = dev_before
+                    .as_ref()
+                    .and_then(|a| engine.media_limit(a))
+                    .map(|limit| MediaCheck::new(r.bytes, ds, limit));
+            }
+        }
     }
     Ok(r)
 }
@@ -306,6 +341,7 @@ fn do_write(
     let batch = cfg.batch_size.max(1) as u64;
     let mut written = 0u64;
     let mut i = range.start;
+    ctx.restart_clock();
     while i < range.end {
         let n = batch.min(range.end - i);
         written += n;
@@ -321,9 +357,8 @@ fn do_write(
         if n == 1 && !sync {
             next_key(i, &mut key);
             let v = values.next(cfg.value_size);
-            let s = Instant::now();
             engine.put(&key, v)?;
-            ctx.record(0, s, (key.len() + v.len()) as u64);
+            ctx.done(0, (key.len() + v.len()) as u64)?;
         } else {
             let mut ops = Vec::with_capacity(n as usize);
             for j in i..i + n {
@@ -345,8 +380,9 @@ fn do_write(
             // One latency sample per batch, but every put counts as an operation.
             let ns = s.elapsed().as_nanos() as u64;
             for _ in 0..n {
-                ctx.record_ns(0, ns / n, bytes / n);
+                ctx.record_ns(0, ns / n, bytes / n)?;
             }
+            ctx.restart_clock();
         }
         i += n;
     }
@@ -366,18 +402,20 @@ fn do_readseq(
         format_key((frac * cfg.num as f64) as u64, cfg.key_size, &mut start);
     }
     let want = (range.end - range.start) as usize;
-    let mut last = Instant::now();
-    engine.scan(&start, want, &mut |k, v| {
-        let now = Instant::now();
-        ctx.record_ns(
-            0,
-            now.duration_since(last).as_nanos() as u64,
-            (k.len() + v.len()) as u64,
-        );
-        last = now;
-        true
-    })?;
-    Ok(())
+    let mut stopped = None;
+    ctx.restart_clock();
+    engine.scan(
+        &start,
+        want,
+        &mut |k, v| match ctx.done(0, (k.len() + v.len()) as u64) {
+            Ok(()) => true,
+            Err(e) => {
+                stopped = Some(e);
+                false
+            }
+        },
+    )?;
+    stopped.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

@@ -3,10 +3,13 @@
 //! Every engine — SMRDB (SOC and LOC), RocksDB, LevelDB, and the in-memory reference — is
 //! reached through [`KvEngine`], so that a benchmark runs the same code path over all of them.
 
+use crate::durability::{Durability, SyncPolicy};
 use crate::error::{Error, Result};
+use crate::storage::StorageLabel;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use tegula_device::{Disk, DiskConfig};
+use std::sync::Arc;
+use tegula_device::{Disk, DiskConfig, HostBanded, HostBandedOptions};
 
 /// One operation of an atomic write batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,15 +20,19 @@ pub enum BatchOp {
     Delete(Vec<u8>),
 }
 
-/// Host-visible counters of the (emulated) device under an engine.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// Host-visible counters of the device under an engine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct DeviceCounters {
-    /// Modelled device time in nanoseconds (the device's virtual clock).
-    pub now_ns: u64,
+    /// Modelled device time in nanoseconds (the emulated drive's virtual clock); `None` on a
+    /// device without a model (a banded plain file).
+    pub now_ns: Option<u64>,
     /// Bytes the host read from the device.
     pub bytes_read: u64,
     /// Bytes the host wrote to the device.
     pub bytes_written: u64,
+    /// Bytes written to each zone so far (emulated drives; empty elsewhere): which zones a
+    /// benchmark wrote, for the media-rate check.
+    pub zone_bytes_written: Vec<u64>,
 }
 
 /// A key-value engine as the benchmarks see it. Implementations must be usable from several
@@ -37,6 +44,23 @@ pub trait KvEngine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
     /// Reads one key.
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Reads one key into `out` (replacing its contents, reusing its allocation where the
+    /// engine can); whether the key exists. The benchmarks' read loops use this.
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        match self.get(key)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => {
+                out.clear();
+                Ok(false)
+            }
+        }
+    }
+    /// Called in each benchmark thread before its first operation, for per-thread engine
+    /// settings (RocksDB's perf level is thread-local).
+    fn thread_started(&self) {}
     /// Deletes one key, without asking for durability.
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// Applies `ops` atomically; with `sync` the batch is durable when this returns.
@@ -57,11 +81,27 @@ pub trait KvEngine: Send + Sync {
     }
     /// The device's modelled time in nanoseconds, for engines on an emulated device.
     fn device_time_ns(&self) -> Option<u64> {
-        self.device_counters().map(|c| c.now_ns)
+        self.device_counters().and_then(|c| c.now_ns)
     }
-    /// Device counters, for engines on an emulated device.
+    /// Device counters, for engines on a device the harness can see (an emulated drive, a
+    /// banded file).
     fn device_counters(&self) -> Option<DeviceCounters> {
         None
+    }
+    /// The fastest rate, in bytes per second, at which the media can transfer data in any
+    /// zone written since `since` (the raw media rate at those LBAs, track switches ignored):
+    /// an upper bound on user bytes per device second once they are durable. `None` without
+    /// a drive model.
+    fn media_limit(&self, _since: &DeviceCounters) -> Option<f64> {
+        None
+    }
+    /// What the engine's data lives on.
+    fn storage(&self) -> StorageLabel {
+        StorageLabel::Memory
+    }
+    /// What a crash loses of the writes this engine acknowledges under `sync`.
+    fn durability(&self, sync: SyncPolicy) -> Durability {
+        Durability::of(EngineKind::Memory, self.storage(), sync, false, None)
     }
     /// Write amplification since the database was opened, if the engine can tell.
     fn write_amp(&self) -> Option<f64> {
@@ -153,6 +193,16 @@ pub enum Target {
     Emulated(DiskConfig),
     /// A disk image file (SMRDB); created with the given configuration if it does not exist.
     Image(PathBuf, Option<DiskConfig>),
+    /// A plain file banded like host-managed SMR (SMRDB): zones of `zone_size` bytes, the
+    /// file created (sparse) or grown to `capacity` bytes.
+    Banded {
+        /// The file; its write pointers go to `PATH.zones`.
+        path: PathBuf,
+        /// Zone (band) size in bytes.
+        zone_size: u64,
+        /// Size of the file.
+        capacity: u64,
+    },
     /// A directory on the host file system (RocksDB, LevelDB); `None` means a temporary one.
     Dir(Option<PathBuf>),
     /// Nothing: the in-memory reference engine.
@@ -216,6 +266,26 @@ pub fn parse_engine_option(s: &str) -> std::result::Result<(String, serde_json::
     Ok((k.trim().to_string(), v))
 }
 
+impl Target {
+    /// What data on this target lives on.
+    pub fn storage(&self) -> StorageLabel {
+        match self {
+            Target::Emulated(_) | Target::Memory => StorageLabel::Memory,
+            Target::Image(..) => StorageLabel::Image,
+            Target::Banded { .. } => StorageLabel::Banded,
+            Target::Dir(_) => StorageLabel::Dir,
+        }
+    }
+
+    /// The file or directory the target writes, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Target::Image(p, _) | Target::Banded { path: p, .. } | Target::Dir(Some(p)) => Some(p),
+            _ => None,
+        }
+    }
+}
+
 /// Opens engines of one kind on one target, fresh or reusing what is there; the benchmarks
 /// reopen through it when a benchmark wants an empty database (db_bench's `fresh_db`).
 #[derive(Debug)]
@@ -225,6 +295,10 @@ pub struct EngineFactory {
     opts: EngineOptions,
     /// Temporary directory owned by this factory (removed on drop).
     tmp: Option<tempfile::TempDir>,
+    /// The run's directory, kept alive as long as the factory (see [`crate::storage::RunDir`]).
+    run_dir: Option<Arc<crate::storage::RunDir>>,
+    /// This process runs no other engine, so its peak RSS is this engine's.
+    alone: bool,
 }
 
 impl EngineFactory {
@@ -234,7 +308,7 @@ impl EngineFactory {
             (EngineKind::Memory, _) => {}
             (
                 EngineKind::Tegula | EngineKind::TegulaLoc,
-                Target::Emulated(_) | Target::Image(..),
+                Target::Emulated(_) | Target::Image(..) | Target::Banded { .. },
             ) => {}
             (EngineKind::Rocksdb | EngineKind::Leveldb, Target::Dir(_)) => {}
             (k, t) => {
@@ -277,7 +351,26 @@ impl EngineFactory {
             target,
             opts,
             tmp,
+            run_dir: None,
+            alone: false,
         })
+    }
+
+    /// Says that this process runs no other engine: results then carry the process's peak
+    /// RSS as this engine's ([`crate::BenchResult::peak_rss_bytes`]).
+    pub fn mark_alone_in_process(&mut self) {
+        self.alone = true;
+    }
+
+    /// Whether this process runs no other engine.
+    pub fn alone_in_process(&self) -> bool {
+        self.alone
+    }
+
+    /// Keeps the run's directory alive while this factory lives.
+    pub fn in_run_dir(mut self, dir: Arc<crate::storage::RunDir>) -> Self {
+        self.run_dir = Some(dir);
+        self
     }
 
     /// The engine kind.
@@ -349,14 +442,54 @@ impl EngineFactory {
         }
     }
 
+    /// Opens (or creates) the banded plain file of the target; with `fresh`, the file and its
+    /// write pointers are removed first.
+    pub fn open_banded(&self, fresh: bool) -> Result<HostBanded> {
+        let Target::Banded {
+            path,
+            zone_size,
+            capacity,
+        } = &self.target
+        else {
+            return Err(Error::invalid(format!(
+                "target {:?} is not a banded file",
+                self.target
+            )));
+        };
+        let mut sidecar = path.as_os_str().to_owned();
+        sidecar.push(".zones");
+        if fresh {
+            for p in [path.as_path(), Path::new(&sidecar)] {
+                match std::fs::remove_file(p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(Error::io(
+                            format!("removing {} to start fresh", p.display()),
+                            e,
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let opts = HostBandedOptions {
+            zone_size: *zone_size,
+            capacity: Some(*capacity),
+            ..HostBandedOptions::default()
+        };
+        HostBanded::open(path, opts)
+            .map_err(|e| Error::device(format!("opening {} as a banded file", path.display()), e))
+    }
+
     #[cfg(feature = "smrdb")]
     fn open_smrdb(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
-        let disk = self.open_disk(fresh)?;
-        let engine = crate::engines::smrdb::SmrdbEngine::open(
-            disk,
-            self.kind == EngineKind::TegulaLoc,
-            &self.opts,
-        )?;
+        use crate::engines::smrdb::SmrdbEngine;
+        let loc = self.kind == EngineKind::TegulaLoc;
+        let engine = match &self.target {
+            Target::Banded { .. } => {
+                SmrdbEngine::open_banded(self.open_banded(fresh)?, loc, &self.opts)?
+            }
+            t => SmrdbEngine::open(self.open_disk(fresh)?, t.storage(), loc, &self.opts)?,
+        };
         Ok(Box::new(engine))
     }
 

@@ -69,6 +69,10 @@ pub enum Error {
         /// The plotting library's message.
         message: String,
     },
+    /// The run was asked to stop (SIGINT, SIGTERM) before the benchmark finished; the
+    /// results of the benchmarks that finished were reported already.
+    #[error("interrupted")]
+    Interrupted,
     /// A fault of the harness itself (a benchmark thread panicked); a bug to report.
     #[error("{0}")]
     Internal(String),
@@ -118,6 +122,15 @@ impl Error {
         Error::Tool {
             tool: tool.into(),
             message: message.into(),
+        }
+    }
+
+    /// Whether this is (or wraps) [`Error::Interrupted`].
+    pub fn is_interrupted(&self) -> bool {
+        match self {
+            Error::Interrupted => true,
+            Error::InEngine { source, .. } => source.is_interrupted(),
+            _ => false,
         }
     }
 

@@ -3,25 +3,39 @@
 
 use rand::{Rng, SeedableRng};
 
+/// Two-digit decimal strings `00` to `99`, back to back.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
 /// Writes key number `k` into `buf` as zero-padded decimal, `key_size` bytes wide (wider when
-/// the number has more digits than `key_size`, as `snprintf` would).
+/// the number has more digits than `key_size`, as `snprintf` would). Two digits per division,
+/// no per-byte push: this runs once per operation of every benchmark.
+#[inline]
 pub fn format_key(k: u64, key_size: usize, buf: &mut Vec<u8>) {
-    buf.clear();
-    let mut digits = [0u8; 20];
-    let mut n = 0;
+    let mut digits = [b'0'; 20];
+    let mut i = digits.len();
     let mut v = k;
-    loop {
-        digits[n] = b'0' + (v % 10) as u8;
-        n += 1;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
     }
-    for _ in n..key_size {
-        buf.push(b'0');
+    if v >= 10 {
+        let r = v as usize * 2;
+        i -= 2;
+        digits[i..i + 2].copy_from_slice(&PAIRS[r..r + 2]);
+    } else {
+        i -= 1;
+        digits[i] = b'0' + v as u8;
     }
-    buf.extend(digits[..n].iter().rev());
+    let n = digits.len() - i;
+    buf.clear();
+    buf.resize(key_size.saturating_sub(n), b'0');
+    buf.extend_from_slice(&digits[i..]);
 }
 
 /// The key for number `k` as a new vector.
@@ -74,6 +88,20 @@ mod tests {
         assert_eq!(key(u64::MAX, 20), u64::MAX.to_string().into_bytes());
         // Numeric order is key order at a fixed width.
         assert!(key(999, 16) < key(1000, 16));
+        for k in [
+            0u64,
+            7,
+            10,
+            99,
+            100,
+            101,
+            999_999,
+            1_000_000_007,
+            12_345_678_901_234_567,
+        ] {
+            assert_eq!(key(k, 0), k.to_string().into_bytes(), "{k}");
+            assert_eq!(key(k, 24), format!("{k:024}").into_bytes(), "{k}");
+        }
     }
 
     #[test]

@@ -13,11 +13,14 @@
 
 pub mod dbbench;
 pub mod drive;
+pub mod durability;
 pub mod engine;
 pub mod engines;
 pub mod error;
 pub mod generators;
 pub mod keys;
+pub mod latency;
+pub mod media;
 pub mod observer;
 pub mod paper;
 pub mod plot;
@@ -25,9 +28,11 @@ pub mod report;
 pub mod runner;
 pub mod setup;
 pub mod side_by_side;
+pub mod storage;
 pub mod ycsb;
 
 pub use dbbench::DbBenchConfig;
+pub use durability::{Durability, Loss, SyncPolicy};
 pub use engine::{
     BatchOp, DeviceCounters, EngineFactory, EngineKind, EngineOptions, KvEngine, Target,
 };
@@ -36,4 +41,5 @@ pub use observer::{Observer, Quiet};
 pub use report::BenchResult;
 pub use setup::EngineSetup;
 pub use side_by_side::Lineup;
+pub use storage::{RunDir, Storage, StorageLabel};
 pub use ycsb::YcsbConfig;

@@ -29,6 +29,12 @@ pub trait Observer: Send + Sync {
     fn job_finished(&self) {}
     /// A line for a person: a skipped drive, an external tool's result line.
     fn note(&self, _message: &str) {}
+    /// Whether the run should stop (a user pressed Ctrl-C): polled before each benchmark
+    /// and, while one runs, every [`crate::runner::SAMPLE_INTERVAL`]; a benchmark that is
+    /// stopped ends with [`crate::Error::Interrupted`] and reports no result.
+    fn should_stop(&self) -> bool {
+        false
+    }
 }
 
 /// An observer that ignores everything.

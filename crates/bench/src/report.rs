@@ -1,14 +1,17 @@
 //! Results: one [`BenchResult`] per benchmark run, printed as a fixed db_bench-like line and
 //! written as JSON; and the side-by-side ratio table of a multi-engine run.
 
+use crate::durability::Durability;
 use crate::error::{Error, Result};
+use crate::media::MediaCheck;
+use crate::storage::StorageLabel;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// The JSON keys every result object carries (null where a key does not apply).
-pub const REQUIRED_KEYS: [&str; 13] = [
+pub const REQUIRED_KEYS: [&str; 16] = [
     "engine",
     "benchmark",
     "ops",
@@ -22,6 +25,9 @@ pub const REQUIRED_KEYS: [&str; 13] = [
     "device_bytes_read",
     "device_bytes_written",
     "write_amp",
+    "storage",
+    "durability",
+    "peak_rss_bytes",
 ];
 
 /// Latency summary of one operation kind.
@@ -112,6 +118,22 @@ pub struct BenchResult {
     pub compaction_bytes: Option<u64>,
     /// The engine's own statistics after the benchmark, if it reports any.
     pub engine_stats: Option<serde_json::Value>,
+    /// What the engine's data lived on: `memory`, `image`, `banded` or `dir`.
+    pub storage: Option<StorageLabel>,
+    /// What a crash would lose of the writes the engine acknowledged, as the run was set up.
+    pub durability: Option<Durability>,
+    /// Write benchmarks with device figures: whether `device_seconds` ends once the
+    /// benchmark's writes are durable (every write synced, or `--flush` timing the final
+    /// flush in). False: part of them was still in memory or in the drive's volatile cache
+    /// at the end, so the device rate is not comparable with the media's. `None` for reads.
+    pub device_time_durable: Option<bool>,
+    /// User bytes per device second against the media rate where they were written; only
+    /// for durable write benchmarks on an emulated drive ([`crate::media`]).
+    pub media_check: Option<MediaCheck>,
+    /// Peak resident memory (the kernel's VmHWM) of the process that ran this engine, up to
+    /// the end of this benchmark, in bytes; `None` unless that process ran this engine alone
+    /// (`tegula bench` runs each engine of a multi-engine run in a process of its own).
+    pub peak_rss_bytes: Option<u64>,
     /// Throughput samples over the run (used for plots; not written to JSON).
     #[serde(skip)]
     pub timeline: Vec<Sample>,
@@ -136,10 +158,14 @@ impl BenchResult {
         if let Some(f) = self.found {
             let _ = write!(s, " ({f} of {} found)", self.ops);
         }
+        let tag = match self.storage {
+            Some(st) => format!("{} on {}", self.engine, st.name()),
+            None => self.engine.clone(),
+        };
         let _ = write!(
             s,
-            "\n{:<12}   [{}] latency us: p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1}",
-            "", self.engine, self.p50_us, self.p99_us, self.p999_us, self.max_us
+            "\n{:<12}   [{tag}] latency us: p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1}",
+            "", self.p50_us, self.p99_us, self.p999_us, self.max_us
         );
         for (k, l) in &self.latency_by_op {
             if self.latency_by_op.len() > 1 {
@@ -158,6 +184,9 @@ impl BenchResult {
                 c,
                 c * 1e6 / self.ops.max(1) as f64
             );
+            if let Some(m) = self.peak_rss_bytes {
+                let _ = write!(s, ", peak RSS {}", size(m));
+            }
         }
         if let Some(d) = self.device_seconds {
             let _ = write!(
@@ -169,6 +198,40 @@ impl BenchResult {
                 size(self.device_bytes_read.unwrap_or(0)),
                 size(self.device_bytes_written.unwrap_or(0)),
             );
+            match self.device_time_durable {
+                Some(false) => s.push_str(
+                    " (writes not all durable at the end: the final flush is not counted; \
+                     --flush counts it)",
+                ),
+                Some(true) => match &self.media_check {
+                    Some(m) if m.ok && m.limit_mb_per_sec > 0.0 => {
+                        let _ = write!(
+                            s,
+                            " (writes durable at the end); user data {:.1} MB per device second, \
+                             {:.1}% of the media rate where it went ({:.1} MB/s)",
+                            m.user_mb_per_device_sec,
+                            100.0 * m.user_mb_per_device_sec / m.limit_mb_per_sec,
+                            m.limit_mb_per_sec
+                        );
+                    }
+                    _ => s.push_str(" (writes durable at the end)"),
+                },
+                None => {}
+            }
+        } else if let (Some(r), Some(w)) = (self.device_bytes_read, self.device_bytes_written) {
+            let _ = write!(
+                s,
+                "\n{:<12}   device: no model (real file I/O), read {}, written {}",
+                "",
+                size(r),
+                size(w)
+            );
+        }
+        if let Some(v) = self.media_check.as_ref().and_then(MediaCheck::violation) {
+            let _ = write!(s, "\n{:<12}   {v}", "");
+        }
+        if let Some(d) = &self.durability {
+            let _ = write!(s, "\n{:<12}   durability: {}", "", d.short());
         }
         if self.write_amp.is_some() || self.compaction_bytes.is_some() {
             let _ = write!(s, "\n{:<12}  ", "");
@@ -227,7 +290,69 @@ pub fn compare_table(results: &[BenchResult]) -> String {
             r.cpu_seconds.map(|c| c * 1e6 / r.ops.max(1) as f64)
         }));
     }
+    if results.iter().any(|r| r.peak_rss_bytes.is_some()) {
+        s.push('\n');
+        s.push_str(&table(results, "peak RSS MiB", 1, |r| {
+            r.peak_rss_bytes.map(|b| b as f64 / 1_048_576.0)
+        }));
+    }
     s
+}
+
+/// Whether the engines of a run were equally durable, benchmark by benchmark, and what each
+/// one's crashes lose where they were not; `None` when the results say nothing about it.
+pub fn durability_summary(results: &[BenchResult]) -> Option<String> {
+    let mut benches: Vec<&str> = Vec::new();
+    for r in results {
+        if r.durability.is_some() && !benches.contains(&r.benchmark.as_str()) {
+            benches.push(&r.benchmark);
+        }
+    }
+    if benches.is_empty() {
+        return None;
+    }
+    let mut unequal = Vec::new();
+    let mut seen: Vec<(&str, &Durability)> = Vec::new();
+    for b in &benches {
+        let ds: Vec<(&str, &Durability)> = results
+            .iter()
+            .filter(|r| r.benchmark == *b)
+            .filter_map(|r| r.durability.as_ref().map(|d| (r.engine.as_str(), d)))
+            .collect();
+        if ds.windows(2).any(|w| !w[0].1.same_as(w[1].1)) {
+            unequal.push(*b);
+            for (e, d) in ds {
+                if !seen.iter().any(|(e2, d2)| *e2 == e && d2.same_as(d)) {
+                    seen.push((e, d));
+                }
+            }
+        }
+    }
+    let engines = results
+        .iter()
+        .map(|r| r.engine.as_str())
+        .fold(Vec::new(), |mut v, e| {
+            if !v.contains(&e) {
+                v.push(e);
+            }
+            v
+        });
+    if unequal.is_empty() {
+        return Some(if engines.len() > 1 {
+            "durability: the same for every engine in every benchmark".to_string()
+        } else {
+            String::new()
+        });
+    }
+    let mut s = format!(
+        "durability NOT the same for every engine in: {} (a faster engine may just promise \
+         less; `--sync` compares them at equal durability)\n",
+        unequal.join(", ")
+    );
+    for (e, d) in seen {
+        let _ = writeln!(s, "  {e}: {}", d.line());
+    }
+    Some(s.trim_end().to_string())
 }
 
 fn table(
@@ -322,6 +447,11 @@ pub(crate) fn sample_result(engine: &str, bench: &str, ops_per_sec: f64) -> Benc
         latency_by_op: BTreeMap::new(),
         compaction_bytes: None,
         engine_stats: None,
+        storage: None,
+        durability: None,
+        device_time_durable: None,
+        media_check: None,
+        peak_rss_bytes: None,
         timeline: Vec::new(),
     }
 }
@@ -366,6 +496,49 @@ mod tests {
             "{l}"
         );
         assert!(l.contains("MB/s"));
+    }
+
+    #[test]
+    fn unequal_durability_is_named_and_equal_durability_said() {
+        use crate::durability::{Durability, SyncPolicy};
+        use crate::engine::EngineKind;
+        let with = |e: &str, k, st, sync| BenchResult {
+            durability: Some(Durability::of(k, st, sync, false, Some(32 << 20))),
+            ..sample_result(e, "fillseq", 1.0)
+        };
+        let t = with(
+            "tegula",
+            EngineKind::Tegula,
+            StorageLabel::Image,
+            SyncPolicy::Never,
+        );
+        let r = with(
+            "rocksdb",
+            EngineKind::Rocksdb,
+            StorageLabel::Dir,
+            SyncPolicy::Never,
+        );
+        let s = durability_summary(&[t, r]).expect("summary");
+        assert!(s.contains("NOT the same") && s.contains("fillseq"), "{s}");
+        assert!(
+            s.contains("tegula: process crash") && s.contains("rocksdb:"),
+            "{s}"
+        );
+        let t = with(
+            "tegula",
+            EngineKind::Tegula,
+            StorageLabel::Image,
+            SyncPolicy::Every,
+        );
+        let r = with(
+            "rocksdb",
+            EngineKind::Rocksdb,
+            StorageLabel::Dir,
+            SyncPolicy::Every,
+        );
+        let s = durability_summary(&[t, r]).expect("summary");
+        assert!(s.contains("the same for every engine"), "{s}");
+        assert!(durability_summary(&[sample_result("a", "x", 1.0)]).is_none());
     }
 
     #[test]

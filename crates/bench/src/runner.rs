@@ -4,11 +4,12 @@
 
 use crate::engine::KvEngine;
 use crate::error::{Error, Result};
+use crate::latency::LatencyHist;
 use crate::observer::Observer;
 use crate::report::{BenchResult, OpLatency, Sample};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -18,57 +19,89 @@ pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
 /// Phases of fewer operations are over too soon for a progress bar to help.
 pub const PROGRESS_MIN_OPS: u64 = 50_000;
 
-fn new_hist() -> Result<Histogram<u64>> {
-    // 1 ns .. 1 hour at 3 significant digits.
-    Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-        .map_err(|e| Error::Internal(format!("creating a latency histogram: {e}")))
-}
-
 /// Per-thread measurement state handed to a benchmark body.
+///
+/// Latency is measured as db_bench's `--histogram` measures it: one clock read per operation,
+/// the time since the thread's previous operation completed (or since it started) — the
+/// operation plus the harness's own per-operation work between two operations (formatting a
+/// key, a random draw: tens of nanoseconds). [`ThreadCtx::record`] times from an explicit start
+/// instead, for operations that are not back to back.
 pub struct ThreadCtx<'a> {
-    all: Histogram<u64>,
-    kinds: Vec<Histogram<u64>>,
+    all: LatencyHist,
+    kinds: Vec<LatencyHist>,
     ops: u64,
     bytes: u64,
     found: u64,
     unreported: u64,
+    last: Instant,
+    stopped: bool,
     shared_ops: &'a AtomicU64,
+    stop: &'a AtomicBool,
 }
 
+/// Operations a thread does between two updates of the shared progress counter (and two
+/// looks at the stop flag).
+const REPORT_EVERY: u64 = 64;
+
 impl ThreadCtx<'_> {
-    /// Records one completed operation of kind `kind` (an index into the phase's kind names)
-    /// that started at `start` and moved `bytes` of keys and values.
+    /// Records one operation of kind `kind` (an index into the phase's kind names) that
+    /// completed now, having moved `bytes` of keys and values; its latency is the time since
+    /// the thread's previous operation (see [`ThreadCtx`]). Fails with
+    /// [`Error::Interrupted`] once the run was asked to stop (seen every 64 operations).
     #[inline]
-    pub fn record(&mut self, kind: usize, start: Instant, bytes: u64) {
-        let ns = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
-        self.record_ns(kind, ns, bytes);
+    pub fn done(&mut self, kind: usize, bytes: u64) -> Result<()> {
+        let now = Instant::now();
+        let ns = now.saturating_duration_since(self.last).as_nanos();
+        self.last = now;
+        self.record_ns(kind, ns.min(u64::MAX as u128) as u64, bytes)
     }
 
-    /// Records one operation that took `ns` nanoseconds.
+    /// Records one completed operation of kind `kind` that started at `start`; like
+    /// [`ThreadCtx::done`].
     #[inline]
-    pub fn record_ns(&mut self, kind: usize, ns: u64, bytes: u64) {
-        let ns = ns.max(1);
-        self.all.saturating_record(ns);
+    pub fn record(&mut self, kind: usize, start: Instant, bytes: u64) -> Result<()> {
+        let now = Instant::now();
+        let ns = now.saturating_duration_since(start).as_nanos();
+        self.last = now;
+        self.record_ns(kind, ns.min(u64::MAX as u128) as u64, bytes)
+    }
+
+    /// Records one operation that took `ns` nanoseconds; like [`ThreadCtx::done`].
+    #[inline]
+    pub fn record_ns(&mut self, kind: usize, ns: u64, bytes: u64) -> Result<()> {
+        self.all.record(ns);
         if let Some(h) = self.kinds.get_mut(kind) {
-            h.saturating_record(ns);
+            h.record(ns);
         }
         self.ops += 1;
         self.bytes += bytes;
         self.unreported += 1;
-        if self.unreported >= 64 {
+        if self.unreported >= REPORT_EVERY {
             self.shared_ops
                 .fetch_add(self.unreported, Ordering::Relaxed);
             self.unreported = 0;
+            if self.stop.load(Ordering::Relaxed) {
+                self.stopped = true;
+            }
         }
+        if self.stopped {
+            return Err(Error::Interrupted);
+        }
+        Ok(())
     }
 
     /// Records a latency for kind `kind` only, without counting an operation (YCSB records
     /// the parts of a read-modify-write as well as the whole).
     pub fn record_part(&mut self, kind: usize, start: Instant) {
-        let ns = (start.elapsed().as_nanos().min(u64::MAX as u128) as u64).max(1);
+        let ns = start.elapsed().as_nanos().min(u64::MAX as u128) as u64;
         if let Some(h) = self.kinds.get_mut(kind) {
-            h.saturating_record(ns);
+            h.record(ns);
         }
+    }
+
+    /// Starts the next operation's latency now (after untimed work between operations).
+    pub fn restart_clock(&mut self) {
+        self.last = Instant::now();
     }
 
     /// Counts a lookup that found its key.
@@ -124,17 +157,27 @@ pub fn process_cpu_seconds() -> Option<f64> {
     Some((utime + stime) as f64 / 100.0)
 }
 
+/// The peak resident set size of this process so far, in bytes: the kernel's high-water mark
+/// (`VmHWM` in `/proc/self/status`, the same figure as `getrusage`'s `ru_maxrss`).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Runs `body(thread_index, ctx)` on `phase.threads` threads and measures it.
 pub fn run_phase<F>(phase: &Phase<'_>, body: F) -> Result<BenchResult>
 where
     F: Fn(usize, &mut ThreadCtx<'_>) -> Result<()> + Sync,
 {
     let engine = phase.engine;
+    let obs = phase.observer;
     let threads = phase.threads.max(1);
     let shared_ops = AtomicU64::new(0);
+    let stop = AtomicBool::new(obs.should_stop());
     let dev_before = engine.device_counters();
-    let dev0 = dev_before.map(|c| c.now_ns);
-    let obs = phase.observer;
+    let dev0 = dev_before.as_ref().and_then(|c| c.now_ns);
     obs.phase_started(engine.name(), &phase.name, phase.expected_ops);
 
     let cpu0 = process_cpu_seconds();
@@ -142,6 +185,7 @@ where
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let body = &body;
     let shared = &shared_ops;
+    let stop_flag = &stop;
     let kinds_len = phase.kinds.len();
     let (results, timeline) = std::thread::scope(|s| {
         let monitor = s.spawn(move || {
@@ -155,22 +199,27 @@ where
                 let ops = shared.load(Ordering::Relaxed);
                 tl.push(sample(engine, t0, ops, dev0));
                 obs.phase_progress(ops);
+                if obs.should_stop() {
+                    stop_flag.store(true, Ordering::Relaxed);
+                }
             }
             tl
         });
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 s.spawn(move || -> Result<ThreadCtx<'_>> {
+                    engine.thread_started();
                     let mut ctx = ThreadCtx {
-                        all: new_hist()?,
-                        kinds: (0..kinds_len)
-                            .map(|_| new_hist())
-                            .collect::<Result<Vec<_>>>()?,
+                        all: LatencyHist::default(),
+                        kinds: vec![LatencyHist::default(); kinds_len],
                         ops: 0,
                         bytes: 0,
                         found: 0,
                         unreported: 0,
+                        last: Instant::now(),
+                        stopped: false,
                         shared_ops: shared,
+                        stop: stop_flag,
                     };
                     body(t, &mut ctx)?;
                     shared.fetch_add(ctx.unreported, Ordering::Relaxed);
@@ -193,21 +242,24 @@ where
     let wall = t0.elapsed().as_secs_f64();
     obs.phase_finished();
 
-    let mut all = new_hist()?;
-    let mut kinds: Vec<Histogram<u64>> = (0..kinds_len)
-        .map(|_| new_hist())
-        .collect::<Result<Vec<_>>>()?;
+    let mut all = LatencyHist::default();
+    let mut kinds = vec![LatencyHist::default(); kinds_len];
     let (mut ops, mut bytes, mut found) = (0u64, 0u64, 0u64);
     for r in results {
-        let ctx = r?;
-        let merge = |e| Error::Internal(format!("merging histograms: {e}"));
-        all.add(&ctx.all).map_err(merge)?;
+        let ctx = match r {
+            Err(Error::Interrupted) => return Err(Error::Interrupted),
+            r => r?,
+        };
+        all.add(&ctx.all);
         for (k, h) in kinds.iter_mut().zip(ctx.kinds.iter()) {
-            k.add(h).map_err(merge)?;
+            k.add(h);
         }
         ops += ctx.ops;
         bytes += ctx.bytes;
         found += ctx.found;
+    }
+    if stop.load(Ordering::Relaxed) {
+        return Err(Error::Interrupted);
     }
     let mut timeline = timeline;
     timeline.push(sample(engine, t0, ops, dev0));
@@ -223,22 +275,26 @@ where
     let mut latency_by_op = BTreeMap::new();
     for (name, h) in phase.kinds.iter().zip(kinds.iter()) {
         if !h.is_empty() {
+            let hdr = h.to_hdr()?;
             latency_by_op.insert(
                 (*name).to_string(),
                 OpLatency {
                     count: h.len(),
-                    mean_us: h.mean() / 1000.0,
-                    p50_us: us(h, 0.5),
-                    p99_us: us(h, 0.99),
-                    p999_us: us(h, 0.999),
-                    max_us: h.max() as f64 / 1000.0,
+                    mean_us: h.mean_ns() / 1000.0,
+                    p50_us: us(&hdr, 0.5),
+                    p99_us: us(&hdr, 0.99),
+                    p999_us: us(&hdr, 0.999),
+                    max_us: h.max_ns() as f64 / 1000.0,
                 },
             );
         }
     }
-    let device = match (dev_before, dev_after) {
+    let all_hdr = all.to_hdr()?;
+    let device = match (&dev_before, &dev_after) {
         (Some(a), Some(b)) => Some((
-            b.now_ns.saturating_sub(a.now_ns) as f64 / 1e9,
+            a.now_ns
+                .zip(b.now_ns)
+                .map(|(a, b)| b.saturating_sub(a) as f64 / 1e9),
             b.bytes_read.saturating_sub(a.bytes_read),
             b.bytes_written.saturating_sub(a.bytes_written),
         )),
@@ -251,11 +307,13 @@ where
         ops,
         ops_per_sec: ops as f64 / wall_pos,
         mb_per_sec: bytes as f64 / 1_048_576.0 / wall_pos,
-        p50_us: us(&all, 0.5),
-        p99_us: us(&all, 0.99),
-        p999_us: us(&all, 0.999),
-        device_seconds: device.map(|d| d.0),
-        device_ops_per_sec: device.and_then(|d| (d.0 > 0.0).then(|| ops as f64 / d.0)),
+        p50_us: us(&all_hdr, 0.5),
+        p99_us: us(&all_hdr, 0.99),
+        p999_us: us(&all_hdr, 0.999),
+        device_seconds: device.and_then(|d| d.0),
+        device_ops_per_sec: device
+            .and_then(|d| d.0)
+            .and_then(|d| (d > 0.0).then(|| ops as f64 / d)),
         device_bytes_read: device.map(|d| d.1),
         device_bytes_written: device.map(|d| d.2),
         write_amp: engine.write_amp(),
@@ -270,15 +328,16 @@ where
         value_size: phase.value_size,
         bytes,
         found: phase.counts_found.then_some(found),
-        mean_us: if all.is_empty() {
-            0.0
-        } else {
-            all.mean() / 1000.0
-        },
-        max_us: all.max() as f64 / 1000.0,
+        mean_us: all.mean_ns() / 1000.0,
+        max_us: all.max_ns() as f64 / 1000.0,
         latency_by_op,
         compaction_bytes: engine.compaction_bytes(),
         engine_stats: None,
+        storage: Some(engine.storage()),
+        durability: None,
+        device_time_durable: None,
+        media_check: None,
+        peak_rss_bytes: None,
         timeline,
     })
 }
@@ -307,7 +366,7 @@ mod tests {
             for i in 0..100u64 {
                 let s = Instant::now();
                 e.put(&[t as u8, i as u8], b"12345678")?;
-                ctx.record(0, s, 10);
+                ctx.record(0, s, 10)?;
                 ctx.found();
             }
             Ok(())
@@ -321,6 +380,20 @@ mod tests {
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);
         assert_eq!(r.timeline.last().map(|s| s.ops), Some(300));
         assert!(r.device_seconds.is_none());
+    }
+
+    #[test]
+    fn peak_rss_covers_memory_touched_and_never_falls() {
+        let before = peak_rss_bytes().expect("/proc/self/status");
+        let v = vec![1u8; 64 << 20];
+        std::hint::black_box(&v);
+        let during = peak_rss_bytes().expect("/proc/self/status");
+        drop(v);
+        let after = peak_rss_bytes().expect("/proc/self/status");
+        assert!(during >= before + (60 << 20), "{before} -> {during}");
+        // The kernel counts RSS in per-CPU batches: its high-water mark is exact to a few
+        // hundred KiB, not to the page.
+        assert!(after + (1 << 20) >= during, "{before} {during} -> {after}");
     }
 
     #[test]

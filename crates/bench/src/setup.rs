@@ -1,10 +1,13 @@
-//! [`EngineSetup`]: which engines a `db` or `ycsb` run compares and where each keeps its data;
-//! it turns into one [`EngineFactory`] per engine.
+//! [`EngineSetup`]: which engines a `db` or `ycsb` run compares and where each keeps its data
+//! (by default all of them in files of one directory, [`crate::storage`]); it turns into one
+//! [`EngineFactory`] per engine.
 
 use crate::drive::zoned_for_smrdb;
 use crate::engine::{EngineFactory, EngineKind, EngineOptions, Target};
 use crate::error::{Error, Result};
+use crate::storage::{RunDir, Storage};
 use std::path::PathBuf;
+use std::sync::Arc;
 use tegula_device::{profile, Disk, DiskConfig, DriveKind};
 
 /// Engines, targets and the settings every engine shares (the same memory budget for all).
@@ -13,16 +16,22 @@ use tegula_device::{profile, Disk, DiskConfig, DriveKind};
 pub struct EngineSetup {
     /// Engines, run one after the other in this order (default: `tegula`).
     pub engines: Vec<EngineKind>,
-    /// Disk image of the tegula engines, created from `profile` and `capacity` if missing,
-    /// recreated when a benchmark wants a fresh database (default: none, an in-memory drive).
+    /// Where the tegula engines keep their data (default [`Storage::Image`]: an emulated
+    /// drive on a disk image beside the other engines' databases).
+    pub storage: Storage,
+    /// The tegula engines' file: a disk image, created from `profile` and `capacity` if
+    /// missing (recreated when a benchmark wants a fresh database), or with
+    /// [`Storage::Banded`] a plain file (default: none, `<db>/<engine>.img` or `.banded`).
     pub disk: Option<PathBuf>,
     /// Drive profile of a new emulated drive (default `hm-smr`). A conventional profile is
     /// banded for SMRDB ([`crate::drive::zoned_for_smrdb`]).
     pub profile: String,
-    /// Capacity of a new emulated drive in bytes (default 16 GiB).
+    /// Capacity of a new emulated drive or banded file in bytes (default 16 GiB; files are
+    /// sparse).
     pub capacity: u64,
-    /// Database directory of RocksDB and LevelDB (default: none, a temporary one); with both
-    /// engines, each gets a subdirectory named after it.
+    /// The run's directory: RocksDB's and LevelDB's databases and the tegula engines' image or
+    /// banded file (default: none, one temporary directory for the run; see
+    /// [`crate::storage`] for the layout).
     pub db: Option<PathBuf>,
     /// Write buffer (memtable) of RocksDB and LevelDB in bytes (default `None`: the band
     /// (zone) size of the drive the tegula engines use, so all engines buffer alike).
@@ -45,6 +54,7 @@ impl Default for EngineSetup {
         let o = EngineOptions::default();
         EngineSetup {
             engines: vec![EngineKind::Tegula],
+            storage: Storage::default(),
             disk: None,
             profile: "hm-smr".into(),
             capacity: 16 << 30,
@@ -71,10 +81,17 @@ impl EngineSetup {
         Ok(cfg)
     }
 
-    /// The band size the tegula engines would use: the zone size of the `disk` image if it
-    /// exists, else of the new drive's configuration.
+    /// The band size the tegula engines would use: the banded file's zone size, the zone size
+    /// of the `disk` image if it exists, else of the new drive's configuration.
     pub fn band_size(&self) -> Result<u64> {
-        if let Some(p) = self.disk.as_ref().filter(|p| p.exists()) {
+        if let Storage::Banded(z) = self.storage {
+            return Ok(z);
+        }
+        if let Some(p) = self
+            .disk
+            .as_ref()
+            .filter(|p| p.exists() && self.storage == Storage::Image)
+        {
             let d = Disk::open_image(p, Default::default())
                 .map_err(|e| Error::device(format!("opening disk image {}", p.display()), e))?;
             let cfg = d.config();
@@ -111,49 +128,98 @@ impl EngineSetup {
         })
     }
 
-    /// The factories of every engine, in order.
-    pub fn factories(&self) -> Result<Vec<EngineFactory>> {
+    /// Checks the storage settings against each other.
+    fn check_storage(&self) -> Result<()> {
         if self.engines.is_empty() {
             return Err(Error::invalid("no engine given"));
         }
-        let dir_engines = self
-            .engines
-            .iter()
-            .filter(|k| matches!(k, EngineKind::Rocksdb | EngineKind::Leveldb))
-            .count();
-        if self.engines.iter().filter(|k| k.on_device()).count() > 1 && self.disk.is_some() {
+        let on_device = self.engines.iter().filter(|k| k.on_device()).count();
+        if on_device > 1 && self.disk.is_some() {
             return Err(Error::invalid(
                 "tegula and tegula-loc cannot share one --disk image; run them one at a time",
             ));
         }
+        match self.storage {
+            Storage::Memory if self.disk.is_some() => Err(Error::invalid(
+                "--disk names a file for the tegula engines, --in-memory keeps their drive in \
+                 memory: give one of them",
+            )),
+            Storage::Banded(z) if z == 0 || z % 4096 != 0 => Err(Error::invalid(format!(
+                "--banded {z}: the zone size must be a positive multiple of 4096 bytes"
+            ))),
+            Storage::Banded(z) if self.capacity / z < 8 => Err(Error::invalid(format!(
+                "--capacity {} holds fewer than 8 zones of {z} bytes (SMRDB needs a \
+                 conventional zone and several bands)",
+                self.capacity
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The target of engine `kind` in run directory `dir` (none for in-memory targets).
+    fn target(&self, kind: EngineKind, dir: Option<&RunDir>) -> Result<Target> {
+        let place = || {
+            dir.and_then(|d| d.place(kind, self.storage, &self.engines))
+                .ok_or_else(|| Error::Internal(format!("no place for {}", kind.name())))
+        };
+        Ok(match kind {
+            EngineKind::Memory => Target::Memory,
+            EngineKind::Rocksdb | EngineKind::Leveldb => Target::Dir(Some(place()?)),
+            EngineKind::Tegula | EngineKind::TegulaLoc => match self.storage {
+                Storage::Memory => Target::Emulated(self.device_config()?),
+                Storage::Image => {
+                    let p = match &self.disk {
+                        Some(p) => p.clone(),
+                        None => place()?,
+                    };
+                    let cfg = if p.exists() {
+                        None
+                    } else {
+                        Some(self.device_config()?)
+                    };
+                    Target::Image(p, cfg)
+                }
+                Storage::Banded(zone_size) => Target::Banded {
+                    path: match &self.disk {
+                        Some(p) => p.clone(),
+                        None => place()?,
+                    },
+                    zone_size,
+                    capacity: self.capacity,
+                },
+            },
+        })
+    }
+
+    /// Whether engine `kind` keeps files in the run directory.
+    fn uses_run_dir(&self, kind: EngineKind) -> bool {
+        match kind {
+            EngineKind::Memory => false,
+            EngineKind::Rocksdb | EngineKind::Leveldb => true,
+            EngineKind::Tegula | EngineKind::TegulaLoc => {
+                self.storage != Storage::Memory && self.disk.is_none()
+            }
+        }
+    }
+
+    /// The factories of every engine, in order, their files in one run directory (`db`, or
+    /// a temporary one removed when the last factory is dropped).
+    pub fn factories(&self) -> Result<Vec<EngineFactory>> {
+        self.check_storage()?;
         let opts = self.engine_options()?;
+        let dir = if self.engines.iter().any(|&k| self.uses_run_dir(k)) {
+            Some(Arc::new(RunDir::new(self.db.as_deref())?))
+        } else {
+            None
+        };
         self.engines
             .iter()
             .map(|&k| {
-                let target = match k {
-                    EngineKind::Memory => Target::Memory,
-                    EngineKind::Tegula | EngineKind::TegulaLoc => match &self.disk {
-                        Some(p) => Target::Image(
-                            p.clone(),
-                            if p.exists() {
-                                None
-                            } else {
-                                Some(self.device_config()?)
-                            },
-                        ),
-                        None => Target::Emulated(self.device_config()?),
-                    },
-                    EngineKind::Rocksdb | EngineKind::Leveldb => {
-                        Target::Dir(self.db.as_ref().map(|d| {
-                            if dir_engines > 1 {
-                                d.join(k.name())
-                            } else {
-                                d.clone()
-                            }
-                        }))
-                    }
-                };
-                EngineFactory::new(k, target, opts.clone())
+                let f = EngineFactory::new(k, self.target(k, dir.as_deref())?, opts.clone())?;
+                Ok(match &dir {
+                    Some(d) => f.in_run_dir(d.clone()),
+                    None => f,
+                })
             })
             .collect()
     }

@@ -28,17 +28,40 @@ impl Lineup {
                  fillsync): a synced write needs the log",
             ));
         }
-        Ok(Lineup {
-            factories: setup.factories()?,
-        })
+        Ok(Lineup::of(setup.factories()?))
     }
 
     /// Checks the YCSB settings and prepares every engine.
     pub fn for_ycsb(setup: &EngineSetup, cfg: &YcsbConfig) -> Result<Self> {
         ycsb::validate(cfg)?;
-        Ok(Lineup {
-            factories: setup.factories()?,
-        })
+        Ok(Lineup::of(setup.factories()?))
+    }
+
+    fn of(mut factories: Vec<EngineFactory>) -> Self {
+        if let [only] = factories.as_mut_slice() {
+            only.mark_alone_in_process();
+        }
+        Lineup { factories }
+    }
+
+    /// Keeps only the engine at position `index` of the lineup (the others' places in the
+    /// run directory stay as they were): a process that runs one engine of a lineup, so that
+    /// its peak RSS is that engine's.
+    pub fn only(mut self, index: usize) -> Result<Self> {
+        if index >= self.factories.len() {
+            return Err(Error::invalid(format!(
+                "engine {index} of a lineup of {}",
+                self.factories.len()
+            )));
+        }
+        let mut f = self.factories.swap_remove(index);
+        f.mark_alone_in_process();
+        Ok(Lineup { factories: vec![f] })
+    }
+
+    /// The factories, in run order.
+    pub fn factories(&self) -> &[EngineFactory] {
+        &self.factories
     }
 
     /// The engines, in run order.
@@ -52,6 +75,9 @@ impl Lineup {
         let mut all = Vec::new();
         for f in &self.factories {
             let name = f.kind().name();
+            if obs.should_stop() {
+                return Err(Error::Interrupted);
+            }
             obs.engine_started(name);
             all.extend(dbbench::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
         }
@@ -63,6 +89,9 @@ impl Lineup {
         let mut all = Vec::new();
         for f in &self.factories {
             let name = f.kind().name();
+            if obs.should_stop() {
+                return Err(Error::Interrupted);
+            }
             obs.engine_started(name);
             all.extend(ycsb::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
         }

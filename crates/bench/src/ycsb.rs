@@ -16,13 +16,14 @@
 //! record and then updates it. The zipfian key chooser is YCSB's scrambled zipfian over
 //! `recordcount + 2 × expected inserts` items, redrawing keys not inserted yet.
 
+use crate::durability::SyncPolicy;
 use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::generators::{fnvhash64, AckCounter, ScrambledZipfian, SkewedLatest};
 use crate::keys::ValueGen;
 use crate::observer::Observer;
 use crate::report::BenchResult;
-use crate::runner::{run_phase, Phase, ThreadCtx};
+use crate::runner::{peak_rss_bytes, run_phase, Phase, ThreadCtx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -381,15 +382,40 @@ pub fn run(
     validate(cfg)?;
     let engine = factory.open(cfg.phases != Phases::Run)?;
     let mut out = Vec::new();
-    if cfg.phases != Phases::Run {
-        let mut r = load(engine.as_ref(), cfg, obs)?;
+    let writes_in_run = cfg.workload.update + cfg.workload.insert + cfg.workload.rmw > 0.0;
+    for (phase, writes) in [(Phases::Load, true), (Phases::Run, writes_in_run)] {
+        let skipped = match phase {
+            Phases::Load => cfg.phases == Phases::Run,
+            _ => cfg.phases == Phases::Load,
+        };
+        if skipped {
+            continue;
+        }
+        if obs.should_stop() {
+            engine.close()?;
+            return Err(Error::Interrupted);
+        }
+        let r = if phase == Phases::Load {
+            load(engine.as_ref(), cfg, obs)
+        } else {
+            run_ops(engine.as_ref(), cfg, obs)
+        };
+        let mut r = match r {
+            Err(Error::Interrupted) => {
+                engine.close()?;
+                return Err(Error::Interrupted);
+            }
+            r => r?,
+        };
         r.engine_stats = engine.stats_json();
-        obs.result(&r);
-        out.push(r);
-    }
-    if cfg.phases != Phases::Load {
-        let mut r = run_ops(engine.as_ref(), cfg, obs)?;
-        r.engine_stats = engine.stats_json();
+        // YCSB's writes are never synced: a device time ends with some of them not durable.
+        r.durability = Some(engine.durability(SyncPolicy::Never));
+        if writes && r.device_seconds.is_some() {
+            r.device_time_durable = Some(false);
+        }
+        if factory.alone_in_process() {
+            r.peak_rss_bytes = peak_rss_bytes();
+        }
         obs.result(&r);
         out.push(r);
     }
@@ -429,7 +455,7 @@ pub fn load(engine: &dyn KvEngine, cfg: &YcsbConfig, obs: &dyn Observer) -> Resu
             let rec = make_record(cfg, &mut values);
             let s = Instant::now();
             engine.put(&key, &rec)?;
-            ctx.record(0, s, (key.len() + rec.len()) as u64);
+            ctx.record(0, s, (key.len() + rec.len()) as u64)?;
         }
     })
 }
@@ -518,7 +544,7 @@ fn one_op(
             let s = Instant::now();
             let r = read_record(engine, &key)?;
             let bytes = key.len() as u64 + r.as_deref().map_or(0, record_bytes);
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
             if r.is_some() {
                 ctx.found();
             }
@@ -527,7 +553,7 @@ fn one_op(
             let key = key_name(ch.next_keynum(rng));
             let s = Instant::now();
             let bytes = update(engine, cfg, &key, rng, values)?;
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
         }
         Op::Insert => {
             let k = ch.inserts.next_value();
@@ -535,7 +561,7 @@ fn one_op(
             let rec = make_record(cfg, values);
             let s = Instant::now();
             engine.put(&key, &rec)?;
-            ctx.record(op.index(), s, (key.len() + rec.len()) as u64);
+            ctx.record(op.index(), s, (key.len() + rec.len()) as u64)?;
             ch.inserts.acknowledge(k);
         }
         Op::Scan => {
@@ -559,7 +585,7 @@ fn one_op(
                     "a scanned record is malformed: {e}"
                 )));
             }
-            ctx.record(op.index(), s, bytes);
+            ctx.record(op.index(), s, bytes)?;
             if n > 0 {
                 ctx.found();
             }
@@ -576,7 +602,7 @@ fn one_op(
                 op.index(),
                 s,
                 bytes + key.len() as u64 + r.as_deref().map_or(0, record_bytes),
-            );
+            )?;
             if r.is_some() {
                 ctx.found();
             }

@@ -162,6 +162,111 @@ fn fillseq_leaves_exactly_the_keys_and_value_sizes_asked_for() {
     assert_eq!(n, NUM);
 }
 
+/// An engine whose "device" claims one nanosecond per put: a durable write benchmark on it
+/// reports more user bytes per device second than its 1 MB/s media, and is flagged.
+struct TooFast {
+    inner: MemoryEngine,
+    puts: std::sync::atomic::AtomicU64,
+}
+
+impl KvEngine for TooFast {
+    fn name(&self) -> &str {
+        "too-fast"
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> tegula_bench::Result<()> {
+        self.puts.fetch_add(1, Ordering::Relaxed);
+        self.inner.put(key, value)
+    }
+    fn get(&self, key: &[u8]) -> tegula_bench::Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn delete(&self, key: &[u8]) -> tegula_bench::Result<()> {
+        self.inner.delete(key)
+    }
+    fn write_batch(&self, ops: &[tegula_bench::BatchOp], sync: bool) -> tegula_bench::Result<()> {
+        self.inner.write_batch(ops, sync)
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> tegula_bench::Result<usize> {
+        self.inner.scan(start, limit, visit)
+    }
+    fn flush(&self) -> tegula_bench::Result<()> {
+        Ok(())
+    }
+    fn device_counters(&self) -> Option<tegula_bench::DeviceCounters> {
+        let n = self.puts.load(Ordering::Relaxed);
+        Some(tegula_bench::DeviceCounters {
+            now_ns: Some(n),
+            bytes_written: n * 116,
+            ..Default::default()
+        })
+    }
+    fn media_limit(&self, _since: &tegula_bench::DeviceCounters) -> Option<f64> {
+        Some(1e6)
+    }
+    fn close(self: Box<Self>) -> tegula_bench::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_durable_result_above_the_media_rate_is_flagged() {
+    let e = TooFast {
+        inner: MemoryEngine::new(),
+        puts: Default::default(),
+    };
+    let mut c = cfg("fillseq");
+    c.flush_after_write = true;
+    let r = dbbench::run_one(&e, "fillseq", &c, &Quiet).expect("run");
+    assert_eq!(r.device_time_durable, Some(true));
+    let m = r.media_check.as_ref().expect("checked");
+    assert!(!m.ok, "{m:?}");
+    assert!(r.line().contains("ABOVE THE MEDIA LIMIT"), "{}", r.line());
+    // Not durable at the end: said so, and never compared with the media.
+    let r = dbbench::run_one(&e, "fillseq", &cfg("fillseq"), &Quiet).expect("run");
+    assert_eq!(r.device_time_durable, Some(false));
+    assert!(r.media_check.is_none());
+    assert!(r.line().contains("not all durable"), "{}", r.line());
+}
+
+#[test]
+fn a_stop_request_ends_the_run_after_the_benchmarks_that_finished() {
+    /// Asks to stop once `after` results arrived.
+    struct StopAfter {
+        after: usize,
+        seen: AtomicUsize,
+    }
+    impl Observer for StopAfter {
+        fn result(&self, _: &BenchResult) {
+            self.seen.fetch_add(1, Ordering::Relaxed);
+        }
+        fn should_stop(&self) -> bool {
+            self.seen.load(Ordering::Relaxed) >= self.after
+        }
+    }
+    let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
+        .expect("factory");
+    let obs = StopAfter {
+        after: 1,
+        seen: AtomicUsize::new(0),
+    };
+    let e = dbbench::run(&f, &cfg("fillseq,readrandom,readseq"), &obs).expect_err("stopped");
+    assert!(e.is_interrupted(), "{e}");
+    assert_eq!(obs.seen.load(Ordering::Relaxed), 1);
+    // A stop seen at a progress check ends the running benchmark without a result.
+    let obs = StopAfter {
+        after: 0,
+        seen: AtomicUsize::new(0),
+    };
+    let e = dbbench::run_one(&MemoryEngine::new(), "fillseq", &cfg("fillseq"), &obs)
+        .expect_err("stopped");
+    assert!(e.is_interrupted(), "{e}");
+}
+
 #[test]
 fn results_serialise_with_every_required_key() {
     let f = EngineFactory::new(EngineKind::Memory, Target::Memory, EngineOptions::default())
@@ -348,6 +453,64 @@ mod smrdb {
         )
         .expect("factory");
         check_ycsb(&f);
+    }
+
+    /// A banded plain file: real file I/O without a drive model, so bytes but no device time;
+    /// every benchmark runs and the data survives a reopen.
+    #[test]
+    fn every_db_bench_benchmark_runs_on_a_banded_file() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("f.banded");
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Banded {
+                path: path.clone(),
+                zone_size: 256 << 10,
+                capacity: 256 << 20,
+            },
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        check_db_bench(&f, 1);
+        let out = dbbench::run(&f, &cfg("fillseq"), &Quiet).expect("fill");
+        let r = &out[0];
+        assert_eq!(r.storage, Some(tegula_bench::StorageLabel::Banded));
+        assert!(r.device_seconds.is_none(), "no drive model, no device time");
+        assert!(r.device_bytes_written.expect("bytes counted") > 0);
+        let d = r.durability.as_ref().expect("durability");
+        assert_eq!(d.process_crash, tegula_bench::Loss::SinceSync);
+        assert!(std::path::Path::new(&format!("{}.zones", path.display())).exists());
+        let mut c = cfg("readrandom");
+        c.use_existing_db = true;
+        let out = dbbench::run(&f, &c, &Quiet).expect("reopen");
+        assert_eq!(out[0].found, Some(NUM));
+        check_json(&out);
+    }
+
+    /// The default storage: every result says `image`, a flushed fill is durable at the end of
+    /// its device time and within the media rate where it went; without the flush it says it
+    /// is not durable and is not checked.
+    #[test]
+    fn a_flushed_fill_on_an_image_is_durable_and_within_the_media_rate() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Image(dir.path().join("d.img"), Some(small_drive())),
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        let mut c = cfg("fillseq,readrandom");
+        c.flush_after_write = true;
+        let out = dbbench::run(&f, &c, &Quiet).expect("run");
+        assert_eq!(out[0].storage, Some(tegula_bench::StorageLabel::Image));
+        assert_eq!(out[0].device_time_durable, Some(true));
+        let m = out[0].media_check.as_ref().expect("checked");
+        assert!(m.ok && m.user_mb_per_device_sec > 0.0, "{m:?}");
+        assert!(m.user_mb_per_device_sec < m.limit_mb_per_sec);
+        assert_eq!(out[1].device_time_durable, None, "a read");
+        let out = dbbench::run(&f, &cfg("fillseq"), &Quiet).expect("run");
+        assert_eq!(out[0].device_time_durable, Some(false));
+        assert!(out[0].media_check.is_none());
     }
 
     #[test]

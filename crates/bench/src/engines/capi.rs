@@ -26,6 +26,39 @@ macro_rules! opaque {
 }
 pub(crate) use opaque;
 
+/// A write batch per thread and library, reused by every single put and delete of that
+/// thread (as db_bench's write loop reuses one `WriteBatch`): the C API's `put` builds and
+/// frees a batch per call. Expands, in an engine module, to the thread-local batch and
+/// `with_thread_batch`'s body for the ffi module `$ffi`.
+macro_rules! thread_batch {
+    ($ffi:ident) => {
+        /// This thread's reusable batch, destroyed when the thread ends.
+        struct ThreadBatch(*mut $ffi::WriteBatch);
+
+        impl Drop for ThreadBatch {
+            fn drop(&mut self) {
+                // SAFETY: created in `THREAD_BATCH`'s initialiser, destroyed once here.
+                unsafe { $ffi::writebatch_destroy(self.0) }
+            }
+        }
+
+        thread_local! {
+            // SAFETY: a constructor without arguments.
+            static THREAD_BATCH: ThreadBatch = ThreadBatch(unsafe { $ffi::writebatch_create() });
+        }
+
+        /// Runs `f` with this thread's batch, cleared.
+        fn with_thread_batch(f: &mut dyn FnMut(*mut $ffi::WriteBatch)) {
+            THREAD_BATCH.with(|b| {
+                // SAFETY: the batch is this thread's and alive.
+                unsafe { $ffi::writebatch_clear(b.0) };
+                f(b.0)
+            })
+        }
+    };
+}
+pub(crate) use thread_batch;
+
 /// The part of a [`CLib`] implementation that only forwards to the C library: the associated
 /// types and every function both libraries have, from an ffi module that declares them under
 /// the shared names (`put`, `iter_seek`, …).
@@ -94,26 +127,6 @@ macro_rules! common_api {
             err: *mut *mut std::os::raw::c_char,
         ) {
             $ffi::destroy_db(o, name, err)
-        }
-        unsafe fn put(
-            db: *mut Self::Db,
-            o: *const Self::WriteOptions,
-            k: *const std::os::raw::c_char,
-            kl: usize,
-            v: *const std::os::raw::c_char,
-            vl: usize,
-            err: *mut *mut std::os::raw::c_char,
-        ) {
-            $ffi::put(db, o, k, kl, v, vl, err)
-        }
-        unsafe fn delete(
-            db: *mut Self::Db,
-            o: *const Self::WriteOptions,
-            k: *const std::os::raw::c_char,
-            kl: usize,
-            err: *mut *mut std::os::raw::c_char,
-        ) {
-            $ffi::delete(db, o, k, kl, err)
         }
         unsafe fn get(
             db: *mut Self::Db,
@@ -203,6 +216,8 @@ pub(crate) use common_api;
 pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     /// Engine name in results (`rocksdb`, `leveldb`).
     const NAME: &'static str;
+    /// The engine.
+    const KIND: crate::engine::EngineKind;
     type Db;
     type Options;
     type Cache;
@@ -232,22 +247,6 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     ) -> *mut Self::Db;
     unsafe fn close(db: *mut Self::Db);
     unsafe fn destroy_db(o: *const Self::Options, name: *const c_char, err: *mut *mut c_char);
-    unsafe fn put(
-        db: *mut Self::Db,
-        o: *const Self::WriteOptions,
-        k: *const c_char,
-        kl: usize,
-        v: *const c_char,
-        vl: usize,
-        err: *mut *mut c_char,
-    );
-    unsafe fn delete(
-        db: *mut Self::Db,
-        o: *const Self::WriteOptions,
-        k: *const c_char,
-        kl: usize,
-        err: *mut *mut c_char,
-    );
     unsafe fn get(
         db: *mut Self::Db,
         o: *const Self::ReadOptions,
@@ -293,6 +292,15 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     );
     /// Frees what [`CLib::configure`] kept, after the database and options are gone.
     unsafe fn release(&mut self) {}
+    /// Per-thread settings, in each benchmark thread before its first operation.
+    fn thread_started(&self) {}
+    /// Runs `f` with this thread's reusable write batch, cleared ([`thread_batch!`]).
+    fn with_thread_batch(f: &mut dyn FnMut(*mut Self::Batch));
+    /// Reads `key` into `out` (replacing its contents); whether the key exists. The default
+    /// copies the `malloc`ed value the C `get` returns.
+    fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        e.get_copied(key, out)
+    }
     /// Counts `bytes` of keys and values the user wrote (for a write amplification the
     /// library does not report itself).
     fn user_bytes(&self, _bytes: u64) {}
@@ -316,6 +324,8 @@ pub(crate) struct CEngine<L: CLib> {
     wo: *mut L::WriteOptions,
     wo_sync: *mut L::WriteOptions,
     ro: *mut L::ReadOptions,
+    /// Unsynced writes skip the log (RocksDB's `disableWAL`).
+    disable_wal: bool,
 }
 
 // SAFETY: RocksDB's and LevelDB's `DB*` are safe for concurrent use from several threads; the
@@ -325,6 +335,7 @@ unsafe impl<L: CLib> Send for CEngine<L> {}
 unsafe impl<L: CLib> Sync for CEngine<L> {}
 
 /// Takes ownership of a C error string of library `L`, if any, and turns it into an error.
+#[inline]
 fn check<L: CLib>(err: *mut c_char, what: &str) -> Result<()> {
     match take_string::<L>(err) {
         None => Ok(()),
@@ -333,6 +344,7 @@ fn check<L: CLib>(err: *mut c_char, what: &str) -> Result<()> {
 }
 
 /// Takes ownership of a `malloc`ed C string returned by library `L`.
+#[inline]
 pub(crate) fn take_string<L: CLib>(p: *mut c_char) -> Option<String> {
     if p.is_null() {
         return None;
@@ -360,6 +372,7 @@ impl<L: CLib> CEngine<L> {
                 wo: L::writeoptions_create(),
                 wo_sync: L::writeoptions_create(),
                 ro: L::readoptions_create(),
+                disable_wal: o.disable_wal,
             };
             L::options_set_create_if_missing(e.opts, 1);
             L::options_set_write_buffer_size(e.opts, o.write_buffer_size as usize);
@@ -399,6 +412,39 @@ impl<L: CLib> CEngine<L> {
         self.db
     }
 
+    /// The read options of every read.
+    pub(crate) fn read_options_ptr(&self) -> *mut L::ReadOptions {
+        self.ro
+    }
+
+    /// `get` through the C function that returns a `malloc`ed copy: the value is copied into
+    /// `out` and the copy freed.
+    pub(crate) fn get_copied(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let mut err = ptr::null_mut();
+        let mut len = 0usize;
+        // SAFETY: valid slices for the duration of the call; `db` is open; the returned
+        // buffer is malloc()ed, copied from and freed once below.
+        let p = unsafe {
+            L::get(
+                self.db,
+                self.ro,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
+        check::<L>(err, "get")?;
+        out.clear();
+        if p.is_null() {
+            return Ok(false);
+        }
+        // SAFETY: `p` points at `len` bytes owned by us until freed here.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
+        unsafe { L::free(p.cast()) };
+        Ok(true)
+    }
+
     /// Maps a C error string of an operation.
     pub(crate) fn check(&self, err: *mut c_char, what: &str) -> Result<()> {
         check::<L>(err, what)
@@ -419,50 +465,50 @@ impl<L: CLib> KvEngine for CEngine<L> {
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut err = ptr::null_mut();
-        // SAFETY: valid slices for the duration of the call; `db` is open.
-        unsafe {
-            L::put(
-                self.db,
-                self.wo,
+        // SAFETY: valid slices for the duration of the calls; `db` is open; the batch is this
+        // thread's.
+        L::with_thread_batch(&mut |b| unsafe {
+            L::writebatch_put(
+                b,
                 key.as_ptr().cast(),
                 key.len(),
                 value.as_ptr().cast(),
                 value.len(),
-                &mut err,
-            )
-        };
+            );
+            L::write(self.db, self.wo, b, &mut err);
+        });
         self.lib.user_bytes((key.len() + value.len()) as u64);
         check::<L>(err, "put")
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let mut err = ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: as in `put`; the returned buffer is malloc()ed and freed below.
-        let p = unsafe {
-            L::get(
-                self.db,
-                self.ro,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            )
-        };
-        check::<L>(err, "get")?;
-        if p.is_null() {
-            return Ok(None);
-        }
-        // SAFETY: `p` points at `len` bytes owned by us, freed once after the copy.
-        let v = unsafe { std::slice::from_raw_parts(p as *const u8, len) }.to_vec();
-        unsafe { L::free(p.cast()) };
-        Ok(Some(v))
+        let mut v = Vec::new();
+        Ok(L::get_into(self, key, &mut v)?.then_some(v))
+    }
+
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        L::get_into(self, key, out)
+    }
+
+    fn thread_started(&self) {
+        self.lib.thread_started()
+    }
+
+    fn storage(&self) -> crate::storage::StorageLabel {
+        crate::storage::StorageLabel::Dir
+    }
+
+    fn durability(&self, sync: crate::durability::SyncPolicy) -> crate::durability::Durability {
+        crate::durability::Durability::of(L::KIND, self.storage(), sync, self.disable_wal, None)
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
         let mut err = ptr::null_mut();
         // SAFETY: as in `put`.
-        unsafe { L::delete(self.db, self.wo, key.as_ptr().cast(), key.len(), &mut err) };
+        L::with_thread_batch(&mut |b| unsafe {
+            L::writebatch_delete(b, key.as_ptr().cast(), key.len());
+            L::write(self.db, self.wo, b, &mut err);
+        });
         self.lib.user_bytes(key.len() as u64);
         check::<L>(err, "delete")
     }
@@ -505,6 +551,8 @@ impl<L: CLib> KvEngine for CEngine<L> {
         unsafe {
             let it = L::create_iterator(self.db, self.ro);
             L::iter_seek(it, start.as_ptr().cast(), start.len());
+            // No `Next` after the last pair wanted: a seek with no nexts moves the iterator
+            // once, as db_bench's seekrandom does.
             while n < limit && L::iter_valid(it) != 0 {
                 let (mut kl, mut vl) = (0usize, 0usize);
                 let k = L::iter_key(it, &mut kl);
@@ -514,7 +562,7 @@ impl<L: CLib> KvEngine for CEngine<L> {
                     std::slice::from_raw_parts(k as *const u8, kl),
                     std::slice::from_raw_parts(v as *const u8, vl),
                 );
-                if !go {
+                if !go || n == limit {
                     break;
                 }
                 L::iter_next(it);

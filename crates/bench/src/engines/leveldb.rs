@@ -35,10 +35,17 @@ impl Default for Level {
 unsafe impl Send for Level {}
 unsafe impl Sync for Level {}
 
+capi::thread_batch!(ffi);
+
 // SAFETY: every function forwards to the LevelDB C function of the same name.
 unsafe impl CLib for Level {
     const NAME: &'static str = "leveldb";
+    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Leveldb;
     capi::common_api!(ffi);
+
+    fn with_thread_batch(f: &mut dyn FnMut(*mut ffi::WriteBatch)) {
+        with_thread_batch(f)
+    }
 
     unsafe fn configure(
         &mut self,

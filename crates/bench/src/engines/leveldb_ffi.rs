@@ -52,24 +52,6 @@ extern "C" {
     pub fn close(db: *mut Db);
     #[link_name = "leveldb_destroy_db"]
     pub fn destroy_db(o: *const Options, name: *const c_char, errptr: *mut *mut c_char);
-    #[link_name = "leveldb_put"]
-    pub fn put(
-        db: *mut Db,
-        o: *const WriteOptions,
-        key: *const c_char,
-        keylen: usize,
-        val: *const c_char,
-        vallen: usize,
-        errptr: *mut *mut c_char,
-    );
-    #[link_name = "leveldb_delete"]
-    pub fn delete(
-        db: *mut Db,
-        o: *const WriteOptions,
-        key: *const c_char,
-        keylen: usize,
-        errptr: *mut *mut c_char,
-    );
     #[link_name = "leveldb_write"]
     pub fn write(
         db: *mut Db,
@@ -114,6 +96,8 @@ extern "C" {
     pub fn writebatch_create() -> *mut WriteBatch;
     #[link_name = "leveldb_writebatch_destroy"]
     pub fn writebatch_destroy(b: *mut WriteBatch);
+    #[link_name = "leveldb_writebatch_clear"]
+    pub fn writebatch_clear(b: *mut WriteBatch);
     #[link_name = "leveldb_writebatch_put"]
     pub fn writebatch_put(
         b: *mut WriteBatch,

@@ -1,5 +1,6 @@
 //! Engine adapters behind [`crate::KvEngine`].
 
+pub mod counted;
 pub mod memory;
 
 #[cfg(feature = "smrdb")]

@@ -20,10 +20,17 @@ pub(crate) struct Rocks {
     statistics: bool,
 }
 
+capi::thread_batch!(ffi);
+
 // SAFETY: every function forwards to the RocksDB C function of the same name.
 unsafe impl CLib for Rocks {
     const NAME: &'static str = "rocksdb";
+    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Rocksdb;
     capi::common_api!(ffi);
+
+    fn with_thread_batch(f: &mut dyn FnMut(*mut ffi::WriteBatch)) {
+        with_thread_batch(f)
+    }
 
     unsafe fn configure(
         &mut self,
@@ -52,6 +59,13 @@ unsafe impl CLib for Rocks {
         }
         ffi::options_set_block_based_table_factory(o, table);
         ffi::block_based_options_destroy(table);
+        // db_bench's defaults where they differ from RocksDB's (its OPTIONS file, 7.8.3):
+        // pipelined WAL and memtable writes, 16 table-cache shards, a 128 GiB hard limit on
+        // pending compaction bytes. (Its delayed_write_rate of 8 MiB/s and index shortening
+        // mode 2 have no C setter; neither matters unless writes stall or to index size.)
+        ffi::options_set_enable_pipelined_write(o, 1);
+        ffi::options_set_table_cache_numshardbits(o, 4);
+        ffi::options_set_hard_pending_compaction_bytes_limit(o, 128 << 30);
         if opts.statistics {
             ffi::options_enable_statistics(o);
         }
@@ -60,6 +74,41 @@ unsafe impl CLib for Rocks {
             // Unsynced writes only: RocksDB refuses a synced write without the WAL.
             ffi::writeoptions_disable_wal(wo, 1);
         }
+    }
+
+    /// No per-operation perf counters in this thread: db_bench's `--perf_level=1`.
+    fn thread_started(&self) {
+        // SAFETY: sets a thread-local level; no pointers.
+        unsafe { ffi::set_perf_level(ffi::PERF_LEVEL_DISABLE) }
+    }
+
+    /// `rocksdb_get_pinned`: the value is read where it lies (memtable or block cache) and
+    /// copied once, into `out`, as db_bench reads through a `PinnableSlice`.
+    fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let mut err = ptr::null_mut();
+        // SAFETY: valid slices for the call; the pinnable slice is ours and destroyed once
+        // after its value is copied.
+        unsafe {
+            let v = ffi::get_pinned(
+                e.db_ptr(),
+                e.read_options_ptr(),
+                key.as_ptr().cast(),
+                key.len(),
+                &mut err,
+            );
+            e.check(err, "get")?;
+            out.clear();
+            if v.is_null() {
+                return Ok(false);
+            }
+            let mut len = 0usize;
+            let p = ffi::pinnableslice_value(v, &mut len);
+            if !p.is_null() {
+                out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, len));
+            }
+            ffi::pinnableslice_destroy(v);
+        }
+        Ok(true)
     }
 
     fn flush(e: &CEngine<Self>) -> Result<()> {

@@ -20,7 +20,13 @@ super::capi::opaque!(
     FlushOptions,
     WriteBatch,
     Iterator,
+    PinnableSlice,
 );
+
+/// `rocksdb::PerfLevel::kDisable`: no per-operation perf counters (db_bench's default
+/// `--perf_level=1`; RocksDB's own default, `kEnableCount`, bumps thread-local counters on
+/// every key comparison).
+pub const PERF_LEVEL_DISABLE: c_int = 1;
 
 /// `rocksdb_no_compression` of c.h's compression enum.
 pub const NO_COMPRESSION: c_int = 0;
@@ -44,6 +50,14 @@ extern "C" {
     pub fn options_set_level0_stop_writes_trigger(o: *mut Options, v: c_int);
     #[link_name = "rocksdb_options_set_block_based_table_factory"]
     pub fn options_set_block_based_table_factory(o: *mut Options, t: *mut BlockBasedTableOptions);
+    #[link_name = "rocksdb_options_set_enable_pipelined_write"]
+    pub fn options_set_enable_pipelined_write(o: *mut Options, v: c_uchar);
+    #[link_name = "rocksdb_options_set_table_cache_numshardbits"]
+    pub fn options_set_table_cache_numshardbits(o: *mut Options, v: c_int);
+    #[link_name = "rocksdb_options_set_hard_pending_compaction_bytes_limit"]
+    pub fn options_set_hard_pending_compaction_bytes_limit(o: *mut Options, v: usize);
+    #[link_name = "rocksdb_set_perf_level"]
+    pub fn set_perf_level(level: c_int);
     #[link_name = "rocksdb_options_enable_statistics"]
     pub fn options_enable_statistics(o: *mut Options);
     #[link_name = "rocksdb_options_statistics_get_string"]
@@ -74,24 +88,6 @@ extern "C" {
     #[link_name = "rocksdb_destroy_db"]
     pub fn destroy_db(o: *const Options, name: *const c_char, errptr: *mut *mut c_char);
 
-    #[link_name = "rocksdb_put"]
-    pub fn put(
-        db: *mut Db,
-        o: *const WriteOptions,
-        key: *const c_char,
-        keylen: usize,
-        val: *const c_char,
-        vallen: usize,
-        errptr: *mut *mut c_char,
-    );
-    #[link_name = "rocksdb_delete"]
-    pub fn delete(
-        db: *mut Db,
-        o: *const WriteOptions,
-        key: *const c_char,
-        keylen: usize,
-        errptr: *mut *mut c_char,
-    );
     #[link_name = "rocksdb_write"]
     pub fn write(
         db: *mut Db,
@@ -108,6 +104,18 @@ extern "C" {
         vallen: *mut usize,
         errptr: *mut *mut c_char,
     ) -> *mut c_char;
+    #[link_name = "rocksdb_get_pinned"]
+    pub fn get_pinned(
+        db: *mut Db,
+        o: *const ReadOptions,
+        key: *const c_char,
+        keylen: usize,
+        errptr: *mut *mut c_char,
+    ) -> *mut PinnableSlice;
+    #[link_name = "rocksdb_pinnableslice_value"]
+    pub fn pinnableslice_value(v: *const PinnableSlice, vlen: *mut usize) -> *const c_char;
+    #[link_name = "rocksdb_pinnableslice_destroy"]
+    pub fn pinnableslice_destroy(v: *mut PinnableSlice);
     #[link_name = "rocksdb_flush"]
     pub fn flush(db: *mut Db, o: *const FlushOptions, errptr: *mut *mut c_char);
     #[link_name = "rocksdb_property_value"]
@@ -138,6 +146,8 @@ extern "C" {
     pub fn writebatch_create() -> *mut WriteBatch;
     #[link_name = "rocksdb_writebatch_destroy"]
     pub fn writebatch_destroy(b: *mut WriteBatch);
+    #[link_name = "rocksdb_writebatch_clear"]
+    pub fn writebatch_clear(b: *mut WriteBatch);
     #[link_name = "rocksdb_writebatch_put"]
     pub fn writebatch_put(
         b: *mut WriteBatch,

@@ -1,29 +1,86 @@
-//! SMRDB (engines `tegula` = SMRDB-SOC and `tegula-loc` = SMRDB-LOC) on an emulated drive.
-//! Reports the device's modelled time and byte counters, and SMRDB's own statistics.
+//! SMRDB (engines `tegula` = SMRDB-SOC and `tegula-loc` = SMRDB-LOC) on an emulated drive
+//! (in memory or on a disk image) or on a banded plain file. Reports the device's modelled
+//! time (emulated drives) and byte counters, and SMRDB's own statistics.
 
-use crate::engine::{BatchOp, DeviceCounters, EngineOptions, KvEngine};
+use super::counted::Counted;
+use crate::durability::{Durability, SyncPolicy};
+use crate::engine::{BatchOp, DeviceCounters, EngineKind, EngineOptions, KvEngine};
 use crate::error::{Error, Result};
+use crate::storage::StorageLabel;
 use std::sync::Arc;
-use tegula_device::{BlockDevice, Disk, ZonedDevice};
+use tegula_device::{BlockDevice, Disk, HostBanded, ZonedDevice};
 use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
-/// An open SMRDB database and the emulated disk under it.
+/// The device under the database.
+enum Backing {
+    /// An emulated drive (in memory or on an image), with the raw media rate of each zone
+    /// (bytes per second, the faster end of the zone).
+    Emulated {
+        disk: Arc<Disk>,
+        storage: StorageLabel,
+        zone_rates: Vec<f64>,
+    },
+    /// A banded plain file, its I/O counted.
+    Banded(Arc<Counted<HostBanded>>),
+}
+
+/// An open SMRDB database and the device under it.
 pub struct SmrdbEngine {
     db: Option<Db>,
-    disk: Arc<Disk>,
-    name: &'static str,
+    backing: Backing,
+    kind: EngineKind,
     /// Unsynced writes skip the log (`--disable_wal`).
     disable_wal: bool,
 }
 
+/// The raw media rate of every zone of `disk` at its faster end, in bytes per second.
+fn zone_rates(disk: &Disk) -> Result<Vec<f64>> {
+    let cfg = disk.config();
+    let mech = cfg
+        .mechanics()
+        .map_err(|e| Error::device("modelling the drive's media", e))?;
+    let g = mech.geometry();
+    let zs = cfg.zone_sectors().max(1);
+    Ok((0..cfg.zone_count() as u64)
+        .map(|z| {
+            let first = z * zs;
+            let last = (first + zs - 1).min(g.total_sectors().saturating_sub(1));
+            g.media_rate_at(first).max(g.media_rate_at(last))
+        })
+        .collect())
+}
+
 impl SmrdbEngine {
-    /// Opens SMRDB on `disk`, or creates it on a device without one, in LOC mode if `loc` (a
-    /// database of the other organisation already there is an error). The block
-    /// cache and Bloom filter follow `o`; the memtable stays band-sized (SMRDB's default,
-    /// which equals the other engines' 256 MiB write buffer on 256 MiB zones).
-    pub fn open(disk: Disk, loc: bool, o: &EngineOptions) -> Result<Self> {
+    /// Opens SMRDB on the emulated drive `disk` (held on `storage`: memory or an image), or
+    /// creates it on a drive without one, in LOC mode if `loc` (a database of the other
+    /// organisation already there is an error). The block cache and Bloom filter follow `o`;
+    /// the memtable stays band-sized (SMRDB's default, which equals the other engines' 256
+    /// MiB write buffer on 256 MiB zones).
+    pub fn open(disk: Disk, storage: StorageLabel, loc: bool, o: &EngineOptions) -> Result<Self> {
+        let zone_rates = zone_rates(&disk)?;
         let disk = Arc::new(disk);
         let dev: Arc<dyn ZonedDevice> = disk.clone();
+        let backing = Backing::Emulated {
+            disk,
+            storage,
+            zone_rates,
+        };
+        Self::open_on(dev, backing, loc, o)
+    }
+
+    /// Opens (or creates) SMRDB on a banded plain file; like [`SmrdbEngine::open`].
+    pub fn open_banded(dev: HostBanded, loc: bool, o: &EngineOptions) -> Result<Self> {
+        let dev = Arc::new(Counted::new(dev));
+        let zoned: Arc<dyn ZonedDevice> = dev.clone();
+        Self::open_on(zoned, Backing::Banded(dev), loc, o)
+    }
+
+    fn open_on(
+        dev: Arc<dyn ZonedDevice>,
+        backing: Backing,
+        loc: bool,
+        o: &EngineOptions,
+    ) -> Result<Self> {
         let d = Options::default();
         let mode = if loc { Mode::Loc } else { Mode::Soc };
         let opts = Options {
@@ -48,8 +105,12 @@ impl SmrdbEngine {
         }
         Ok(SmrdbEngine {
             db: Some(db),
-            disk,
-            name: if loc { "tegula-loc" } else { "tegula" },
+            backing,
+            kind: if loc {
+                EngineKind::TegulaLoc
+            } else {
+                EngineKind::Tegula
+            },
             disable_wal: o.disable_wal,
         })
     }
@@ -103,7 +164,7 @@ fn smrdb(op: &'static str) -> impl Fn(tegula_smrdb::Error) -> Error {
 
 impl KvEngine for SmrdbEngine {
     fn name(&self) -> &str {
-        self.name
+        self.kind.name()
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -172,16 +233,63 @@ impl KvEngine for SmrdbEngine {
     }
 
     fn device_counters(&self) -> Option<DeviceCounters> {
-        let s = self.disk.stats();
-        Some(DeviceCounters {
-            now_ns: self.disk.now(),
-            bytes_read: s.bytes_read,
-            bytes_written: s.bytes_written,
+        Some(match &self.backing {
+            Backing::Emulated { disk, .. } => {
+                let s = disk.stats();
+                DeviceCounters {
+                    now_ns: Some(disk.now()),
+                    bytes_read: s.bytes_read,
+                    bytes_written: s.bytes_written,
+                    zone_bytes_written: s.zone_bytes_written,
+                }
+            }
+            Backing::Banded(d) => DeviceCounters {
+                now_ns: None,
+                bytes_read: d.bytes_read(),
+                bytes_written: d.bytes_written(),
+                zone_bytes_written: Vec::new(),
+            },
         })
     }
 
     fn device_time_ns(&self) -> Option<u64> {
-        Some(self.disk.now())
+        match &self.backing {
+            Backing::Emulated { disk, .. } => Some(disk.now()),
+            Backing::Banded(_) => None,
+        }
+    }
+
+    fn media_limit(&self, since: &DeviceCounters) -> Option<f64> {
+        let Backing::Emulated {
+            disk, zone_rates, ..
+        } = &self.backing
+        else {
+            return None;
+        };
+        let now = disk.stats().zone_bytes_written;
+        now.iter()
+            .enumerate()
+            .filter(|&(z, &b)| b > since.zone_bytes_written.get(z).copied().unwrap_or(0))
+            .filter_map(|(z, _)| zone_rates.get(z).copied())
+            .reduce(f64::max)
+    }
+
+    fn storage(&self) -> StorageLabel {
+        match &self.backing {
+            Backing::Emulated { storage, .. } => *storage,
+            Backing::Banded(_) => StorageLabel::Banded,
+        }
+    }
+
+    fn durability(&self, sync: SyncPolicy) -> Durability {
+        let cache = match &self.backing {
+            Backing::Emulated { disk, .. } => {
+                let c = &disk.config().cache;
+                Some(if c.write_cache { c.size } else { 0 })
+            }
+            Backing::Banded(_) => None,
+        };
+        Durability::of(self.kind, self.storage(), sync, self.disable_wal, cache)
     }
 
     /// SMRDB's (flush + compaction bytes) / user bytes — the paper's measure, log excluded,
@@ -204,12 +312,18 @@ impl KvEngine for SmrdbEngine {
         if let Some(db) = self.db.take() {
             db.close().map_err(smrdb("close"))?;
         }
-        let SmrdbEngine { disk, .. } = *self;
-        match Arc::try_unwrap(disk) {
-            Ok(d) => d
-                .close()
-                .map_err(|e| Error::device("closing the disk", e))?,
-            Err(d) => drop(d),
+        let SmrdbEngine { backing, .. } = *self;
+        match backing {
+            Backing::Emulated { disk, .. } => match Arc::try_unwrap(disk) {
+                Ok(d) => d
+                    .close()
+                    .map_err(|e| Error::device("closing the disk", e))?,
+                Err(d) => drop(d),
+            },
+            Backing::Banded(d) => {
+                d.flush()
+                    .map_err(|e| Error::device("flushing the banded file", e))?;
+            }
         }
         Ok(())
     }

@@ -74,7 +74,7 @@ pub(super) fn measure(
     if drain {
         engine.wait_for_background()?;
     }
-    finish_measure(engine, &mut r, before);
+    finish_measure(engine, &mut r, &before);
     Ok(r)
 }
 
@@ -82,13 +82,18 @@ pub(super) fn measure(
 pub(super) fn counters(engine: &dyn KvEngine) -> Result<DeviceCounters> {
     engine
         .device_counters()
+        .filter(|c| c.now_ns.is_some())
         .ok_or_else(|| Error::Internal("the engine is not on an emulated drive".into()))
 }
 
 /// Fills in the device figures of `r` since `before`, and the engine's statistics.
-pub(super) fn finish_measure(engine: &dyn KvEngine, r: &mut BenchResult, before: DeviceCounters) {
+pub(super) fn finish_measure(engine: &dyn KvEngine, r: &mut BenchResult, before: &DeviceCounters) {
     if let Some(after) = engine.device_counters() {
-        let ds = after.now_ns.saturating_sub(before.now_ns) as f64 / 1e9;
+        let ds = after
+            .now_ns
+            .unwrap_or(0)
+            .saturating_sub(before.now_ns.unwrap_or(0)) as f64
+            / 1e9;
         r.device_seconds = Some(ds);
         r.device_ops_per_sec = (ds > 0.0).then(|| r.ops as f64 / ds);
         r.device_bytes_read = Some(after.bytes_read.saturating_sub(before.bytes_read));

@@ -43,7 +43,7 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
                 ycsb::run_ops(engine.as_ref(), &c, &Quiet)?
             };
             engine.wait_for_background()?;
-            finish_measure(engine.as_ref(), &mut r, before);
+            finish_measure(engine.as_ref(), &mut r, &before);
             let _ = write!(row, " {:.0} |", dev_ops(&r));
             ys.push(dev_ops(&r));
             if i == 0 {

@@ -14,7 +14,7 @@ use clap::{ArgAction, Args};
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
-use tegula_bench::{DbBenchConfig, EngineKind, EngineOptions, EngineSetup};
+use tegula_bench::{DbBenchConfig, EngineKind, EngineOptions, EngineSetup, Storage};
 
 /// A byte size on the command line: `16GiB`, `8MiB`, `4096` (shown compactly in `--help`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,22 +63,36 @@ pub struct EngineArgs {
     /// leveldb, memory (the harness's BTreeMap reference).
     #[arg(long, default_value_t = default_engines())]
     pub engine: String,
-    /// Disk image for tegula engines (created from --profile/--capacity if missing; recreated
-    /// when a benchmark wants a fresh database).
-    #[arg(long, value_name = "IMAGE")]
+    /// The tegula engines' file: a disk image (created from --profile/--capacity if missing)
+    /// or, with --banded, a plain file. Default: DIR/tegula.img (or .banded) in the --db
+    /// directory, beside the other engines' databases. A file holding a database, a file
+    /// system or other data is refused unless --force or --use_existing_db.
+    #[arg(long, value_name = "FILE")]
     pub disk: Option<PathBuf>,
-    /// Drive profile of the emulated disk for tegula engines (in memory unless --disk); a
-    /// conventional profile (cmr-7200) is banded into zones of its zone size, as the SMRDB
-    /// paper banded its HDD.
+    /// Keep the tegula engines' emulated drive in this process's memory instead of a disk
+    /// image: no file I/O, syncs cost nothing, the drive counts in the RSS. Not comparable
+    /// in wall time with engines that write files.
+    #[arg(long = "in-memory", alias = "in_memory", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub in_memory: bool,
+    /// Run the tegula engines on a plain file banded like host-managed SMR with zones of this
+    /// size (real pread/pwrite/fdatasync, write pointers in FILE.zones, no drive model).
+    #[arg(long, value_name = "ZONE_SIZE", conflicts_with = "in_memory")]
+    pub banded: Option<Size>,
+    /// Drive profile of the emulated drive of the tegula engines; a conventional profile
+    /// (cmr-7200) is banded into zones of its zone size, as the SMRDB paper banded its HDD.
     #[arg(long, value_name = "P")]
     pub profile: Option<String>,
-    /// Capacity of the emulated disk.
+    /// Capacity of the emulated drive or of the banded file (sparse).
     #[arg(long, value_name = "C")]
     pub capacity: Option<Size>,
-    /// Database directory for rocksdb/leveldb (a temporary one if omitted; with both engines,
-    /// each gets a subdirectory).
+    /// The run's directory: rocksdb's and leveldb's databases (DIR itself when rocksdb or
+    /// leveldb runs alone, else DIR/rocksdb, DIR/leveldb) and the tegula engines' image or
+    /// banded file (DIR/tegula.img). Default: a temporary directory, removed at the end.
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
+    /// Destroy what --disk holds (a database, a file system, data) without asking.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub force: bool,
     /// Write buffer / memtable size for rocksdb and leveldb (default: the band (zone) size of
     /// --profile, or of the --disk image if it exists; 256 MiB for hm-smr).
     #[arg(long = "write_buffer_size", alias = "write-buffer-size")]
@@ -116,14 +130,32 @@ pub struct EngineArgs {
     /// Never show a progress bar.
     #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
     pub no_progress: bool,
+    /// Internal: run only the engine at this position of --engine (a child process of a
+    /// multi-engine run, so that its peak RSS is that engine's).
+    #[arg(
+        long = "child_engine",
+        hide = true,
+        value_name = "INDEX",
+        requires = "child_json"
+    )]
+    pub child_engine: Option<usize>,
+    /// Internal: where a child process writes its results.
+    #[arg(long = "child_json", hide = true, value_name = "FILE")]
+    pub child_json: Option<PathBuf>,
 }
 
 impl EngineArgs {
     /// The library's setup of these flags.
     pub fn setup(&self) -> anyhow::Result<EngineSetup> {
         let d = EngineSetup::default();
+        let storage = match (self.in_memory, self.banded) {
+            (true, _) => Storage::Memory,
+            (false, Some(z)) => Storage::Banded(z.0),
+            (false, None) => Storage::Image,
+        };
         Ok(EngineSetup {
             engines: EngineKind::parse_list(&self.engine)?,
+            storage,
             disk: self.disk.clone(),
             profile: self.profile.clone().unwrap_or(d.profile),
             capacity: self.capacity.map_or(d.capacity, |c| c.0),

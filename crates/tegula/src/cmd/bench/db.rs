@@ -2,11 +2,10 @@
 
 use super::args::EngineArgs;
 use super::printer::Printer;
-use super::report;
 use anyhow::Result;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
-use tegula_bench::{BenchResult, DbBenchConfig, Lineup};
+use tegula_bench::{BenchResult, DbBenchConfig, EngineSetup, Lineup};
 
 /// `tegula bench db`.
 #[derive(Debug, Clone, Args)]
@@ -76,23 +75,42 @@ impl DbArgs {
     }
 }
 
-/// Runs db_bench-style benchmarks on every engine of `args`, one engine after the other in
-/// this process, printing each result line as it comes and the ratio table when there are
-/// several engines: the side-by-side comparison. Returns every result.
+impl super::session::Workload for DbArgs {
+    fn lineup(&self, setup: &EngineSetup) -> tegula_bench::Result<Lineup> {
+        Lineup::for_db(setup, &self.config())
+    }
+
+    fn run(&self, lineup: &Lineup, printer: &Printer) -> tegula_bench::Result<Vec<BenchResult>> {
+        lineup.run_db(&self.config(), printer)
+    }
+
+    fn header(&self) -> String {
+        let cfg = self.config();
+        format!(
+            "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}\nSync:       {}",
+            cfg.key_size,
+            cfg.value_size,
+            cfg.num,
+            cfg.threads,
+            self.engine.engine,
+            if self.engine.disable_wal { "disabled" } else { "enabled" },
+            match (cfg.sync, cfg.sync_every) {
+                (true, _) => "every write".to_string(),
+                (false, 0) => "never (db_bench's default; see each result's durability)".to_string(),
+                (false, n) => format!("every {n} writes"),
+            }
+        )
+    }
+
+    fn keeps_database(&self) -> bool {
+        self.use_existing_db
+    }
+}
+
+/// Runs db_bench-style benchmarks on every engine of `args`, one engine after the other (each
+/// in a process of its own when there are several), printing each result line as it comes
+/// and the ratio tables when there are several engines: the side-by-side comparison. Returns
+/// every result.
 pub fn run(args: &DbArgs) -> Result<Vec<BenchResult>> {
-    let cfg = args.config();
-    let setup = args.engine.setup()?;
-    let lineup = Lineup::for_db(&setup, &cfg)?;
-    println!(
-        "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}",
-        cfg.key_size,
-        cfg.value_size,
-        cfg.num,
-        cfg.threads,
-        args.engine.engine,
-        if setup.disable_wal { "disabled" } else { "enabled" }
-    );
-    let printer = Printer::new(!args.engine.no_progress, args.engine.json.clone());
-    let run = lineup.run_db(&cfg, &printer);
-    report::finish(&args.engine, &printer, run)
+    super::session::run(&args.engine, args)
 }

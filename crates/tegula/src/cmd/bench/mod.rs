@@ -11,14 +11,19 @@
 //!
 //! Flags keep db_bench's and YCSB's names (`--value_size`, `--recordcount`); the dashed
 //! spellings (`--value-size`) are accepted too, and boolean flags take db_bench's
-//! `--flag=1` / `--flag=0` as well as `--flag`. Several engines given to `--engine` run one
-//! after the other in the same process and a ratio table closes the run.
+//! `--flag=1` / `--flag=0` as well as `--flag`. Every engine keeps its data in files of one
+//! directory (tegula on a disk image, `--in-memory` or `--banded` otherwise); several engines
+//! given to `--engine` run one after the other, each in a process of its own (its peak RSS
+//! measured alone), and a ratio table closes the run.
 
 mod args;
+mod children;
 mod db;
+mod disk_check;
 mod paper;
 mod printer;
 mod report;
+mod session;
 mod ycsb;
 
 use anyhow::Result;

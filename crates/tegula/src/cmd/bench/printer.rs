@@ -1,6 +1,7 @@
 //! How `tegula bench` shows a run: the harness's [`Observer`] implemented with indicatif
 //! progress bars on a terminal and the db_bench-like result lines on stdout, the JSON results
-//! file kept up to date after every result.
+//! file kept up to date after every result, and a stop asked for by SIGINT or SIGTERM passed
+//! on to the harness ([`Observer::should_stop`]).
 
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
@@ -15,6 +16,9 @@ pub struct Printer {
     bars: bool,
     /// The JSON results file, rewritten after every result.
     json: Option<PathBuf>,
+    /// A child process's results file ([`super::children`]): every result with its
+    /// timeline, rewritten after every result.
+    child_json: Option<PathBuf>,
     state: Mutex<State>,
 }
 
@@ -32,7 +36,29 @@ impl Printer {
         Printer {
             bars: progress && std::io::stderr().is_terminal(),
             json,
+            child_json: None,
             state: Mutex::new(State::default()),
+        }
+    }
+
+    /// A printer of a child process: prints as [`Printer::new`] does and keeps `path` up to
+    /// date with every result and its timeline, for the parent.
+    pub fn child(progress: bool, path: PathBuf) -> Self {
+        Printer {
+            child_json: Some(path),
+            ..Printer::new(progress, None)
+        }
+    }
+
+    /// Adds results a child process printed already (kept for the JSON file and the tables,
+    /// not printed again).
+    pub fn adopt(&self, results: Vec<BenchResult>) {
+        let mut s = self.state();
+        s.results.extend(results);
+        if let Some(p) = &self.json {
+            if let Err(e) = tegula_bench::report::write_json(p, &s.results) {
+                s.json_error.get_or_insert(e);
+            }
         }
     }
 
@@ -88,6 +114,15 @@ impl Observer for Printer {
                 s.json_error.get_or_insert(e);
             }
         }
+        if let Some(p) = &self.child_json {
+            if let Err(e) = super::children::write_results(p, &s.results) {
+                s.json_error.get_or_insert(e);
+            }
+        }
+    }
+
+    fn should_stop(&self) -> bool {
+        crate::interrupt::requested()
     }
 
     fn job_started(&self, name: &str, steps: u64) {

@@ -2,12 +2,11 @@
 
 use super::args::EngineArgs;
 use super::printer::Printer;
-use super::report;
 use anyhow::Result;
 use clap::builder::BoolishValueParser;
 use clap::{ArgAction, Args};
 use tegula_bench::ycsb::{Distribution, Phases};
-use tegula_bench::{BenchResult, Lineup, YcsbConfig};
+use tegula_bench::{BenchResult, EngineSetup, Lineup, YcsbConfig};
 
 /// `tegula bench ycsb`.
 #[derive(Debug, Clone, Args)]
@@ -64,21 +63,44 @@ impl YcsbArgs {
     }
 }
 
+impl super::session::Workload for YcsbArgs {
+    fn lineup(&self, setup: &EngineSetup) -> tegula_bench::Result<Lineup> {
+        let cfg = self
+            .config()
+            .map_err(|e| tegula_bench::Error::invalid(e.to_string()))?;
+        Lineup::for_ycsb(setup, &cfg)
+    }
+
+    fn run(&self, lineup: &Lineup, printer: &Printer) -> tegula_bench::Result<Vec<BenchResult>> {
+        let cfg = self
+            .config()
+            .map_err(|e| tegula_bench::Error::invalid(e.to_string()))?;
+        lineup.run_ycsb(&cfg, printer)
+    }
+
+    fn header(&self) -> String {
+        match self.config() {
+            Ok(cfg) => format!(
+                "YCSB workload {}: {} records of {} x {} bytes, {} operations, {} threads, engines {}",
+                cfg.workload.name,
+                cfg.recordcount,
+                cfg.fieldcount,
+                cfg.fieldlength,
+                cfg.operationcount,
+                cfg.threads,
+                self.engine.engine
+            ),
+            Err(e) => format!("YCSB: {e}"),
+        }
+    }
+
+    fn keeps_database(&self) -> bool {
+        self.phase == "run"
+    }
+}
+
 /// Runs a YCSB workload on every engine of `args`; like [`super::db::run`].
 pub fn run(args: &YcsbArgs) -> Result<Vec<BenchResult>> {
-    let cfg = args.config()?;
-    let lineup = Lineup::for_ycsb(&args.engine.setup()?, &cfg)?;
-    println!(
-        "YCSB workload {}: {} records of {} x {} bytes, {} operations, {} threads, engines {}",
-        cfg.workload.name,
-        cfg.recordcount,
-        cfg.fieldcount,
-        cfg.fieldlength,
-        cfg.operationcount,
-        cfg.threads,
-        args.engine.engine
-    );
-    let printer = Printer::new(!args.engine.no_progress, args.engine.json.clone());
-    let run = lineup.run_ycsb(&cfg, &printer);
-    report::finish(&args.engine, &printer, run)
+    args.config()?;
+    super::session::run(&args.engine, args)
 }
