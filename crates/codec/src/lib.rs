@@ -7,6 +7,7 @@
 //!   layouts tegula's images use (state slots and log records), so that each format only
 //!   describes its payload.
 //! * [`checksum`]: CRC-32C, plain and masked.
+//! * [`text_header`]: the header of an image that carries its configuration as text.
 //!
 //! ```
 //! use tegula_codec::{Dec, Enc};
@@ -24,6 +25,7 @@ mod dec;
 mod enc;
 mod error;
 pub mod frame;
+pub mod text_header;
 
 pub use dec::Dec;
 pub use enc::Enc;

@@ -13,8 +13,8 @@ use crate::zone::ZoneCondition;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use tegula_codec::checksum::crc32c;
-use tegula_codec::frame::{self, Format};
+use tegula_codec::frame::Format;
+use tegula_codec::text_header::HeaderKind;
 use tegula_codec::{Dec, Enc};
 
 /// Magic number at offset 0 of every tegula disk image.
@@ -29,7 +29,6 @@ pub const STATE_VERSION: u32 = 1;
 pub const STATE_FORMAT: Format = Format::slot("state", &STATE_MAGIC, STATE_VERSION);
 /// Bytes reserved for the header.
 pub const HEADER_REGION: u64 = 64 << 10;
-const HEADER_FIXED: usize = 48;
 const FLAG_STORE_DATA: u32 = 1;
 
 /// The decoded header.
@@ -75,59 +74,44 @@ pub fn layout_for(cfg: &DiskConfig) -> (u64, u64) {
     (slot, align_up(HEADER_REGION + 2 * slot, 1 << 20))
 }
 
+/// The zoned disk image's header: its configuration as text, then state offset, slot size
+/// and data offset.
+const HEADER: HeaderKind<'static> = HeaderKind {
+    name: "tegula disk image",
+    magic: &IMAGE_MAGIC,
+    versions: IMAGE_VERSION..=IMAGE_VERSION,
+    fields: 3,
+    region: HEADER_REGION,
+};
+
 /// Encodes a header.
 pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
-    let cfg = h.config.to_toml();
-    let mut e = Enc::new();
-    e.raw(&IMAGE_MAGIC);
-    e.u32(h.version);
-    e.u32((HEADER_FIXED + cfg.len()) as u32);
-    e.u32(cfg.len() as u32);
-    e.u32(if h.config.store_data {
+    let flags = if h.config.store_data {
         FLAG_STORE_DATA
     } else {
         0
-    });
-    e.u64(h.state_offset);
-    e.u64(h.slot_size);
-    e.u64(h.data_offset);
-    e.raw(cfg.as_bytes());
-    frame::seal(&mut e);
-    e.into_bytes()
+    };
+    HEADER.encode(
+        h.version,
+        flags,
+        &[h.state_offset, h.slot_size, h.data_offset],
+        &h.config.to_toml(),
+    )
 }
 
 /// Decodes a header, checking magic, version, lengths and checksum.
 pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
-    let mut d = Dec::new(b);
-    let magic = d.take(8)?;
-    if magic != IMAGE_MAGIC {
-        return Err("not a tegula disk image (bad magic at offset 0)".into());
-    }
-    let version = d.u32()?;
-    if version != IMAGE_VERSION {
-        return Err(format!(
-            "unsupported image format version {version} (this build reads version {IMAGE_VERSION})"
-        ));
-    }
-    let header_len = d.u32()? as usize;
-    let cfg_len = d.u32()? as usize;
-    let flags = d.u32()?;
-    let state_offset = d.u64()?;
-    let slot_size = d.u64()?;
-    let data_offset = d.u64()?;
-    if header_len != HEADER_FIXED + cfg_len || header_len as u64 + 4 > HEADER_REGION {
-        return Err(format!("corrupt header: length {header_len} does not match config length {cfg_len} (offset 12)"));
-    }
-    let cfg_bytes = d.take(cfg_len)?;
-    let crc = d.u32()?;
-    let actual = crc32c(&b[..header_len]);
-    if crc != actual {
-        return Err(format!("corrupt header: checksum mismatch at offset {header_len} (stored {crc:#010x}, computed {actual:#010x})"));
-    }
-    let text = std::str::from_utf8(cfg_bytes)
-        .map_err(|_| "corrupt header: configuration is not UTF-8 (offset 48)".to_string())?;
-    let config = DiskConfig::from_toml(text)
-        .map_err(|e| format!("corrupt header: configuration (offset 48): {e}"))?;
+    let raw = HEADER.decode(b)?;
+    let (version, flags) = (raw.version, raw.flags);
+    let [state_offset, slot_size, data_offset] = raw.fields[..] else {
+        return Err("corrupt header: layout fields missing".into());
+    };
+    let config = DiskConfig::from_toml(raw.text).map_err(|e| {
+        format!(
+            "corrupt header: configuration (offset {}): {e}",
+            HEADER.fixed_len()
+        )
+    })?;
     if config.store_data != (flags & FLAG_STORE_DATA != 0) {
         return Err(
             "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
@@ -322,7 +306,7 @@ impl ImageFile {
             .metadata()
             .map_err(|e| DeviceError::io(format!("stat {}", path.display()), e))?
             .len();
-        if size < HEADER_FIXED as u64 + 4 {
+        if size < HEADER.fixed_len() as u64 + 4 {
             return Err(image_err(
                 path,
                 format!("truncated: {size} bytes is shorter than an image header"),

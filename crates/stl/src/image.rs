@@ -12,8 +12,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use tegula_codec::checksum::crc32c;
-use tegula_codec::frame::{self, Format};
+use tegula_codec::frame::Format;
+use tegula_codec::text_header::HeaderKind;
 use tegula_codec::{Dec, Enc};
 use tegula_device::image::{
     decode_state as decode_media, encode_state as encode_media, ImageState,
@@ -37,7 +37,6 @@ pub const DM_STATE_FORMAT: Format = Format::slot("drive-state", &DM_STATE_MAGIC,
 pub const DM_HEADER_REGION: u64 = 64 << 10;
 /// Bytes of each drive-state slot.
 pub const DM_STATE_SLOT: u64 = 4 << 20;
-const HEADER_FIXED: usize = 72;
 const FLAG_STORE_DATA: u32 = 1;
 const MIB: u64 = 1 << 20;
 
@@ -109,71 +108,49 @@ pub fn meta_slot_size(cfg: &DmConfig, layout: &Layout) -> u64 {
     align(ckpt.saturating_mul(2).max(64 * MIB), MIB)
 }
 
+/// The dm-smr image's header: its configuration as text, then the state, metadata-log, data
+/// and flash regions.
+const HEADER: HeaderKind<'static> = HeaderKind {
+    name: "tegula dm-smr image",
+    magic: &DM_MAGIC,
+    versions: DM_IMAGE_VERSION_MIN..=DM_IMAGE_VERSION,
+    fields: 6,
+    region: DM_HEADER_REGION,
+};
+
 /// Encodes a header.
 pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
-    let cfg = h.config.to_toml();
-    let mut e = Enc::new();
-    e.raw(&DM_MAGIC);
-    e.u32(h.version);
-    e.u32((HEADER_FIXED + cfg.len()) as u32);
-    e.u32(cfg.len() as u32);
-    e.u32(if h.config.store_data {
+    let flags = if h.config.store_data {
         FLAG_STORE_DATA
     } else {
         0
-    });
-    e.u64(h.state_offset);
-    e.u64(h.state_slot);
-    e.u64(h.meta_offset);
-    e.u64(h.meta_slot);
-    e.u64(h.data_offset);
-    e.u64(h.flash_offset);
-    e.raw(cfg.as_bytes());
-    frame::seal(&mut e);
-    e.into_bytes()
+    };
+    let fields = [
+        h.state_offset,
+        h.state_slot,
+        h.meta_offset,
+        h.meta_slot,
+        h.data_offset,
+        h.flash_offset,
+    ];
+    HEADER.encode(h.version, flags, &fields, &h.config.to_toml())
 }
 
 /// Decodes a header, checking magic, version, lengths, checksum, configuration and layout.
 pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
-    let mut d = Dec::new(b);
-    if d.take(8)? != DM_MAGIC {
-        return Err("not a tegula dm-smr image (bad magic at offset 0)".into());
-    }
-    let version = d.u32()?;
-    if !(DM_IMAGE_VERSION_MIN..=DM_IMAGE_VERSION).contains(&version) {
-        return Err(format!(
-            "unsupported dm-smr image version {version} (this build reads versions \
-             {DM_IMAGE_VERSION_MIN} to {DM_IMAGE_VERSION})"
-        ));
-    }
-    let header_len = d.u32()? as usize;
-    let cfg_len = d.u32()? as usize;
-    let flags = d.u32()?;
-    let state_offset = d.u64()?;
-    let state_slot = d.u64()?;
-    let meta_offset = d.u64()?;
-    let meta_slot = d.u64()?;
-    let data_offset = d.u64()?;
-    let flash_offset = d.u64()?;
-    if Some(header_len) != HEADER_FIXED.checked_add(cfg_len)
-        || header_len as u64 + 4 > DM_HEADER_REGION
-    {
-        return Err(format!(
-            "corrupt header: length {header_len} does not match config length {cfg_len} (offset 12)"
-        ));
-    }
-    let cfg_bytes = d.take(cfg_len)?;
-    let crc = d.u32()?;
-    let actual = crc32c(&b[..header_len]);
-    if crc != actual {
-        return Err(format!(
-            "corrupt header: checksum mismatch at offset {header_len} (stored {crc:#010x}, computed {actual:#010x})"
-        ));
-    }
-    let text = std::str::from_utf8(cfg_bytes)
-        .map_err(|_| "corrupt header: configuration is not UTF-8 (offset 72)".to_string())?;
-    let config = DmConfig::from_toml(text)
-        .map_err(|e| format!("corrupt header: configuration (offset 72): {e}"))?;
+    let raw = HEADER.decode(b)?;
+    let (version, flags) = (raw.version, raw.flags);
+    let [state_offset, state_slot, meta_offset, meta_slot, data_offset, flash_offset] =
+        raw.fields[..]
+    else {
+        return Err("corrupt header: layout fields missing".into());
+    };
+    let config = DmConfig::from_toml(raw.text).map_err(|e| {
+        format!(
+            "corrupt header: configuration (offset {}): {e}",
+            HEADER.fixed_len()
+        )
+    })?;
     if config.store_data != (flags & FLAG_STORE_DATA != 0) {
         return Err(
             "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
@@ -321,7 +298,7 @@ impl DmImage {
         // Held by this handle and its clones for as long as the image is open.
         tegula_device::lock::lock(&file, path, writable, tegula_device::lock::default_wait())?;
         let size = file.metadata().map_err(|e| io_err(path, "stat", e))?.len();
-        if size < HEADER_FIXED as u64 + 4 {
+        if size < HEADER.fixed_len() as u64 + 4 {
             return Err(image_err(
                 path,
                 format!("truncated: {size} bytes is shorter than an image header"),
