@@ -11,5 +11,5 @@ pub mod client;
 pub mod proto;
 pub mod server;
 
-pub use client::{ClientError, NbdClient};
+pub use client::{ClientError, Command, NbdClient};
 pub use server::{serve_connection, Listener, NbdError, ServerOptions};
