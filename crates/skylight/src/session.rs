@@ -66,6 +66,8 @@ pub(crate) struct Findings {
     pub usable: Option<u64>,
     /// TEST 7: map entries.
     pub map_entries: Option<u64>,
+    /// TEST 7: writes before cleaning started at QD31 (the map at its watermark).
+    pub map_soft: Option<u64>,
     /// TEST 11: band sizes (offset, bytes).
     pub bands: Vec<(u64, u64)>,
 }

@@ -7,6 +7,10 @@ mod frag;
 pub(crate) mod t01_drive_type;
 pub(crate) mod t02_cache_location;
 pub(crate) mod t03_cleaning_type;
+pub(crate) mod t06_raw_size;
+pub(crate) mod t07_map_size;
+pub(crate) mod t08_usable_size;
+mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
 pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
@@ -14,6 +18,9 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         1 => t01_drive_type::run(s),
         2 => t02_cache_location::run(s),
         3 => t03_cleaning_type::run(s),
+        6 => t06_raw_size::run(s),
+        7 => t07_map_size::run(s),
+        8 => t08_usable_size::run(s),
         _ => Ok("not implemented".into()),
     }
 }
