@@ -10,6 +10,7 @@ pub(crate) mod t03_cleaning_type;
 pub(crate) mod t06_raw_size;
 pub(crate) mod t07_map_size;
 pub(crate) mod t08_usable_size;
+pub(crate) mod t11_band_size;
 mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
@@ -21,6 +22,7 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         6 => t06_raw_size::run(s),
         7 => t07_map_size::run(s),
         8 => t08_usable_size::run(s),
+        11 => t11_band_size::run(s),
         _ => Ok("not implemented".into()),
     }
 }
