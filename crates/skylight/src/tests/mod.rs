@@ -11,6 +11,7 @@ pub(crate) mod t06_raw_size;
 pub(crate) mod t07_map_size;
 pub(crate) mod t08_usable_size;
 pub(crate) mod t11_band_size;
+pub(crate) mod t12_mapping;
 mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
@@ -23,6 +24,7 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         7 => t07_map_size::run(s),
         8 => t08_usable_size::run(s),
         11 => t11_band_size::run(s),
+        12 => t12_mapping::run(s),
         _ => Ok("not implemented".into()),
     }
 }

@@ -90,7 +90,14 @@ pub(crate) fn band_from_runs(lens: &[u64], stride: u64) -> Option<(u64, usize)> 
         .iter()
         .copied()
         .filter(|&l| lens.iter().filter(|&&x| x.abs_diff(l) <= 1).count() >= 2 || lens.len() == 1)
-        .find(|&l| lens.iter().filter(|&&x| fits(l, x)).count() * 10 >= lens.len() * 6)?;
+        .find(|&l| lens.iter().filter(|&&x| fits(l, x)).count() * 10 >= lens.len() * 6)
+        .or_else(|| {
+            // No length explains most runs: the most frequent one (ties: the shortest).
+            cands
+                .iter()
+                .copied()
+                .max_by_key(|&l| (lens.iter().filter(|&&x| fits(l, x)).count(), u64::MAX - l))
+        })?;
     let group: Vec<u64> = lens.iter().copied().filter(|&x| x.abs_diff(pick) <= 1).collect();
     let m = group.iter().sum::<u64>() as f64 / group.len() as f64;
     Some(((m * stride as f64).round() as u64, group.len()))
