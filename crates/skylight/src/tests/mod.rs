@@ -7,6 +7,8 @@ mod frag;
 pub(crate) mod t01_drive_type;
 pub(crate) mod t02_cache_location;
 pub(crate) mod t03_cleaning_type;
+pub(crate) mod t04_cleaning_algorithm;
+pub(crate) mod t05_cleaning_verified;
 pub(crate) mod t06_raw_size;
 pub(crate) mod t07_map_size;
 pub(crate) mod t08_usable_size;
@@ -20,6 +22,8 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         1 => t01_drive_type::run(s),
         2 => t02_cache_location::run(s),
         3 => t03_cleaning_type::run(s),
+        4 => t04_cleaning_algorithm::run(s),
+        5 => t05_cleaning_verified::run(s),
         6 => t06_raw_size::run(s),
         7 => t07_map_size::run(s),
         8 => t08_usable_size::run(s),
