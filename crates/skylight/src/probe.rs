@@ -43,9 +43,10 @@ pub fn name(id: u8) -> &'static str {
 fn needs(id: u8) -> &'static [u8] {
     match id {
         2 | 3 => &[1],
-        4 | 6 | 7 | 8 | 11 => &[1, 3],
+        4 | 6 | 7 | 11 => &[1, 3],
+        8 => &[1, 3, 6, 7, 11],
         5 => &[1, 3, 4],
-        9 | 10 => &[1, 3, 6],
+        9 | 10 => &[1, 3, 6, 7, 8],
         12 => &[1, 3, 11],
         SECTION_4_9 => &[1, 3, 11],
         _ => &[],
@@ -198,6 +199,8 @@ mod tests_ {
         let p = plan(&[12]);
         let ids: Vec<u8> = p.iter().map(|x| x.0).collect();
         assert_eq!(ids, vec![1, 3, 11, 12]);
+        let ids: Vec<u8> = plan(&[10]).iter().map(|x| x.0).collect();
+        assert_eq!(ids, vec![1, 3, 11, 6, 7, 8, 9, 10]);
         assert!(p.iter().all(|&(id, pre)| pre == (id != 12)));
         assert_eq!(plan(&[]).len(), 15);
     }

@@ -68,6 +68,12 @@ pub(crate) struct Findings {
     pub map_entries: Option<u64>,
     /// TEST 7: writes before cleaning started at QD31 (the map at its watermark).
     pub map_soft: Option<u64>,
+    /// TESTs 9-10: the pool of blocks and its write size.
+    pub pool: Vec<u64>,
+    /// TESTs 9-10: the pool's write size.
+    pub pool_unit: u64,
+    /// TEST 9: whether cleaning started.
+    pub t9_cleaned: Option<bool>,
     /// TEST 11: band sizes (offset, bytes).
     pub bands: Vec<(u64, u64)>,
 }

@@ -12,6 +12,7 @@ pub(crate) mod t05_cleaning_verified;
 pub(crate) mod t06_raw_size;
 pub(crate) mod t07_map_size;
 pub(crate) mod t08_usable_size;
+pub(crate) mod t09_circular_log;
 pub(crate) mod t11_band_size;
 pub(crate) mod t12_mapping;
 mod fill;
@@ -27,6 +28,7 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         6 => t06_raw_size::run(s),
         7 => t07_map_size::run(s),
         8 => t08_usable_size::run(s),
+        9 | 10 => t09_circular_log::run(s, id),
         11 => t11_band_size::run(s),
         12 => t12_mapping::run(s),
         _ => Ok("not implemented".into()),
