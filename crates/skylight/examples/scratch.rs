@@ -16,11 +16,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tests = std::env::args().nth(2).unwrap_or_default();
     let text = match tegula_stl::profiles::dm_profile_toml(&name) { Some(t) => t.to_string(), None => std::fs::read_to_string(&name)? };
     let t2 = text.clone();
-    let dev: Arc<dyn BlockDevice> = Arc::new(DmDrive::from_toml(&text)?);
-    let mut target = BlockTarget::new(&name, dev).with_fresh(Box::new(move || {
-        let d: Arc<dyn BlockDevice> = Arc::new(DmDrive::from_toml(&t2).map_err(|e| e.to_string())?);
-        Ok((d, None))
-    }));
+    let mut target = if tegula_stl::DmConfig::is_dm_smr_toml(&text) {
+        let dev: Arc<dyn BlockDevice> = Arc::new(DmDrive::from_toml(&text)?);
+        BlockTarget::new(&name, dev).with_fresh(Box::new(move || {
+            let d: Arc<dyn BlockDevice> = Arc::new(DmDrive::from_toml(&t2).map_err(|e| e.to_string())?);
+            Ok((d, None))
+        }))
+    } else {
+        let cfg = tegula_device::DiskConfig::from_toml(&text)?;
+        let dev: Arc<dyn BlockDevice> = Arc::new(tegula_device::Disk::in_memory(cfg)?);
+        BlockTarget::new(&name, dev)
+    };
     let opts = ProbeOptions { tests: tegula_skylight::parse_tests(&tests)?, ..Default::default() };
     let t = std::time::Instant::now();
     let p = probe::run(&mut target, &opts, &mut Print(t))?;

@@ -15,6 +15,7 @@ pub(crate) mod t08_usable_size;
 pub(crate) mod t09_circular_log;
 pub(crate) mod t11_band_size;
 pub(crate) mod t12_mapping;
+pub(crate) mod t14_zones;
 mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
@@ -31,6 +32,7 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         9 | 10 => t09_circular_log::run(s, id),
         11 => t11_band_size::run(s),
         12 => t12_mapping::run(s),
+        14 => t14_zones::run(s),
         _ => Ok("not implemented".into()),
     }
 }
