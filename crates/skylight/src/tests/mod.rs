@@ -15,7 +15,9 @@ pub(crate) mod t08_usable_size;
 pub(crate) mod t09_circular_log;
 pub(crate) mod t11_band_size;
 pub(crate) mod t12_mapping;
+pub(crate) mod t13_torn_writes;
 pub(crate) mod t14_zones;
+pub(crate) mod t15_worst_cleaning;
 mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
@@ -32,8 +34,10 @@ pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
         9 | 10 => t09_circular_log::run(s, id),
         11 => t11_band_size::run(s),
         12 => t12_mapping::run(s),
+        13 => t13_torn_writes::run(s),
         14 => t14_zones::run(s),
-        _ => Ok("not implemented".into()),
+        15 => t15_worst_cleaning::run(s),
+        _ => Err(crate::error::ProbeError::Invalid(format!("no test {id}"))),
     }
 }
 
