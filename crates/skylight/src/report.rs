@@ -312,7 +312,7 @@ impl Report {
         for p in &self.properties {
             rows.push([
                 p.key.clone(),
-                display_value(&p.value),
+                display_value(&p.key, &p.value),
                 p.tests.clone(),
                 confidence_word(p.confidence).to_string(),
                 p.evidence.clone(),
@@ -376,13 +376,20 @@ pub fn confidence_word(c: f64) -> &'static str {
     }
 }
 
-fn display_value(v: &serde_json::Value) -> String {
+/// A property's value for the table: sizes in binary units, band sizes with their offsets.
+fn display_value(key: &str, v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => "unknown".into(),
         serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) if key.ends_with("_bytes") => {
+            n.as_u64().map_or_else(|| n.to_string(), bytes)
+        }
         serde_json::Value::Array(a) => a
             .iter()
-            .map(display_value)
+            .map(|x| match (x.get("bytes").and_then(|b| b.as_u64()), x.get("offset").and_then(|o| o.as_u64())) {
+                (Some(b), Some(o)) => format!("{} at {:.2} TB", bytes(b), o as f64 / 1e12),
+                _ => display_value(key, x),
+            })
             .collect::<Vec<_>>()
             .join(", "),
         other => other.to_string(),

@@ -290,6 +290,23 @@ impl<'a> Session<'a> {
         Ok((l - typical).max(0.0))
     }
 
+    /// Pauses `pause` seconds between reading a block and reading the next one, and tells
+    /// whether the drive stayed quiet: the second read comes from the look-ahead buffer (a
+    /// fraction of a millisecond) unless the drive used its heads meanwhile (cleaning), which
+    /// costs it a seek. Returns (quiet, latency of the second read in ms).
+    pub fn quiet_after(&mut self, pause: f64) -> Result<(bool, f64)> {
+        let off = self.rand_off(self.cap / 4, self.cap / 4 * 3, 2 * self.bs);
+        self.read(off, self.bs)?;
+        self.idle(pause)?;
+        let l = self.read(off + self.bs, self.bs)?;
+        Ok((l < self.hit_ms(), l))
+    }
+
+    /// Latency below which a read came from the drive's buffer, ms.
+    pub fn hit_ms(&self) -> f64 {
+        (0.25 * self.f.random_read_ms.unwrap_or(16.0)).clamp(0.5, 5.0)
+    }
+
     /// Brings the drive to an empty persistent cache before a test that needs one: a secure
     /// erase when the target offers it, else idle time until background cleaning has nothing
     /// left (aggressive drives). Returns how, or why not.
@@ -309,15 +326,13 @@ impl<'a> Session<'a> {
             return Ok("the cache may hold earlier tests' data (no secure erase; cleaning is not idle-time)".into());
         }
         let delay = self.f.idle_delay.unwrap_or(SEC) as f64 / SEC as f64;
-        let typical = self.f.random_read_ms.unwrap_or(30.0);
         let budget = if self.virtual_time() { 1e6 } else { 300.0 };
         let mut spent = 0.0;
         let mut step = delay + 2.0;
         while spent < budget {
-            self.idle(step)?;
+            let (quiet, _) = self.quiet_after(step)?;
             spent += step;
-            let extra = self.busy_probe(typical)?;
-            if extra < busy_threshold(typical) {
+            if quiet {
                 self.dirty = false;
                 return Ok(format!("{spent:.0} s idle: cleaning finished"));
             }

@@ -25,6 +25,8 @@ pub struct BlockTarget {
     cap: u64,
     zeros: Vec<u8>,
     rbuf: Vec<u8>,
+    /// Device time of the drives replaced by secure erases (the clock runs on across them).
+    base: Nanos,
     /// When the host ends a pause: the next command is issued then, so a drive still busy
     /// with background work past it shows the wait in that command's latency.
     resume: Option<Nanos>,
@@ -44,6 +46,7 @@ impl BlockTarget {
             name: name.into(),
             zeros: Vec::new(),
             rbuf: Vec::new(),
+            base: 0,
             resume: None,
         }
     }
@@ -200,7 +203,7 @@ impl Target for BlockTarget {
     }
 
     fn now(&self) -> Nanos {
-        self.dev.now()
+        self.base + self.dev.now()
     }
 
     fn power(&self) -> Option<&dyn PowerControl> {
@@ -212,6 +215,8 @@ impl Target for BlockTarget {
             return Ok(false);
         };
         let (dev, power) = fresh().map_err(TargetError::Io)?;
+        self.base += self.resume.take().unwrap_or_else(|| self.dev.now());
+        self.base = self.base.saturating_sub(dev.now());
         self.dev = dev;
         self.power = power;
         self.resume = None;

@@ -16,6 +16,10 @@ use serde_json::json;
 const SAMPLES: usize = 160;
 /// Spread (IQR over median) below which a latency counts as fixed.
 const FIXED: f64 = 0.2;
+/// Samples of each entry level for the line fit, and the trim: samples more than this much
+/// above the fastest waited for the platter (a missed start), not for the entry.
+const LEVEL_SAMPLES: usize = 25;
+const TRIM: f64 = 1.12;
 /// Queue depth of the packing and entry tests (SATA NCQ's 31).
 const QD: usize = 31;
 
@@ -193,14 +197,14 @@ fn entries(s: &mut Session<'_>, region: u64) -> Result<(Option<Entries>, Vec<(f6
     for k in 0..found.len() {
         let total = (min + k as u64 * quantum).max(s.bs);
         let mut v = Vec::new();
-        for _ in 0..9 {
+        for _ in 0..LEVEL_SAMPLES {
             let o = s.rand_off(0, region, s.bs);
             s.write(o, s.bs)?;
             v.push(batch_time(s, total, region)?);
         }
-        s.tick(9);
+        s.tick(LEVEL_SAMPLES as u64);
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let kept: Vec<f64> = v.into_iter().filter(|&x| x <= lo * 1.25).collect();
+        let kept: Vec<f64> = v.into_iter().filter(|&x| x <= lo * TRIM).collect();
         xy.push(((min + k as u64 * quantum) as f64, crate::stats::mean(&kept)));
     }
     let Some((slope, icpt)) = fit(&xy).filter(|f| f.0 > 0.0) else {

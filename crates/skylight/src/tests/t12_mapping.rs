@@ -82,13 +82,12 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         // Idle until the drive has nothing left to clean.
         let delay = s.f.idle_delay.map_or(1.0, |t| t as f64 / SEC as f64);
         let band_t = s.f.band_clean.map_or(1.0, |t| t as f64 / SEC as f64);
-        let typical = s.f.random_read_ms.unwrap_or(20.0);
         let mut total = 0.0;
         for k in 0..10 {
             let pause = delay + band_t * 4.0 * 4f64.powi(k);
-            s.idle(pause)?;
+            let (quiet, _) = s.quiet_after(pause)?;
             total += pause;
-            if s.busy_probe(typical)? < crate::session::busy_threshold(typical) {
+            if quiet {
                 drained = true;
                 break;
             }

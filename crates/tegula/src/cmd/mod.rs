@@ -8,6 +8,7 @@ pub mod demo;
 pub mod demo_stack;
 pub mod disk;
 pub mod fs;
+pub mod probe;
 pub mod serve;
 
 use anyhow::Result;
@@ -32,6 +33,8 @@ pub enum Command {
     Fs(fs::FsCommand),
     /// A tour of an emulated host-managed SMR disk in a few seconds.
     Demo(demo::DemoArgs),
+    /// Skylight's TESTs 1-14: infer a drive-managed SMR drive's internals from latencies.
+    Probe(probe::ProbeArgs),
 }
 
 impl Command {
@@ -44,6 +47,7 @@ impl Command {
             Command::Serve(c) => c.run(),
             Command::Fs(c) => fs::run(c),
             Command::Demo(a) => demo::run(a),
+            Command::Probe(a) => probe::run(a),
         }
     }
 }
