@@ -134,21 +134,10 @@ impl<'a> Session<'a> {
         self.obs.finish(self.test, verdict);
     }
 
-    /// The test running now.
-    pub fn test(&self) -> u8 {
-        self.test
-    }
-
     /// Advances the current test's progress by `n` steps.
     pub fn tick(&mut self, n: u64) {
         self.done += n;
         self.obs.progress(self.done);
-    }
-
-    /// Sets the current test's progress.
-    pub fn at(&mut self, done: u64) {
-        self.done = done;
-        self.obs.progress(done);
     }
 
     fn fail(&self, e: TargetError) -> ProbeError {
@@ -166,11 +155,6 @@ impl<'a> Session<'a> {
                 after_s: self.started.elapsed().as_secs_f64(),
             })
         }
-    }
-
-    /// The target's clock.
-    pub fn clock(&self) -> ClockKind {
-        self.target.clock()
     }
 
     /// Whether pauses are free (virtual time).
@@ -280,14 +264,6 @@ impl<'a> Session<'a> {
     /// The power control of the target.
     pub fn power(&self) -> Option<&dyn crate::target::PowerControl> {
         self.target.power()
-    }
-
-    /// Whether a read issued now has to wait for background work: the extra latency in ms
-    /// over `typical` (0 when it did not).
-    pub fn busy_probe(&mut self, typical: f64) -> Result<f64> {
-        let off = self.rand_off(self.cap / 4, self.cap / 4 * 3, self.bs);
-        let l = self.read(off, self.bs)?;
-        Ok((l - typical).max(0.0))
     }
 
     /// Pauses `pause` seconds between reading a block and reading the next one, and tells

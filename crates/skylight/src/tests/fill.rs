@@ -56,11 +56,6 @@ impl Fill {
         self.onset.map(|b| (b * self.qd) as u64)
     }
 
-    /// Host bytes written before cleaning started.
-    pub fn bytes(&self) -> Option<u64> {
-        self.ops().map(|n| n * self.size)
-    }
-
     /// Writes completed before the hard limit.
     pub fn hard_ops(&self) -> Option<u64> {
         self.hard.map(|b| (b * self.qd) as u64)

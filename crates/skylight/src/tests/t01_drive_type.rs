@@ -286,21 +286,20 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     }
     s.tick(SAMPLES as u64);
     let mut big = Vec::new();
-    let mut slow_at = Vec::new();
     let cap_writes = if s.virtual_time() { 2400 } else { 1200 };
     while big.len() < cap_writes {
         let o = s.rand_off(0, r1, bs);
         let l = s.write(o, bs)?;
         big.push(l);
         if big.len() >= SAMPLES && big.len() % 40 == 0 {
-            slow_at = outliers(&big, 4.0, 50.0);
-            if slow_at.len() >= 4 || (big.len() >= 600 && slow_at.is_empty()) {
+            let slow = outliers(&big, 4.0, 50.0);
+            if slow.len() >= 4 || (big.len() >= 600 && slow.is_empty()) {
                 break;
             }
         }
         s.tick(1);
     }
-    slow_at = outliers(&big, 4.0, 50.0);
+    let slow_at = outliers(&big, 4.0, 50.0);
     let (sm, bm) = (steady(&small), steady(&big[..SAMPLES.min(big.len())]));
     let (sp_small, sp_big) = (spread(&sm), spread(&bm));
     let fixed_small = sp_small < FIXED;

@@ -18,15 +18,6 @@ use tegula_device::SEC;
 /// Blocks written.
 const BLOCKS: usize = 4096;
 
-/// Which blocks read differently from their first (cached) read.
-pub(crate) fn changed(before: &[f64], after: &[f64]) -> Vec<bool> {
-    before
-        .iter()
-        .zip(after)
-        .map(|(&b, &a)| (a - b).abs() > (0.1 * b).max(1.0))
-        .collect()
-}
-
 /// The best split of `flags` into a cleaned prefix and an uncleaned rest: (prefix length,
 /// fraction of blocks that agree with it).
 pub(crate) fn prefix(flags: &[bool]) -> (usize, f64) {
@@ -44,16 +35,6 @@ pub(crate) fn prefix(flags: &[bool]) -> (usize, f64) {
         }
     }
     (best.0, best.1 as f64 / n.max(1) as f64)
-}
-
-/// Reads `offs` in order; latencies in ms.
-pub(crate) fn read_all(s: &mut Session<'_>, offs: &[u64]) -> Result<Vec<f64>> {
-    let mut lat = Vec::with_capacity(offs.len());
-    for &o in offs {
-        lat.push(s.read(o, s.bs)?);
-    }
-    s.tick(1);
-    Ok(lat)
 }
 
 /// Reads each of `offs` and then the block after it: the block's latency, and whether it
@@ -166,7 +147,5 @@ mod tests {
         let (k, agree) = prefix(&flags);
         assert_eq!(k, 300);
         assert!(agree > 0.99);
-        let c = changed(&[5.0, 5.0], &[5.2, 14.0]);
-        assert_eq!(c, vec![false, true]);
     }
 }

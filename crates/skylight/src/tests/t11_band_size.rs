@@ -24,26 +24,6 @@ const MIN_RUN: u64 = 16;
 /// Regions are this many times the largest band expected (64 MiB).
 const REGION_BANDS: u64 = 50;
 
-/// The latency that separates native reads from cache reads: the widest gap (as a ratio)
-/// between consecutive sorted latencies, if it is at least 2x.
-pub(crate) fn split(lat: &[f64]) -> Option<f64> {
-    let mut v: Vec<f64> = lat.iter().copied().filter(|x| *x > 0.0).collect();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n < 8 {
-        return None;
-    }
-    let (lo, hi) = (n / 50, n - n / 50 - 1);
-    let mut best = (1.0, 0.0);
-    for i in lo..hi {
-        let r = v[i + 1] / v[i];
-        if r > best.0 {
-            best = (r, (v[i] * v[i + 1]).sqrt());
-        }
-    }
-    (best.0 >= 2.0).then_some(best.1)
-}
-
 /// Runs of native reads, as `[start, end)` block indices. On a disk cache a native read
 /// streams (fast) except the first of a band, reached by a seek from the cache; on a flash
 /// cache the cache reads are the fast ones.
@@ -305,9 +285,7 @@ mod tests {
         for l in lat.iter_mut().skip(11).take(9) {
             *l = 1.3;
         }
-        let thr = split(&lat).expect("two levels");
-        assert!(thr > 1.3 && thr < 20.0);
-        let runs = native_runs(&lat, thr, false);
+        let runs = native_runs(&lat, 5.0, false);
         assert_eq!(runs, vec![(10, 20)]);
         assert_eq!(band_from_runs(&[10, 10, 11, 20], 1 << 20), Some((10_485_760 + 349_525, 3)));
         // Two adjacent cleaned bands read as one run twice as long.

@@ -73,8 +73,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     }
     let p1 = pattern(s, a, b)?;
     let same = (0.1f64).max(noise * 3.0);
-    let mut how = String::new();
-    let mut p2 = p1.clone();
+    let how;
+    let p2;
     let aggressive = s.f.aggressive == Some(true);
     // Whether cleaning is known to have finished (an aggressive drive gone quiet).
     let mut drained = false;
@@ -100,14 +100,16 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         let f = fill(s, 256 << 10, 31, 100_000_000, false, 0.2)?;
         let onset = f.ops().unwrap_or(f.batches.len() as u64 * 31);
         let mut written = f.batches.len() as u64 * 31;
+        let mut last = pattern(s, a, b)?;
         for k in 0..12 {
-            p2 = pattern(s, a, b)?;
-            if distance(&p2, &p1) > same || distance(&p2, &p0) <= same {
+            if distance(&last, &p1) > same || distance(&last, &p0) <= same {
                 break;
             }
             let g = fill(s, 256 << 10, 31, (onset / 4).max(1000), false, 0.3 + k as f64 * 0.07)?;
             written += g.batches.len() as u64 * 31;
+            last = pattern(s, a, b)?;
         }
+        p2 = last;
         how = format!("cache fills of {written} writes of 256 KiB");
     }
     let (d0, d1) = (distance(&p2, &p0), distance(&p2, &p1));

@@ -139,7 +139,7 @@ fn rate_at(s: &mut Session<'_>, off: u64) -> Result<Option<f64>> {
 
 /// Runs TEST 14.
 pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
-    let samples: u64 = if s.virtual_time() { 2048 } else { 256 };
+    let samples: u64 = if s.virtual_time() { 4096 } else { 256 };
     s.begin(14, "zone structure", samples + 1);
     let mut z = ZonesReport::default();
     let mut notes = Vec::new();
@@ -227,10 +227,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let downs = prof.windows(2).filter(|w| w[1].1 < w[0].1 * 0.99).count();
     if fine_layout.is_none() && ups.len() >= 3 {
         let gaps: Vec<f64> = ups.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-        // The shortest spacing that recurs: one surface run (twice that at a section end).
-        let mut sorted = gaps.clone();
-        sorted.sort_by(f64::total_cmp);
-        let run = median(&sorted[..sorted.len().div_ceil(2)]) as u64;
+        // Most spacings are one surface run (twice that at a section end).
+        let run = median(&gaps) as u64;
         z.run_bytes = Some(run);
         z.surfaces = surfaces_from(&ups, run);
         fine_layout = Some((ZoneLayout::SurfaceStrokes, 0.0));
