@@ -199,7 +199,7 @@ fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
         let gib = 1u64 << 30;
         let mut c = DmConfig {
             media: if rng.gen_bool(0.7) { "smr-5900".into() } else { "hm-smr".into() },
-            capacity: rng.gen_range(200..1200) * gib,
+            capacity: rng.gen_range(200..1000) * gib,
             stl,
             band_size: rng.gen_range(8..=64) * mib,
             cleaning: if rng.gen_bool(0.5) { Cleaning::Aggressive } else { Cleaning::Lazy },
@@ -216,7 +216,7 @@ fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
                     c.band_tracks = rng.gen_range(8..=24);
                 }
                 c.cache_location = [Loc::Od, Loc::Md, Loc::Id][rng.gen_range(0..3)];
-                c.cache_size = rng.gen_range(8..=64) * gib;
+                c.cache_size = rng.gen_range(8..=40) * gib;
                 c.map_entries = rng.gen_range(20..=250) * 1000;
                 c.journal_entry_min = [512 * 1024, mib, 2 * mib][rng.gen_range(0..3)];
                 c.journal_entry_quantum = [512 * 1024, mib][rng.gen_range(0..2)];
@@ -230,13 +230,13 @@ fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
                 } else {
                     c.cache_location = [Loc::Od, Loc::Md, Loc::Id][rng.gen_range(0..3)];
                 }
-                c.cache_size = rng.gen_range(2..=16) * gib;
+                c.cache_size = rng.gen_range(2..=10) * gib;
             }
             StlKind::FullyAssociative => {
                 c.mapping = tegula_stl::Mapping::Dynamic;
                 c.cache_location = Loc::Distributed;
                 c.zone_size = rng.gen_range(8..=40) * gib;
-                c.cache_size = rng.gen_range(4..=24) * gib;
+                c.cache_size = rng.gen_range(4..=16) * gib;
             }
         }
         if c.validate().is_ok() && DmDrive::new(c.clone()).is_ok() {

@@ -451,7 +451,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
 
     // The map merge: a slow write every Nth journal write.
     match period(&slow_at) {
-        Some((p, agree)) if agree + 1 >= 2 && p > 1 => {
+        Some((p, on)) if on >= 3 => {
             journal.map_merge_every = Some(p as u64);
             let l: Vec<f64> = slow_at.iter().map(|&i| big[i]).collect();
             s.report.set(
@@ -464,7 +464,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
                     median(&l),
                     &slow_at[..slow_at.len().min(5)]
                 ),
-                if agree >= 2 { 0.9 } else { 0.6 },
+                if on >= 4 { 0.9 } else { 0.7 },
             );
             verdict.push_str(&format!(", map merge every {p} writes"));
         }

@@ -110,7 +110,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     rep.unreadable.truncate(32);
     let volatile = s.report.volatile_cache;
     let evidence = format!(
-        "{} power cuts during 1 MiB sequential writes (volatile cache {}): {} left unreadable blocks, {n} ranges, {} in all, the largest {}; {cured} of them read again after being rewritten",
+        "{} power cuts during 1 MiB sequential writes (volatile cache {}): {} of them left unreadable blocks, {n} ranges, {} in all, the largest {}; {cured} of the ranges read again after being rewritten",
         rep.cuts,
         match volatile {
             Some(true) => "present",

@@ -149,13 +149,18 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     s.tick(1);
     let groups = kinds(&cross);
     let track_kind = groups.first().map(|g| g.iter().map(|c| c.extra).sum::<f64>() / g.len() as f64);
+    // Track switches must recur at a steady spacing (a rotating disk); latency spikes at
+    // random (a flash device, or noise) are no track structure.
     let track = groups.first().and_then(|g| {
         let gaps: Vec<f64> = g.windows(2).map(|w| (w[1].at - w[0].at) as f64).collect();
-        (!gaps.is_empty()).then(|| median(&gaps) as u64)
+        let m = median(&gaps);
+        let steady = gaps.iter().filter(|&&x| (x - m).abs() <= 0.1 * m + CHUNK as f64).count();
+        (gaps.len() >= 8 && steady * 10 >= gaps.len() * 7).then_some(m as u64)
     });
+    let regular = track.is_some();
     // The surface change: the next most frequent kind recurring at a steady spacing.
     let mut fine_layout = None;
-    for g in groups.iter().skip(1) {
+    for g in groups.iter().skip(1).filter(|_| regular) {
         if g.len() < 3 {
             continue;
         }
@@ -187,7 +192,13 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         ));
         break;
     }
-    if fine_layout.is_none() {
+    if !regular {
+        notes.push(format!(
+            "fine scan of {}: {} slow reads at no steady spacing: no track structure (not a rotating disk, or too noisy to see one)",
+            bytes(window * CHUNK),
+            cross.len()
+        ));
+    } else if fine_layout.is_none() {
         notes.push(format!(
             "fine scan of {}: track switches every {}, no surface change (runs longer than the scan)",
             bytes(window * CHUNK),
@@ -225,7 +236,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         .map(|w| w[1].0)
         .collect();
     let downs = prof.windows(2).filter(|w| w[1].1 < w[0].1 * 0.99).count();
-    if fine_layout.is_none() && ups.len() >= 3 {
+    if regular && fine_layout.is_none() && ups.len() >= 3 {
         let gaps: Vec<f64> = ups.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
         // Most spacings are one surface run (twice that at a section end).
         let run = median(&gaps) as u64;
@@ -300,8 +311,13 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         "zones.plateaus",
         json!(z.plateaus.len()),
         "14",
-        format!("{} plateaus of constant media rate; the largest: {}", z.plateaus.len(), big.join(", ")),
-        0.7,
+        format!(
+            "{} plateaus of constant media rate; the largest: {}{}",
+            z.plateaus.len(),
+            big.join(", "),
+            if regular { "" } else { " (no track structure: these are not a disk's recording zones)" }
+        ),
+        if regular { 0.7 } else { 0.2 },
     );
     let verdict = format!(
         "{} plateaus, layout {}, {} surfaces",
