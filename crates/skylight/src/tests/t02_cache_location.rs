@@ -53,14 +53,14 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let rr = s.f.random_read_ms.unwrap_or(f64::INFINITY);
     // No trip to the cache longer than an average random access, or no trend at all: a
     // cache near every region.
-    if max / min.max(1e-9) < SAME || max < 0.9 * rr {
+    if max / min.max(1e-9) < SAME || max < 0.75 * rr {
         s.report.cache.layout = Some(CacheLayout::Distributed);
         s.report.set(
             "cache.layout",
             json!("distributed"),
             "2",
-            format!("{evidence}: within {SAME}x of each other or all below 0.9 x a random read ({rr:.2} ms)"),
-            if max < 0.7 * rr || max / min < 1.15 { 0.9 } else { 0.6 },
+            format!("{evidence}: within {SAME}x of each other or all below 0.75 x a random read ({rr:.2} ms)"),
+            if max < 0.6 * rr || max / min < 1.15 { 0.9 } else { 0.6 },
         );
         s.report.unknown(
             "cache.location",

@@ -203,7 +203,7 @@ mod tests {
         }
         assert!(cleaning(&lat, 500).1.is_none());
         for i in (600..1000).step_by(7) {
-            lat[i] = 120.0;
+            lat[i] = 600.0;
         }
         assert_eq!(cleaning(&lat, 500).1, Some(340));
     }
