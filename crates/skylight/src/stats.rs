@@ -59,6 +59,16 @@ pub fn outliers(v: &[f64], factor: f64, floor: f64) -> Vec<usize> {
         .collect()
 }
 
+/// Indices of operations slower than a fixed latency allows: above the median by more than
+/// eight interquartile ranges, 50% and 5 ms (a map merge, even of a small map, on a drive
+/// whose writes otherwise take the same time).
+pub fn slow_ops(v: &[f64]) -> Vec<usize> {
+    let m = median(v);
+    let iqr = quantile(v, 0.75) - quantile(v, 0.25);
+    let thr = m + (8.0 * iqr).max(0.5 * m).max(5.0);
+    (0..v.len()).filter(|&i| v[i] > thr).collect()
+}
+
 /// Whether `a` and `b` agree within a relative tolerance `tol` of the larger.
 pub fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol * a.abs().max(b.abs())

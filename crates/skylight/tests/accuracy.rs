@@ -316,8 +316,8 @@ fn matrix() -> bool {
 #[test]
 fn a_small_journal_drive_is_recognised_in_tests_1_to_3() {
     let cfg = DmConfig {
-        capacity: 64 << 30,
-        cache_size: 2 << 30,
+        capacity: 200 << 30,
+        cache_size: 8 << 30,
         map_entries: 20_000,
         cache_location: Loc::Id,
         idle_before_cleaning: 1_500_000_000,
