@@ -77,7 +77,11 @@ impl Plot {
 
     /// Latency per operation: the values of `lat` against their index.
     pub fn per_op(self, name: &str, lat: &[f64]) -> Self {
-        let pts = lat.iter().enumerate().map(|(i, &l)| (i as f64, l)).collect();
+        let pts = lat
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as f64, l))
+            .collect();
         self.dots(name, pts)
     }
 
@@ -122,9 +126,18 @@ fn err(path: &Path, e: impl std::fmt::Display) -> ProbeError {
 pub fn draw(p: &Plot, path: &Path) -> Result<()> {
     let pts = || p.series.iter().flat_map(|s| s.points.iter());
     let finite = |v: f64| v.is_finite();
-    let xmin = pts().map(|q| q.0).filter(|v| finite(*v)).fold(f64::INFINITY, f64::min);
-    let xmax = pts().map(|q| q.0).filter(|v| finite(*v)).fold(f64::NEG_INFINITY, f64::max);
-    let ymax = pts().map(|q| q.1).filter(|v| finite(*v)).fold(f64::NEG_INFINITY, f64::max);
+    let xmin = pts()
+        .map(|q| q.0)
+        .filter(|v| finite(*v))
+        .fold(f64::INFINITY, f64::min);
+    let xmax = pts()
+        .map(|q| q.0)
+        .filter(|v| finite(*v))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let ymax = pts()
+        .map(|q| q.1)
+        .filter(|v| finite(*v))
+        .fold(f64::NEG_INFINITY, f64::max);
     let ypos = pts()
         .map(|q| q.1)
         .filter(|v| finite(*v) && *v > 0.0)
@@ -134,7 +147,11 @@ pub fn draw(p: &Plot, path: &Path) -> Result<()> {
     } else {
         (0.0, 1.0)
     };
-    let ymax = if ymax.is_finite() && ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let ymax = if ymax.is_finite() && ymax > 0.0 {
+        ymax * 1.1
+    } else {
+        1.0
+    };
     let root = SVGBackend::new(path, (1024, 576)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(path, e))?;
     let mut b = ChartBuilder::on(&root);
@@ -161,7 +178,10 @@ pub fn draw(p: &Plot, path: &Path) -> Result<()> {
                 .collect();
             match s.style {
                 Style::Dots => c
-                    .draw_series(data.into_iter().map(move |q| Circle::new(q, 2, color.filled())))
+                    .draw_series(
+                        data.into_iter()
+                            .map(move |q| Circle::new(q, 2, color.filled())),
+                    )
                     .map_err(|e| err(path, e))?,
                 Style::Line => c
                     .draw_series(LineSeries::new(data, color.stroke_width(2)))
@@ -192,7 +212,10 @@ pub fn draw(p: &Plot, path: &Path) -> Result<()> {
                 .collect();
             match s.style {
                 Style::Dots => c
-                    .draw_series(data.into_iter().map(move |q| Circle::new(q, 2, color.filled())))
+                    .draw_series(
+                        data.into_iter()
+                            .map(move |q| Circle::new(q, 2, color.filled())),
+                    )
                     .map_err(|e| err(path, e))?,
                 Style::Line => c
                     .draw_series(LineSeries::new(data, color.stroke_width(2)))

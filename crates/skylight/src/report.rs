@@ -336,7 +336,10 @@ impl Report {
                 w3 = w[3]
             ));
             if i == 0 {
-                out.push_str(&format!("{}\n", "-".repeat(w.iter().sum::<usize>() + 8 + 8)));
+                out.push_str(&format!(
+                    "{}\n",
+                    "-".repeat(w.iter().sum::<usize>() + 8 + 8)
+                ));
             }
         }
         out.push_str("\ntest  wall s  device s  verdict\n");
@@ -347,7 +350,11 @@ impl Report {
                 t.wall_s,
                 t.device_s,
                 t.verdict,
-                if t.prerequisite { " (prerequisite)" } else { "" }
+                if t.prerequisite {
+                    " (prerequisite)"
+                } else {
+                    ""
+                }
             ));
         }
         out
@@ -386,9 +393,14 @@ fn display_value(key: &str, v: &serde_json::Value) -> String {
         }
         serde_json::Value::Array(a) => a
             .iter()
-            .map(|x| match (x.get("bytes").and_then(|b| b.as_u64()), x.get("offset").and_then(|o| o.as_u64())) {
-                (Some(b), Some(o)) => format!("{} at {:.2} TB", bytes(b), o as f64 / 1e12),
-                _ => display_value(key, x),
+            .map(|x| {
+                match (
+                    x.get("bytes").and_then(|b| b.as_u64()),
+                    x.get("offset").and_then(|o| o.as_u64()),
+                ) {
+                    (Some(b), Some(o)) => format!("{} at {:.2} TB", bytes(b), o as f64 / 1e12),
+                    _ => display_value(key, x),
+                }
             })
             .collect::<Vec<_>>()
             .join(", "),

@@ -170,7 +170,11 @@ impl<'a> Session<'a> {
     }
 
     /// Reads, keeping a media error as a value (`Ok(Err(..))`).
-    pub fn try_read(&mut self, off: u64, len: u64) -> Result<std::result::Result<f64, TargetError>> {
+    pub fn try_read(
+        &mut self,
+        off: u64,
+        len: u64,
+    ) -> Result<std::result::Result<f64, TargetError>> {
         self.check_stop()?;
         match self.target.read(off, len) {
             Ok(l) => Ok(Ok(ms(l))),
@@ -189,7 +193,11 @@ impl<'a> Session<'a> {
 
     /// A write that may complete into a volatile cache; the raw result (power loss is a value
     /// here, TEST 13 provokes it).
-    pub fn write_cached(&mut self, off: u64, len: u64) -> Result<std::result::Result<f64, TargetError>> {
+    pub fn write_cached(
+        &mut self,
+        off: u64,
+        len: u64,
+    ) -> Result<std::result::Result<f64, TargetError>> {
         self.check_stop()?;
         self.dirty = true;
         match self.target.write(off, len, false) {

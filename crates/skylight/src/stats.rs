@@ -121,10 +121,7 @@ pub fn period(idx: &[usize]) -> Option<(usize, usize)> {
             if p < 2 {
                 continue;
             }
-            let on = idx
-                .iter()
-                .filter(|&&z| z >= x && (z - x) % p == 0)
-                .count();
+            let on = idx.iter().filter(|&&z| z >= x && (z - x) % p == 0).count();
             best = match best {
                 Some((bp, bn)) if bn > on || (bn == on && bp <= p) => Some((bp, bn)),
                 _ => Some((p, on)),
@@ -155,8 +152,8 @@ mod tests {
         let mut c = Collapse::new(100.0, 8, 5);
         let mut lat = vec![10.0; 50];
         lat[20] = 300.0; // a map merge
-        for i in 30..50 {
-            lat[i] = 500.0;
+        for l in &mut lat[30..50] {
+            *l = 500.0;
         }
         let onset = lat.iter().enumerate().find_map(|(i, &l)| c.push(i, l));
         assert_eq!(onset, Some(30));

@@ -11,9 +11,13 @@
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, DiskConfig};
-use tegula_skylight::report::{CacheLayout, CacheLocation, CacheMedia, CleaningKind, DriveType, Mapping, ZoneLayout};
+use tegula_skylight::report::{
+    CacheLayout, CacheLocation, CacheMedia, CleaningKind, DriveType, Mapping, ZoneLayout,
+};
 use tegula_skylight::{probe, BlockTarget, Fresh, PowerControl, ProbeOptions, Quiet, Report};
-use tegula_stl::{layout, CacheLocation as Loc, CacheMedia as Med, Cleaning, DmConfig, DmDrive, StlKind};
+use tegula_stl::{
+    layout, CacheLocation as Loc, CacheMedia as Med, Cleaning, DmConfig, DmDrive, StlKind,
+};
 
 struct Power(Arc<DmDrive>);
 
@@ -73,7 +77,11 @@ struct Check {
     right: bool,
 }
 
-fn cat<T: PartialEq + std::fmt::Debug>(p: &'static str, want: Option<T>, got: Option<T>) -> Option<Check> {
+fn cat<T: PartialEq + std::fmt::Debug>(
+    p: &'static str,
+    want: Option<T>,
+    got: Option<T>,
+) -> Option<Check> {
     let want = want?;
     Some(Check {
         property: p,
@@ -89,7 +97,9 @@ fn size(p: &'static str, want: Option<f64>, got: Option<f64>, tol: f64) -> Optio
     Some(Check {
         property: p,
         expected: format!("{want:.4e}"),
-        got: got.map_or("null".into(), |g| format!("{g:.4e} ({:+.1}%)", (g / want - 1.0) * 100.0)),
+        got: got.map_or("null".into(), |g| {
+            format!("{g:.4e} ({:+.1}%)", (g / want - 1.0) * 100.0)
+        }),
         answered: got.is_some(),
         right: got.is_some_and(|g| (g - want).abs() <= tol * want),
     })
@@ -108,20 +118,50 @@ fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
     let ss = 4096.0;
     let mut v: Vec<Option<Check>> = vec![
         cat("drive_type", Some(DriveType::Smr), r.drive_type),
-        cat("cache.media", Some(if flash { CacheMedia::Flash } else { CacheMedia::Disk }), r.cache.media),
+        cat(
+            "cache.media",
+            Some(if flash {
+                CacheMedia::Flash
+            } else {
+                CacheMedia::Disk
+            }),
+            r.cache.media,
+        ),
         cat("volatile_cache", Some(cfg.volatile_cache), r.volatile_cache),
-        cat("cleaning.kind", Some(match cfg.cleaning {
-            Cleaning::Lazy => CleaningKind::Lazy,
-            Cleaning::Aggressive => CleaningKind::Aggressive,
-        }), r.cleaning.kind),
-        cat("mapping", Some(if full { Mapping::Dynamic } else { Mapping::Static }), r.mapping),
+        cat(
+            "cleaning.kind",
+            Some(match cfg.cleaning {
+                Cleaning::Lazy => CleaningKind::Lazy,
+                Cleaning::Aggressive => CleaningKind::Aggressive,
+            }),
+            r.cleaning.kind,
+        ),
+        cat(
+            "mapping",
+            Some(if full {
+                Mapping::Dynamic
+            } else {
+                Mapping::Static
+            }),
+            r.mapping,
+        ),
         cat("circular_log", Some(journal), r.circular_log),
-        cat("zones.surfaces", Some(heads_of(&cfg.media)), r.zones.as_ref().and_then(|z| z.surfaces)),
-        cat("zones.layout", Some(ZoneLayout::SurfaceStrokes), r.zones.as_ref().and_then(|z| z.layout)),
+        cat(
+            "zones.surfaces",
+            Some(heads_of(&cfg.media)),
+            r.zones.as_ref().and_then(|z| z.surfaces),
+        ),
+        cat(
+            "zones.layout",
+            Some(ZoneLayout::SurfaceStrokes),
+            r.zones.as_ref().and_then(|z| z.layout),
+        ),
     ];
     if !flash {
         let (layout, location) = match (cfg.stl, cfg.cache_location) {
-            (StlKind::FullyAssociative, _) | (_, Loc::Distributed) => (CacheLayout::Distributed, None),
+            (StlKind::FullyAssociative, _) | (_, Loc::Distributed) => {
+                (CacheLayout::Distributed, None)
+            }
             (_, Loc::Od) => (CacheLayout::Single, Some(CacheLocation::Od)),
             (_, Loc::Md) => (CacheLayout::Single, Some(CacheLocation::Md)),
             (_, Loc::Id) => (CacheLayout::Single, Some(CacheLocation::Id)),
@@ -131,41 +171,114 @@ fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
     }
     if cfg.cleaning == Cleaning::Aggressive {
         let want = cfg.idle_before_cleaning as f64 / 1e9;
-        v.push(size("cleaning.idle_delay_s", Some(want), r.cleaning.idle_delay_s, 0.05));
+        v.push(size(
+            "cleaning.idle_delay_s",
+            Some(want),
+            r.cleaning.idle_delay_s,
+            0.05,
+        ));
         if journal {
-            v.push(cat("cleaning.algorithm", Some("fifo".to_string()), r.cleaning.algorithm.clone()));
+            v.push(cat(
+                "cleaning.algorithm",
+                Some("fifo".to_string()),
+                r.cleaning.algorithm.clone(),
+            ));
         }
     }
     let j = r.journal.as_ref();
     if journal {
-        v.push(size("journal.entry_min_bytes", Some(cfg.journal_entry_min as f64), j.and_then(|j| j.entry_min_bytes).map(|x| x as f64), 0.05));
-        v.push(size("journal.entry_quantum_bytes", Some(cfg.journal_entry_quantum as f64), j.and_then(|j| j.entry_quantum_bytes).map(|x| x as f64), 0.05));
-        v.push(size("journal.oob_bytes", Some(cfg.journal_oob as f64), j.and_then(|j| j.oob_bytes).map(|x| x as f64), 0.05));
+        v.push(size(
+            "journal.entry_min_bytes",
+            Some(cfg.journal_entry_min as f64),
+            j.and_then(|j| j.entry_min_bytes).map(|x| x as f64),
+            0.05,
+        ));
+        v.push(size(
+            "journal.entry_quantum_bytes",
+            Some(cfg.journal_entry_quantum as f64),
+            j.and_then(|j| j.entry_quantum_bytes).map(|x| x as f64),
+            0.05,
+        ));
+        v.push(size(
+            "journal.oob_bytes",
+            Some(cfg.journal_oob as f64),
+            j.and_then(|j| j.oob_bytes).map(|x| x as f64),
+            0.05,
+        ));
         if cfg.map_merge_every > 0 {
-            v.push(cat("journal.map_merge_every", Some(cfg.map_merge_every), j.and_then(|j| j.map_merge_every)));
+            v.push(cat(
+                "journal.map_merge_every",
+                Some(cfg.map_merge_every),
+                j.and_then(|j| j.map_merge_every),
+            ));
         }
-        v.push(size("cache.map_entries", Some(cfg.map_entries as f64), r.cache.map_entries.map(|x| x as f64), 0.05));
+        v.push(size(
+            "cache.map_entries",
+            Some(cfg.map_entries as f64),
+            r.cache.map_entries.map(|x| x as f64),
+            0.05,
+        ));
         // Usable: what full entries hold before the cleaning watermark.
         let emax = cfg.journal_entry_max as f64;
-        let usable = cfg.cache_size as f64 * (1.0 - cfg.cache_low_watermark) * emax / (emax + cfg.journal_oob as f64);
-        v.push(size("cache.usable_bytes", Some(usable), r.cache.usable_bytes.map(|x| x as f64), 0.05));
-        v.push(size("cache.raw_bytes", Some(cfg.cache_size as f64), r.cache.raw_bytes.map(|x| x as f64), 0.05));
+        let usable = cfg.cache_size as f64 * (1.0 - cfg.cache_low_watermark) * emax
+            / (emax + cfg.journal_oob as f64);
+        v.push(size(
+            "cache.usable_bytes",
+            Some(usable),
+            r.cache.usable_bytes.map(|x| x as f64),
+            0.05,
+        ));
+        v.push(size(
+            "cache.raw_bytes",
+            Some(cfg.cache_size as f64),
+            r.cache.raw_bytes.map(|x| x as f64),
+            0.05,
+        ));
     } else {
-        v.push(size("cache.usable_bytes", Some(cfg.cache_size as f64), r.cache.usable_bytes.map(|x| x as f64), 0.05));
-        v.push(size("cache.raw_bytes", Some(cfg.cache_size as f64), r.cache.raw_bytes.map(|x| x as f64), 0.05));
+        v.push(size(
+            "cache.usable_bytes",
+            Some(cfg.cache_size as f64),
+            r.cache.usable_bytes.map(|x| x as f64),
+            0.05,
+        ));
+        v.push(size(
+            "cache.raw_bytes",
+            Some(cfg.cache_size as f64),
+            r.cache.raw_bytes.map(|x| x as f64),
+            0.05,
+        ));
         if !full {
-            v.push(size("cache.map_entries", Some(cfg.cache_size as f64 / ss), r.cache.map_entries.map(|x| x as f64), 0.05));
+            v.push(size(
+                "cache.map_entries",
+                Some(cfg.cache_size as f64 / ss),
+                r.cache.map_entries.map(|x| x as f64),
+                0.05,
+            ));
         }
     }
     // Band sizes where the prober measured them.
-    let (_, lay) = layout::build(&DmConfig { store_data: false, ..cfg.clone() }).unwrap();
+    let (_, lay) = layout::build(&DmConfig {
+        store_data: false,
+        ..cfg.clone()
+    })
+    .unwrap();
     if r.band_size_bytes.is_empty() {
-        v.push(size("band_size_bytes", Some(cfg.band_size.max(1) as f64), None, 0.05));
+        v.push(size(
+            "band_size_bytes",
+            Some(cfg.band_size.max(1) as f64),
+            None,
+            0.05,
+        ));
     }
     for b in &r.band_size_bytes {
         let lba = (b.offset / 4096 + 8).min(lay.capacity() - 1);
         let want = lay.logical_len(lay.band_of(lba)) as f64 * ss;
-        v.push(size("band_size_bytes", Some(want), Some(b.bytes as f64), 0.05));
+        v.push(size(
+            "band_size_bytes",
+            Some(want),
+            Some(b.bytes as f64),
+            0.05,
+        ));
     }
     v.into_iter().flatten().collect()
 }
@@ -173,15 +286,33 @@ fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
 fn checks_cmr(cfg: &DiskConfig, r: &Report) -> Vec<Check> {
     vec![
         cat("drive_type", Some(DriveType::Cmr), r.drive_type),
-        cat("volatile_cache", Some(cfg.cache.write_cache), r.volatile_cache),
-        cat("zones.surfaces", Some(cfg.media.heads), r.zones.as_ref().and_then(|z| z.surfaces)),
-        cat("zones.layout", Some(if cfg.media.serpentine { ZoneLayout::Serpentine } else { ZoneLayout::SurfaceStrokes }), r.zones.as_ref().and_then(|z| z.layout)),
+        cat(
+            "volatile_cache",
+            Some(cfg.cache.write_cache),
+            r.volatile_cache,
+        ),
+        cat(
+            "zones.surfaces",
+            Some(cfg.media.heads),
+            r.zones.as_ref().and_then(|z| z.surfaces),
+        ),
+        cat(
+            "zones.layout",
+            Some(if cfg.media.serpentine {
+                ZoneLayout::Serpentine
+            } else {
+                ZoneLayout::SurfaceStrokes
+            }),
+            r.zones.as_ref().and_then(|z| z.layout),
+        ),
         Some(Check {
             property: "cache (all null on CMR)",
             expected: "null".into(),
             got: format!("{:?}", r.cache.media),
             answered: true,
-            right: r.cache.media.is_none() && r.cache.usable_bytes.is_none() && r.band_size_bytes.is_empty(),
+            right: r.cache.media.is_none()
+                && r.cache.usable_bytes.is_none()
+                && r.band_size_bytes.is_empty(),
         }),
     ]
     .into_iter()
@@ -194,15 +325,27 @@ fn checks_cmr(cfg: &DiskConfig, r: &Report) -> Vec<Check> {
 /// cache on and off).
 fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
     loop {
-        let stl = [StlKind::Journal, StlKind::SetAssociative, StlKind::FullyAssociative][i % 3];
+        let stl = [
+            StlKind::Journal,
+            StlKind::SetAssociative,
+            StlKind::FullyAssociative,
+        ][i % 3];
         let mib = 1u64 << 20;
         let gib = 1u64 << 30;
         let mut c = DmConfig {
-            media: if rng.gen_bool(0.7) { "smr-5900".into() } else { "hm-smr".into() },
+            media: if rng.gen_bool(0.7) {
+                "smr-5900".into()
+            } else {
+                "hm-smr".into()
+            },
             capacity: rng.gen_range(200..1000) * gib,
             stl,
             band_size: rng.gen_range(8..=64) * mib,
-            cleaning: if rng.gen_bool(0.5) { Cleaning::Aggressive } else { Cleaning::Lazy },
+            cleaning: if rng.gen_bool(0.5) {
+                Cleaning::Aggressive
+            } else {
+                Cleaning::Lazy
+            },
             idle_before_cleaning: rng.gen_range(5..=40) * 100_000_000,
             volatile_cache: rng.gen_bool(0.3),
             store_data: false,
@@ -220,7 +363,8 @@ fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
                 c.map_entries = rng.gen_range(20..=250) * 1000;
                 c.journal_entry_min = [512 * 1024, mib, 2 * mib][rng.gen_range(0..3)];
                 c.journal_entry_quantum = [512 * 1024, mib][rng.gen_range(0..2)];
-                c.journal_entry_max = c.journal_entry_min + c.journal_entry_quantum * rng.gen_range(3..=6);
+                c.journal_entry_max =
+                    c.journal_entry_min + c.journal_entry_quantum * rng.gen_range(3..=6);
                 c.journal_oob = rng.gen_range(2..=8) * 512 * 1024;
                 c.map_merge_every = [0, 120, 240, 500][rng.gen_range(0..4)];
             }
@@ -247,7 +391,13 @@ fn random_dm(rng: &mut rand::rngs::SmallRng, i: usize) -> DmConfig {
 
 fn cmr_configs() -> Vec<(String, DiskConfig)> {
     let mut out = Vec::new();
-    for (rpm, heads, cap) in [(7200u32, 10u32, 0u64), (5400, 6, 500), (10000, 4, 300), (15000, 8, 600), (5900, 12, 1000)] {
+    for (rpm, heads, cap) in [
+        (7200u32, 10u32, 0u64),
+        (5400, 6, 500),
+        (10000, 4, 300),
+        (15000, 8, 600),
+        (5900, 12, 1000),
+    ] {
         let mut c = tegula_device::profile("cmr-7200").unwrap();
         c.store_data = false;
         if cap > 0 {
@@ -256,7 +406,13 @@ fn cmr_configs() -> Vec<(String, DiskConfig)> {
         c.media.rpm = rpm;
         c.media.heads = heads;
         if c.validate().is_ok() {
-            out.push((format!("cmr {rpm} rpm, {heads} heads, {} GB", c.capacity / 1_000_000_000), c));
+            out.push((
+                format!(
+                    "cmr {rpm} rpm, {heads} heads, {} GB",
+                    c.capacity / 1_000_000_000
+                ),
+                c,
+            ));
         }
     }
     out
@@ -291,10 +447,18 @@ fn table(rows: &[(String, Vec<Check>)]) -> (usize, usize, usize) {
     println!("\n| property | drives | right | wrong | null |\n| --- | --- | --- | --- | --- |");
     let (mut r, mut a, mut t) = (0, 0, 0);
     for p in props {
-        let cs: Vec<&Check> = rows.iter().flat_map(|x| x.1.iter()).filter(|c| c.property == p).collect();
+        let cs: Vec<&Check> = rows
+            .iter()
+            .flat_map(|x| x.1.iter())
+            .filter(|c| c.property == p)
+            .collect();
         let right = cs.iter().filter(|c| c.right).count();
         let null = cs.iter().filter(|c| !c.answered).count();
-        println!("| {p} | {} | {right} | {} | {null} |", cs.len(), cs.len() - right - null);
+        println!(
+            "| {p} | {} | {right} | {} | {null} |",
+            cs.len(),
+            cs.len() - right - null
+        );
         r += right;
         a += cs.len() - null;
         t += cs.len();
@@ -302,7 +466,10 @@ fn table(rows: &[(String, Vec<Check>)]) -> (usize, usize, usize) {
     println!("\nwrong or null answers:");
     for (name, cs) in rows {
         for c in cs.iter().filter(|c| !c.right) {
-            println!("  {name}: {} expected {} got {}", c.property, c.expected, c.got);
+            println!(
+                "  {name}: {} expected {} got {}",
+                c.property, c.expected, c.got
+            );
         }
     }
     println!("\nall: {r} right of {t} checks ({a} answered)");
@@ -326,7 +493,17 @@ fn a_small_journal_drive_is_recognised_in_tests_1_to_3() {
     };
     let r = probe_dm(&cfg, "1-3");
     let cs = checks_dm(&cfg, &r);
-    for p in ["drive_type", "cache.media", "cache.layout", "cache.location", "cleaning.kind", "cleaning.idle_delay_s", "journal.entry_min_bytes", "journal.entry_quantum_bytes", "journal.map_merge_every"] {
+    for p in [
+        "drive_type",
+        "cache.media",
+        "cache.layout",
+        "cache.location",
+        "cleaning.kind",
+        "cleaning.idle_delay_s",
+        "journal.entry_min_bytes",
+        "journal.entry_quantum_bytes",
+        "journal.map_merge_every",
+    ] {
         let c = cs.iter().find(|c| c.property == p).unwrap();
         assert!(c.right, "{p}: expected {} got {}", c.expected, c.got);
     }
@@ -343,10 +520,17 @@ fn a_conventional_drive_has_no_cache_and_shows_its_surfaces() {
     cfg.store_data = false;
     let r = probe_cmr(&cfg, "1,2,14");
     for c in checks_cmr(&cfg, &r) {
-        assert!(c.right, "{}: expected {} got {}", c.property, c.expected, c.got);
+        assert!(
+            c.right,
+            "{}: expected {} got {}",
+            c.property, c.expected, c.got
+        );
     }
     let p = r.property("cache.location").unwrap();
-    assert!(p.value.is_null() && p.evidence.contains("conventional"), "{p:?}");
+    assert!(
+        p.value.is_null() && p.evidence.contains("conventional"),
+        "{p:?}"
+    );
 }
 
 #[test]
@@ -356,7 +540,13 @@ fn shipped_drives_every_test() {
         return;
     }
     let mut rows = Vec::new();
-    for name in ["seagate-5tb", "seagate-8tb", "emulated-smr-1", "emulated-smr-2", "emulated-smr-3"] {
+    for name in [
+        "seagate-5tb",
+        "seagate-8tb",
+        "emulated-smr-1",
+        "emulated-smr-2",
+        "emulated-smr-3",
+    ] {
         let cfg = tegula_stl::dm_profile(name).unwrap().unwrap();
         let t = std::time::Instant::now();
         let r = probe_dm(&cfg, "");
@@ -389,6 +579,10 @@ fn generated_matrix_of_drives() {
     }
     let (right, answered, total) = table(&rows);
     // Wrong answers (not nulls) are what the rules forbid most.
-    assert!(answered - right <= total / 10, "{} wrong of {total}", answered - right);
+    assert!(
+        answered - right <= total / 10,
+        "{} wrong of {total}",
+        answered - right
+    );
     assert!(right * 100 >= total * 80, "{right} of {total}");
 }

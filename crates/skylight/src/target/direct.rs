@@ -120,8 +120,8 @@ fn parent_disk(dev: (u32, u32)) -> Option<(u32, u32)> {
 /// Refuses a block device that is mounted, holds a mounted partition, or is used for swap.
 /// A plain file passes (probing overwrites only the file).
 pub fn check_not_mounted(path: &Path) -> Result<(), TargetError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| TargetError::Io(format!("{}: {e}", path.display())))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| TargetError::Io(format!("{}: {e}", path.display())))?;
     if !meta.file_type().is_block_device() {
         return Ok(());
     }
@@ -163,7 +163,9 @@ impl DirectTarget {
             .write(true)
             .custom_flags(libc::O_DIRECT)
             .open(path)
-            .map_err(|e| TargetError::Io(format!("opening {} with O_DIRECT: {e}", path.display())))?;
+            .map_err(|e| {
+                TargetError::Io(format!("opening {} with O_DIRECT: {e}", path.display()))
+            })?;
         let meta = file
             .metadata()
             .map_err(|e| TargetError::Io(e.to_string()))?;
@@ -240,9 +242,8 @@ fn run_op(fd: i32, op: Op, buf: &AlignedBuf) -> Result<(), TargetError> {
                 };
                 let flags = if fua { libc::RWF_DSYNC } else { 0 };
                 // SAFETY: one iovec over `len - done` initialized bytes of `buf`.
-                let n = unsafe {
-                    libc::pwritev2(fd, &iov, 1, (offset + done) as libc::off_t, flags)
-                };
+                let n =
+                    unsafe { libc::pwritev2(fd, &iov, 1, (offset + done) as libc::off_t, flags) };
                 if n < 0 {
                     return Err(io_err(std::io::Error::last_os_error(), offset));
                 }
@@ -284,7 +285,11 @@ impl Target for DirectTarget {
         check_range(offset, len, self.block, self.cap)?;
         self.ensure_bufs(1, len)?;
         let t = Instant::now();
-        run_op(self.file.as_raw_fd(), Op::Read { offset, len }, &self.bufs[0])?;
+        run_op(
+            self.file.as_raw_fd(),
+            Op::Read { offset, len },
+            &self.bufs[0],
+        )?;
         Ok(nanos(t.elapsed()))
     }
 
@@ -302,9 +307,7 @@ impl Target for DirectTarget {
 
     fn flush(&mut self) -> OpResult {
         let t = Instant::now();
-        self.file
-            .sync_data()
-            .map_err(|e| io_err(e, 0))?;
+        self.file.sync_data().map_err(|e| io_err(e, 0))?;
         Ok(nanos(t.elapsed()))
     }
 

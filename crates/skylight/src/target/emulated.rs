@@ -11,7 +11,8 @@ use tegula_device::{BlockDevice, DeviceError, Nanos, WriteFlags};
 /// Builds a factory-fresh copy of the drive (the emulator's secure erase): the device and its
 /// power control.
 pub type Fresh = Box<
-    dyn FnMut() -> std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String>
+    dyn FnMut()
+            -> std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String>
         + Send,
 >;
 

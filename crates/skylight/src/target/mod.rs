@@ -97,7 +97,7 @@ pub trait Target: Send {
 
 /// Checks that `[offset, offset + len)` is a non-empty, aligned range inside a target.
 pub(crate) fn check_range(offset: u64, len: u64, block: u64, cap: u64) -> Result<(), TargetError> {
-    if len == 0 || offset % block != 0 || len % block != 0 {
+    if len == 0 || !offset.is_multiple_of(block) || !len.is_multiple_of(block) {
         return Err(TargetError::Invalid(format!(
             "{len} bytes at {offset} are not whole {block}-byte blocks"
         )));

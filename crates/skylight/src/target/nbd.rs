@@ -40,7 +40,9 @@ impl NbdTarget {
         let cap = client.size();
         let block = if cap % 4096 == 0 { 4096 } else { 512 };
         if cap < block {
-            return Err(TargetError::Invalid(format!("the export holds {cap} bytes")));
+            return Err(TargetError::Invalid(format!(
+                "the export holds {cap} bytes"
+            )));
         }
         Ok(NbdTarget {
             client,

@@ -99,9 +99,7 @@ pub(crate) fn fill(
         let lat = if qd == 1 {
             s.write(offs[0], size)?
         } else {
-            s.write_batch(&offs, size)?
-                .into_iter()
-                .fold(0.0, f64::max)
+            s.write_batch(&offs, size)?.into_iter().fold(0.0, f64::max)
         };
         f.batches.push(lat);
         if b % tick_every == 0 {

@@ -3,6 +3,7 @@
 use crate::error::Result;
 use crate::session::Session;
 
+mod fill;
 mod frag;
 pub(crate) mod t01_drive_type;
 pub(crate) mod t02_cache_location;
@@ -18,7 +19,6 @@ pub(crate) mod t12_mapping;
 pub(crate) mod t13_torn_writes;
 pub(crate) mod t14_zones;
 pub(crate) mod t15_worst_cleaning;
-mod fill;
 
 /// Runs test `id`; returns its one-line verdict.
 pub(crate) fn run(id: u8, s: &mut Session<'_>) -> Result<String> {
@@ -78,16 +78,21 @@ pub(crate) fn not_applicable(s: &mut Session<'_>) {
         }
         let smr_property = !matches!(
             key,
-            "drive_type" | "volatile_cache" | "torn_writes" | "zones.surfaces" | "zones.layout" | "zones.plateaus"
+            "drive_type"
+                | "volatile_cache"
+                | "torn_writes"
+                | "zones.surfaces"
+                | "zones.layout"
+                | "zones.plateaus"
         );
         let why = if cmr && smr_property {
             "not applicable: conventional drive (no persistent cache, no bands)".to_string()
         } else {
-            let ran = s
-                .report
-                .tests
-                .iter()
-                .any(|t| tests.split(", ").any(|x| crate::report::test_label(t.id) == x));
+            let ran = s.report.tests.iter().any(|t| {
+                tests
+                    .split(", ")
+                    .any(|x| crate::report::test_label(t.id) == x)
+            });
             if ran {
                 "the test did not determine it".to_string()
             } else {

@@ -124,8 +124,11 @@ fn fit(xy: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((b, my - b * mx))
 }
 
+/// What the entry sweep found: the entries (if any), the Figure 7 points and the evidence.
+type Sweep = (Option<Entries>, Vec<(f64, f64)>, String);
+
 /// Section 4.3.1: the entry sweep. Returns the entries found and the Figure 7 points.
-fn entries(s: &mut Session<'_>, region: u64) -> Result<(Option<Entries>, Vec<(f64, f64)>, String)> {
+fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
     let step = QD as u64 * s.bs;
     let mut pts: Vec<(u64, f64)> = Vec::new();
     let max = 24u64 << 20;
@@ -264,7 +267,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         json!(volatile),
         "1",
         format!("plain writes {mp:.2} ms vs FUA writes {mf:.2} ms (median of 24 each)"),
-        if (mp / mf.max(1e-9) - 0.3).abs() > 0.15 { 0.9 } else { 0.5 },
+        if (mp / mf.max(1e-9) - 0.3).abs() > 0.15 {
+            0.9
+        } else {
+            0.5
+        },
     );
     s.tick(48);
 
@@ -325,17 +332,26 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     );
     if !smr {
         s.f.flash = None;
-        return Ok(format!("CMR: random write latency varies (spread {sp_small:.2})"));
+        return Ok(format!(
+            "CMR: random write latency varies (spread {sp_small:.2})"
+        ));
     }
     s.f.write_ms = Some(lat);
     let flash = lat < 1.0;
     s.f.flash = Some(flash);
-    s.report.cache.media = Some(if flash { CacheMedia::Flash } else { CacheMedia::Disk });
+    s.report.cache.media = Some(if flash {
+        CacheMedia::Flash
+    } else {
+        CacheMedia::Disk
+    });
     s.report.set(
         "cache.media",
         json!(if flash { "flash" } else { "disk" }),
         "1",
-        format!("fixed random-write latency {lat:.2} ms ({} 1 ms)", if flash { "below" } else { "above" }),
+        format!(
+            "fixed random-write latency {lat:.2} ms ({} 1 ms)",
+            if flash { "below" } else { "above" }
+        ),
         0.9,
     );
 
@@ -377,7 +393,13 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
                 journal.entry_min_bytes = Some(e.min);
                 journal.entry_quantum_bytes = Some(e.quantum);
                 journal.oob_bytes = Some(e.oob);
-                s.report.set("journal.entry_min_bytes", json!(e.min), "1", why.clone(), 0.8);
+                s.report.set(
+                    "journal.entry_min_bytes",
+                    json!(e.min),
+                    "1",
+                    why.clone(),
+                    0.8,
+                );
                 s.report.set(
                     "journal.entry_quantum_bytes",
                     json!(e.quantum),
@@ -404,7 +426,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
                 ));
             }
             None => {
-                for k in ["journal.entry_min_bytes", "journal.entry_quantum_bytes", "journal.oob_bytes"] {
+                for k in [
+                    "journal.entry_min_bytes",
+                    "journal.entry_quantum_bytes",
+                    "journal.oob_bytes",
+                ] {
                     s.report.unknown(k, "1", why.clone());
                 }
             }
@@ -417,7 +443,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
                 "no packing: {QD} queued writes take {packing:.2} x {QD} single writes, so writes are logged one by one, not in journal entries"
             )
         };
-        for k in ["journal.entry_min_bytes", "journal.entry_quantum_bytes", "journal.oob_bytes"] {
+        for k in [
+            "journal.entry_min_bytes",
+            "journal.entry_quantum_bytes",
+            "journal.oob_bytes",
+        ] {
             s.report.unknown(k, "1", why.clone());
         }
     }
@@ -455,7 +485,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
                 break;
             }
         }
-        if seq.len() % 40 == 0 {
+        if seq.len().is_multiple_of(40) {
             let slow = crate::stats::slow_ops(&seq);
             let found = period(&slow).is_some_and(|(_, on)| on >= 4);
             if found || (seq.len() >= 600 && slow.is_empty()) {

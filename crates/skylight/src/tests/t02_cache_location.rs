@@ -67,7 +67,9 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             "2",
             "caches spread over the disk: no single location",
         );
-        return Ok(format!("distributed caches: {lo:.1} / {mid:.1} / {hi:.1} ms"));
+        return Ok(format!(
+            "distributed caches: {lo:.1} / {mid:.1} / {hi:.1} ms"
+        ));
     }
     let (loc, name) = if lo <= mid && lo <= hi {
         (CacheLocation::Od, "od")

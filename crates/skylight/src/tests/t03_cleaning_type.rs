@@ -64,13 +64,16 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     if !(busy || cleaned) {
         s.f.aggressive = Some(false);
         s.report.cleaning.kind = Some(CleaningKind::Lazy);
-        s.report.set("cleaning.kind", json!("lazy"), "3", evidence, 0.8);
+        s.report
+            .set("cleaning.kind", json!("lazy"), "3", evidence, 0.8);
         s.report.unknown(
             "cleaning.idle_delay_s",
             "3",
             format!("lazy cleaning: no background work after {PAUSE:.0} s idle"),
         );
-        return Ok(format!("lazy: still fragmented after {PAUSE:.0} s idle ({fb:.1} -> {fa:.1} ms)"));
+        return Ok(format!(
+            "lazy: still fragmented after {PAUSE:.0} s idle ({fb:.1} -> {fa:.1} ms)"
+        ));
     }
     s.f.aggressive = Some(true);
     s.report.cleaning.kind = Some(CleaningKind::Aggressive);

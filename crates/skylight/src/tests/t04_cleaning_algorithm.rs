@@ -125,12 +125,19 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     );
     if fifo {
         s.report.cleaning.algorithm = Some("fifo".into());
-        s.report.set("cleaning.algorithm", json!("fifo"), "4", evidence, 0.7);
-        Ok(format!("FIFO: the oldest {k} blocks cleaned first; {t:.2} s per band"))
+        s.report
+            .set("cleaning.algorithm", json!("fifo"), "4", evidence, 0.7);
+        Ok(format!(
+            "FIFO: the oldest {k} blocks cleaned first; {t:.2} s per band"
+        ))
     } else {
-        s.report.set("cleaning.algorithm", json!("other"), "4", evidence, 0.5);
+        s.report
+            .set("cleaning.algorithm", json!("other"), "4", evidence, 0.5);
         s.report.cleaning.algorithm = Some("other".into());
-        Ok(format!("not FIFO (prefix agreement {:.0}%); {t:.2} s per band", agree * 100.0))
+        Ok(format!(
+            "not FIFO (prefix agreement {:.0}%); {t:.2} s per band",
+            agree * 100.0
+        ))
     }
 }
 

@@ -58,6 +58,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     s.f.map_entries = Some(map);
     s.f.map_soft = Some(soft);
     s.report.cache.map_entries = Some(map);
-    s.report.set("cache.map_entries", json!(map), "7", evidence, conf);
+    s.report
+        .set("cache.map_entries", json!(map), "7", evidence, conf);
     Ok(format!("map of {map} entries (cleaning from {soft})"))
 }

@@ -114,7 +114,9 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             0.7,
         );
         let Some(band) = s.f.bands.first().map(|b| b.1) else {
-            let why = format!("a count limit of {units} cache units whose size needs the band size (TEST 11)");
+            let why = format!(
+                "a count limit of {units} cache units whose size needs the band size (TEST 11)"
+            );
             s.report.unknown("cache.usable_bytes", "8", why.clone());
             s.report.unknown("cache.raw_bytes", "6", why.clone());
             return Ok(why);
@@ -129,9 +131,19 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             sizes.join(", "),
             bytes(band)
         );
-        s.report.set("cache.usable_bytes", json!(usable), "8, 11", why.clone(), 0.6);
-        s.report.set("cache.raw_bytes", json!(usable), "6, 8, 11", why, 0.5);
-        return Ok(format!("cache of {units} band-sized units = {}", bytes(usable)));
+        s.report.set(
+            "cache.usable_bytes",
+            json!(usable),
+            "8, 11",
+            why.clone(),
+            0.6,
+        );
+        s.report
+            .set("cache.raw_bytes", json!(usable), "6, 8, 11", why, 0.5);
+        return Ok(format!(
+            "cache of {units} band-sized units = {}",
+            bytes(usable)
+        ));
     }
     s.plots.push(plot.log());
     let Some((usable, why)) = space else {
@@ -144,8 +156,13 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     };
     s.f.usable = Some(usable);
     s.report.cache.usable_bytes = Some(usable);
-    s.report
-        .set("cache.usable_bytes", json!(usable), "8", format!("{why}; {slate}"), 0.85);
+    s.report.set(
+        "cache.usable_bytes",
+        json!(usable),
+        "8",
+        format!("{why}; {slate}"),
+        0.85,
+    );
     if !journal {
         // Block-mapped: what the host writes is what the cache holds, one entry per block.
         let entries = usable / s.bs;
@@ -154,8 +171,14 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         s.report.cache.raw_bytes = Some(usable);
         s.report.cache.map_entries = Some(entries);
         let why = "no journal entries (TEST 1): the cache is block-mapped, so its raw size is its usable size and its map holds one entry per block";
-        s.report.set("cache.raw_bytes", json!(usable), "6, 8", why, 0.6);
-        s.report.set("cache.map_entries", json!(entries), "7, 8", why, 0.5);
+        s.report
+            .set("cache.raw_bytes", json!(usable), "6, 8", why, 0.6);
+        s.report
+            .set("cache.map_entries", json!(entries), "7, 8", why, 0.5);
     }
-    Ok(format!("usable cache {} ({})", bytes(usable), sizes.join(", ")))
+    Ok(format!(
+        "usable cache {} ({})",
+        bytes(usable),
+        sizes.join(", ")
+    ))
 }

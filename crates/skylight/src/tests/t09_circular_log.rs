@@ -55,7 +55,9 @@ fn cleaning(lat: &[f64], full: usize) -> (f64, Option<usize>, f64) {
 /// after which slow writes keep coming (3 within the next 200).
 fn wrap_index(lat: &[f64], period: Option<u64>) -> Option<usize> {
     let m = median(lat);
-    let mut slow: Vec<usize> = (0..lat.len()).filter(|&i| lat[i] > 4.0 * m + 50.0).collect();
+    let mut slow: Vec<usize> = (0..lat.len())
+        .filter(|&i| lat[i] > 4.0 * m + 50.0)
+        .collect();
     if let Some(p) = period.filter(|&p| p > 1).map(|p| p as usize) {
         let mut counts = vec![0usize; p];
         for &i in &slow {
@@ -73,7 +75,15 @@ fn wrap_index(lat: &[f64], period: Option<u64>) -> Option<usize> {
 
 /// Runs TESTs 9 and 10 (`id` 9 or 10): TEST 10 reuses TEST 9's pool when both run.
 pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
-    s.begin(id, if id == 9 { "circular log, part I" } else { "circular log, part II" }, 100);
+    s.begin(
+        id,
+        if id == 9 {
+            "circular log, part I"
+        } else {
+            "circular log, part II"
+        },
+        100,
+    );
     let Some((u, fill)) = unit(s) else {
         let why = "the cache size in writes is unknown (TESTs 6-8)";
         if id == 10 {
@@ -85,7 +95,9 @@ pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
     let pool_n = (fill * 43 / 100).max(16) as usize;
     let writes = 3 * pool_n;
     if s.f.pool.len() != pool_n || s.f.pool_unit != u {
-        s.f.pool = (0..pool_n).map(|_| s.rand_off(0, s.cap, u) / u * u).collect();
+        s.f.pool = (0..pool_n)
+            .map(|_| s.rand_off(0, s.cap, u) / u * u)
+            .collect();
         s.f.pool_unit = u;
     }
     let pool = s.f.pool.clone();
@@ -110,7 +122,11 @@ pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
             &format!(
                 "TEST {id}: {writes} writes of {} from a pool of {pool_n} {} (Figure {})",
                 bytes(u),
-                if id == 9 { "in the same order, three times" } else { "chosen at random" },
+                if id == 9 {
+                    "in the same order, three times"
+                } else {
+                    "chosen at random"
+                },
                 if id == 9 { 17 } else { 18 }
             ),
             "operation",
@@ -119,9 +135,12 @@ pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
         .per_op("writes", &lat)
         .log(),
     );
+    let period = s.report.journal.as_ref().and_then(|j| j.map_merge_every);
+    let wrap = wrap_index(&lat, period);
     let what = match first {
         Some(i) => format!(
-            "cleaning from write {i} (the cache holds {fill}), slow writes {slow_ms:.0} ms, {ratio:.0}x denser after the cache filled"
+            "cleaning from write {} (the cache holds {fill}), slow writes {slow_ms:.0} ms, {ratio:.0}x denser after the cache filled",
+            wrap.unwrap_or(i)
         ),
         None => format!("no cleaning in {writes} writes (slow writes {ratio:.1}x as dense after {fill} as before)"),
     };
@@ -142,8 +161,7 @@ pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
     // to there, times each entry's footprint, are the raw size without the cleaning watermark
     // TEST 6 stopped at.
     if verdict.0 {
-        let period = s.report.journal.as_ref().and_then(|j| j.map_merge_every);
-        if let (Some(e), Some(w)) = (s.f.entries, wrap_index(&lat, period)) {
+        if let (Some(e), Some(w)) = (s.f.entries, wrap) {
             let raw = w as u64 * (e.min + e.oob);
             let before = s.report.cache.raw_bytes;
             s.report.cache.raw_bytes = Some(raw);
@@ -176,7 +194,14 @@ pub(crate) fn run(s: &mut Session<'_>, id: u8) -> Result<String> {
         format!("{}; TEST 10: {what}; {slate}", verdict.1),
         0.75,
     );
-    Ok(format!("{}: {what}", if verdict.0 { "circular log" } else { "not a circular log" }))
+    Ok(format!(
+        "{}: {what}",
+        if verdict.0 {
+            "circular log"
+        } else {
+            "not a circular log"
+        }
+    ))
 }
 
 #[cfg(test)]

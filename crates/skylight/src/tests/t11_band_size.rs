@@ -78,7 +78,11 @@ pub(crate) fn band_from_runs(lens: &[u64], stride: u64) -> Option<(u64, usize)> 
                 .copied()
                 .max_by_key(|&l| (lens.iter().filter(|&&x| fits(l, x)).count(), u64::MAX - l))
         })?;
-    let group: Vec<u64> = lens.iter().copied().filter(|&x| x.abs_diff(pick) <= 1).collect();
+    let group: Vec<u64> = lens
+        .iter()
+        .copied()
+        .filter(|&x| x.abs_diff(pick) <= 1)
+        .collect();
     let m = group.iter().sum::<u64>() as f64 / group.len() as f64;
     Some(((m * stride as f64).round() as u64, group.len()))
 }
@@ -113,7 +117,10 @@ fn look(s: &mut Session<'_>, start: u64, per: usize, thr: f64, flash: bool) -> R
         .map(|r| (r.1 - r.0) as u64)
         .filter(|&l| l >= MIN_RUN)
         .collect();
-    let native = lat.iter().filter(|&&l| if flash { l > thr } else { l < thr }).count();
+    let native = lat
+        .iter()
+        .filter(|&&l| if flash { l > thr } else { l < thr })
+        .count();
     let band = band_from_runs(&lens, STRIDE).map(|(b, n)| {
         let at = inner
             .iter()
@@ -140,7 +147,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let slate = s.clean_slate()?;
     let bs = s.bs;
     let wall = !s.virtual_time();
-    let len = ((if wall { 16 } else { REGION_BANDS }) * (64 << 20)).min(s.cap / 10) / STRIDE * STRIDE;
+    let len =
+        ((if wall { 16 } else { REGION_BANDS }) * (64 << 20)).min(s.cap / 10) / STRIDE * STRIDE;
     let cal = 256usize;
     let starts: Vec<u64> = [0.06, 0.52, 0.9]
         .iter()
@@ -255,7 +263,15 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         .collect();
     let sizes: Vec<String> = found
         .iter()
-        .map(|f| format!("{} at {:.2} TB ({} of {} runs)", bytes(f.1), f.0 as f64 / 1e12, f.2, f.3))
+        .map(|f| {
+            format!(
+                "{} at {:.2} TB ({} of {} runs)",
+                bytes(f.1),
+                f.0 as f64 / 1e12,
+                f.2,
+                f.3
+            )
+        })
         .collect();
     let min_runs = found.iter().map(|f| f.2).min().unwrap_or(0);
     s.report.set(
@@ -271,7 +287,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         if min_runs >= 3 { 0.85 } else { 0.6 },
     );
     let mid = median(&found.iter().map(|f| f.1 as f64).collect::<Vec<_>>());
-    Ok(format!("bands {} (median {})", sizes.join(", "), bytes(mid as u64)))
+    Ok(format!(
+        "bands {} (median {})",
+        sizes.join(", "),
+        bytes(mid as u64)
+    ))
 }
 
 #[cfg(test)]
@@ -287,9 +307,15 @@ mod tests {
         }
         let runs = native_runs(&lat, 5.0, false);
         assert_eq!(runs, vec![(10, 20)]);
-        assert_eq!(band_from_runs(&[10, 10, 11, 20], 1 << 20), Some((10_485_760 + 349_525, 3)));
+        assert_eq!(
+            band_from_runs(&[10, 10, 11, 20], 1 << 20),
+            Some((10_485_760 + 349_525, 3))
+        );
         // Two adjacent cleaned bands read as one run twice as long.
-        assert_eq!(band_from_runs(&[20, 20, 20, 40, 40, 40, 40], 1), Some((20, 3)));
+        assert_eq!(
+            band_from_runs(&[20, 20, 20, 40, 40, 40, 40], 1),
+            Some((20, 3))
+        );
         // One run only: take it.
         assert_eq!(band_from_runs(&[33], 1), Some((33, 1)));
         assert_eq!(band_from_runs(&[], 1), None);

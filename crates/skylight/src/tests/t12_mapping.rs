@@ -105,7 +105,14 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             if distance(&last, &p1) > same || distance(&last, &p0) <= same {
                 break;
             }
-            let g = fill(s, 256 << 10, 31, (onset / 4).max(1000), false, 0.3 + k as f64 * 0.07)?;
+            let g = fill(
+                s,
+                256 << 10,
+                31,
+                (onset / 4).max(1000),
+                false,
+                0.3 + k as f64 * 0.07,
+            )?;
             written += g.batches.len() as u64 * 31;
             last = pattern(s, a, b)?;
         }
@@ -147,5 +154,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let margin = ((d0 - same).abs() / same).min(1.0);
     s.report
         .set("mapping", json!(name), "12", evidence, 0.6 + 0.35 * margin);
-    Ok(format!("{name} mapping (pattern distance {d0:.2} after {how})"))
+    Ok(format!(
+        "{name} mapping (pattern distance {d0:.2} after {how})"
+    ))
 }

@@ -23,7 +23,10 @@ fn unreadable(s: &mut Session<'_>, lo: u64, hi: u64) -> Result<Vec<Range>> {
     let mut bad: Vec<Range> = Vec::new();
     let mut push = |off: u64, len: u64| match bad.last_mut() {
         Some(r) if r.offset + r.bytes == off => r.bytes += len,
-        _ => bad.push(Range { offset: off, bytes: len }),
+        _ => bad.push(Range {
+            offset: off,
+            bytes: len,
+        }),
     };
     let mut off = lo;
     while off < hi {
@@ -74,7 +77,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         }
         if !cut {
             // Flushing makes the cached writes reach the media (and meet the cut).
-            if let Err(crate::error::ProbeError::Target { source: TargetError::PowerLoss, .. }) = s.flush() {
+            if let Err(crate::error::ProbeError::Target {
+                source: TargetError::PowerLoss,
+                ..
+            }) = s.flush()
+            {
                 cut = true;
             }
         }

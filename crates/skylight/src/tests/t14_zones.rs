@@ -32,7 +32,12 @@ struct Cross {
 }
 
 /// Reads `n` chunks from `start`; the crossings found (after the first read).
-fn scan(s: &mut Session<'_>, start: u64, n: u64, stop_after: Option<usize>) -> Result<(Vec<Cross>, Vec<f64>)> {
+fn scan(
+    s: &mut Session<'_>,
+    start: u64,
+    n: u64,
+    stop_after: Option<usize>,
+) -> Result<(Vec<Cross>, Vec<f64>)> {
     let mut lat = Vec::with_capacity(n as usize);
     for k in 0..n {
         let off = start + k * CHUNK;
@@ -148,13 +153,18 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let (cross, lat) = scan(s, 0, window, None)?;
     s.tick(1);
     let groups = kinds(&cross);
-    let track_kind = groups.first().map(|g| g.iter().map(|c| c.extra).sum::<f64>() / g.len() as f64);
+    let track_kind = groups
+        .first()
+        .map(|g| g.iter().map(|c| c.extra).sum::<f64>() / g.len() as f64);
     // Track switches must recur at a steady spacing (a rotating disk); latency spikes at
     // random (a flash device, or noise) are no track structure.
     let track = groups.first().and_then(|g| {
         let gaps: Vec<f64> = g.windows(2).map(|w| (w[1].at - w[0].at) as f64).collect();
         let m = median(&gaps);
-        let steady = gaps.iter().filter(|&&x| (x - m).abs() <= 0.1 * m + CHUNK as f64).count();
+        let steady = gaps
+            .iter()
+            .filter(|&&x| (x - m).abs() <= 0.1 * m + CHUNK as f64)
+            .count();
         (gaps.len() >= 8 && steady * 10 >= gaps.len() * 7).then_some(m as u64)
     });
     let regular = track.is_some();
@@ -282,17 +292,19 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     );
     let evidence = notes.join("; ");
     match z.layout {
-        Some(l) => s.report.set(
+        Some(l) => s
+            .report
+            .set("zones.layout", json!(l), "14", evidence.clone(), 0.8),
+        None => s.report.unknown(
             "zones.layout",
-            json!(l),
             "14",
-            evidence.clone(),
-            0.8,
+            format!("no surface change found ({evidence})"),
         ),
-        None => s.report.unknown("zones.layout", "14", format!("no surface change found ({evidence})")),
     }
     match z.surfaces {
-        Some(n) => s.report.set("zones.surfaces", json!(n), "14", evidence.clone(), 0.7),
+        Some(n) => s
+            .report
+            .set("zones.surfaces", json!(n), "14", evidence.clone(), 0.7),
         None => s.report.unknown(
             "zones.surfaces",
             "14",
@@ -315,7 +327,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             "{} plateaus of constant media rate; the largest: {}{}",
             z.plateaus.len(),
             big.join(", "),
-            if regular { "" } else { " (no track structure: these are not a disk's recording zones)" }
+            if regular {
+                ""
+            } else {
+                " (no track structure: these are not a disk's recording zones)"
+            }
         ),
         if regular { 0.7 } else { 0.2 },
     );

@@ -29,13 +29,12 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let slate = s.clean_slate()?;
     // The region where TEST 11 measured a band (bands differ from the OD to the ID), next to
     // TEST 11's own region.
-    let (at, band) = s
-        .f
-        .bands
-        .iter()
-        .copied()
-        .min_by_key(|b| b.0.abs_diff(s.cap / 2))
-        .unwrap_or((s.cap / 2, band));
+    let (at, band) =
+        s.f.bands
+            .iter()
+            .copied()
+            .min_by_key(|b| b.0.abs_diff(s.cap / 2))
+            .unwrap_or((s.cap / 2, band));
     // Stay below the map's watermark, so that nothing is cleaned while writing.
     let mut blocks_max = BANDS * band / s.bs;
     if let Some(m) = s.f.map_soft.or(s.f.map_entries) {
@@ -69,7 +68,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         active += 1;
         if active >= 2000 {
             let why = format!("still cleaning after {:.0} s of idle time", s.now_s() - t0);
-            s.report.unknown("cleaning.worst_band_clean_s", "4.9", why.clone());
+            s.report
+                .unknown("cleaning.worst_band_clean_s", "4.9", why.clone());
             return Ok(why);
         }
     }
@@ -89,5 +89,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         ),
         0.6,
     );
-    Ok(format!("{t:.1} s per band ({bands} bands cleaned in {cleaning:.0} s)"))
+    Ok(format!(
+        "{t:.1} s per band ({bands} bands cleaned in {cleaning:.0} s)"
+    ))
 }

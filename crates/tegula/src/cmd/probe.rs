@@ -88,15 +88,18 @@ impl PowerControl for DiskPower {
     }
 }
 
+/// A drive built from a configuration, with its power control (or why it could not be built).
+type Built = std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String>;
+
 /// A drive-managed drive built from `text`, with its power control.
-fn dm_from(text: &str) -> std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String> {
+fn dm_from(text: &str) -> Built {
     let d = Arc::new(DmDrive::from_toml(text).map_err(|e| e.to_string())?);
     let p: Arc<dyn PowerControl> = Arc::new(DmPower(d.clone()));
     Ok((d, Some(p)))
 }
 
 /// A disk built from `text`, with its power control.
-fn disk_from(text: &str) -> std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String> {
+fn disk_from(text: &str) -> Built {
     let cfg = tegula_device::DiskConfig::from_toml(text).map_err(|e| e.to_string())?;
     let d = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
     let p: Arc<dyn PowerControl> = Arc::new(DiskPower(d.clone()));
@@ -117,7 +120,7 @@ fn config_target(name: &str, text: String) -> Result<BlockTarget> {
 }
 
 /// What is being probed, and what to do with it afterwards.
-enum Opened2 {
+enum Subject {
     /// Anything without a file to close.
     Plain(Box<dyn Target>),
     /// A drive image, closed (its state persisted) after the probe.
@@ -142,23 +145,26 @@ impl Closer {
     }
 }
 
-fn open(args: &ProbeArgs) -> Result<Opened2> {
+fn open(args: &ProbeArgs) -> Result<Subject> {
     let t = args.target.as_str();
     if t.starts_with("nbd://") || t.starts_with("nbd+unix://") {
         let n = NbdTarget::connect(t).with_context(|| format!("connecting to {t}"))?;
-        return Ok(Opened2::Plain(Box::new(n)));
+        return Ok(Subject::Plain(Box::new(n)));
     }
     let path = Path::new(t);
     if !path.exists() {
         if let Some(text) = tegula_stl::profiles::dm_profile_toml(t) {
-            return Ok(Opened2::Plain(Box::new(config_target(t, text.to_string())?)));
+            return Ok(Subject::Plain(Box::new(config_target(
+                t,
+                text.to_string(),
+            )?)));
         }
     }
     match device::kind_of(path) {
         PathKind::Config => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;
-            Ok(Opened2::Plain(Box::new(config_target(t, text)?)))
+            Ok(Subject::Plain(Box::new(config_target(t, text)?)))
         }
         PathKind::DmImage | PathKind::ZonedImage => {
             match device::open(&Spec::new(path, Access::ReadWrite))? {
@@ -167,14 +173,14 @@ fn open(args: &ProbeArgs) -> Result<Opened2> {
                     let p: Arc<dyn PowerControl> = Arc::new(DmPower(d.clone()));
                     let dev: Arc<dyn BlockDevice> = d.clone();
                     let target = BlockTarget::new(t, dev).with_power(p);
-                    Ok(Opened2::Image(Box::new(target), Closer::Dm(d)))
+                    Ok(Subject::Image(Box::new(target), Closer::Dm(d)))
                 }
                 Opened::Disk(d) => {
                     let d = Arc::new(d);
                     let p: Arc<dyn PowerControl> = Arc::new(DiskPower(d.clone()));
                     let dev: Arc<dyn BlockDevice> = d.clone();
                     let target = BlockTarget::new(t, dev).with_power(p);
-                    Ok(Opened2::Image(Box::new(target), Closer::Disk(d)))
+                    Ok(Subject::Image(Box::new(target), Closer::Disk(d)))
                 }
                 Opened::Banded(_) => bail!("{t}: a banded file is probed as a plain file"),
             }
@@ -197,7 +203,7 @@ fn open(args: &ProbeArgs) -> Result<Opened2> {
                 }
             }
             let d = DirectTarget::open(path).with_context(|| format!("opening {t}"))?;
-            Ok(Opened2::Plain(Box::new(d)))
+            Ok(Subject::Plain(Box::new(d)))
         }
     }
 }
@@ -261,8 +267,8 @@ pub fn run(args: ProbeArgs) -> Result<()> {
         show: std::io::stderr().is_terminal(),
     };
     let (result, closer) = match opened {
-        Opened2::Plain(mut t) => (probe::run(t.as_mut(), &opts, &mut obs), None),
-        Opened2::Image(mut t, c) => (probe::run(t.as_mut(), &opts, &mut obs), Some(c)),
+        Subject::Plain(mut t) => (probe::run(t.as_mut(), &opts, &mut obs), None),
+        Subject::Image(mut t, c) => (probe::run(t.as_mut(), &opts, &mut obs), Some(c)),
     };
     if let Some(c) = closer {
         c.close()?;
