@@ -3,7 +3,7 @@
 //! one conventional) with a few tests; `TEGULA_PROBE_MATRIX=1` runs every test on the shipped
 //! drives (Skylight's three emulated drives, the 5 and 8 TB Seagates) and on a generated
 //! matrix of random drive-managed configurations and conventional drives, printing the
-//! accuracy table of `docs/probe.md`:
+//! accuracy table of `docs/guides/probe.md`:
 //!
 //! `TEGULA_PROBE_MATRIX=1 cargo test --release -p tegula-skylight --test accuracy -- --nocapture --test-threads 1`
 #![allow(clippy::unwrap_used, missing_docs)]

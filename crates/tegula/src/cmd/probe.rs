@@ -1,7 +1,7 @@
 //! `tegula probe`: Skylight's TESTs 1-14 on a drive — an emulated drive (a built-in dm-smr
 //! profile name, a TOML configuration or a disk image; virtual time), an NBD export (wall
 //! time) or a real file or block device with `O_DIRECT` (wall time, `--destroys-data` only) —
-//! and the Table III report, with JSON and plots. See `docs/probe.md`.
+//! and the Table III report, with JSON and plots. See `docs/guides/probe.md`.
 
 use crate::device::{self, Access, Opened, PathKind, Spec};
 use crate::interrupt;
