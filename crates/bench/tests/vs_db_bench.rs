@@ -10,7 +10,7 @@
 //!
 //! The bound is loose on purpose. Measured on this project's 2-core machine under a load
 //! average of 5-15, the harness spends within about 5% of db_bench's CPU on each benchmark
-//! (docs/bench.md), while the CPU time of one and the same binary varies by 10-20% between
+//! (docs/guides/bench.md), while the CPU time of one and the same binary varies by 10-20% between
 //! consecutive runs there; the harness handicaps it has had cost 15-45% more CPU (RocksDB's
 //! perf counters left on, a batch and a value copy allocated per operation). So each tool
 //! runs three interleaved rounds, the least disturbed (smallest) total CPU of each counts,
@@ -176,7 +176,7 @@ fn the_harness_spends_little_more_cpu_than_db_bench_on_the_same_work() {
     assert!(
         h <= d * BOUND,
         "the harness spent {h:.2} s of CPU where db_bench spent {d:.2} s ({:.2}x > {BOUND}x): \
-         something in the harness costs per operation again (profile it: docs/bench.md)",
+         something in the harness costs per operation again (profile it: docs/guides/bench.md)",
         h / d
     );
 }

@@ -9,6 +9,7 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
+use std::time::Instant;
 
 /// What can go wrong talking to an NBD server.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +117,29 @@ impl Write for Stream {
             Stream::Tcp(s) => s.flush(),
         }
     }
+}
+
+/// One command of a pipelined batch ([`NbdClient::pipeline`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Command<'a> {
+    /// Read `len` bytes at `offset` (the data is read and dropped).
+    Read {
+        /// Byte offset.
+        offset: u64,
+        /// Bytes.
+        len: u32,
+    },
+    /// Write `data` at `offset`; with `fua` durable when its reply arrives.
+    Write {
+        /// Byte offset.
+        offset: u64,
+        /// The bytes.
+        data: &'a [u8],
+        /// Force unit access.
+        fua: bool,
+    },
+    /// Flush.
+    Flush,
 }
 
 /// A connected client in the transmission phase.
@@ -235,6 +259,95 @@ impl NbdClient {
         Ok(())
     }
 
+    /// Sends every command of `cmds` before reading any reply (the server sees them queued,
+    /// queue depth = their number), then reads the replies in whatever order they come. For
+    /// each command: the instant its reply (and a read's data) had arrived, or its error. A
+    /// broken connection fails the commands still unanswered.
+    pub fn pipeline(&mut self, cmds: &[Command<'_>]) -> Vec<Result<Instant>> {
+        let first = self.handle + 1;
+        let mut out: Vec<Option<Result<Instant>>> = cmds.iter().map(|_| None).collect();
+        let sent = self.send_all(cmds);
+        if let Err(e) = sent {
+            return cmds
+                .iter()
+                .map(|_| Err(ClientError::Protocol(format!("sending the batch: {e}"))))
+                .collect();
+        }
+        let mut left = cmds.len();
+        let mut sink = Vec::new();
+        while left > 0 {
+            match self.reply_of(first, cmds, &mut sink) {
+                Ok((i, r)) if out[i].is_none() => {
+                    out[i] = Some(r);
+                    left -= 1;
+                }
+                Ok((i, _)) => {
+                    let e = format!("two replies for request {}", first + i as u64);
+                    return fail_rest(out, &e);
+                }
+                Err(e) => return fail_rest(out, &e.to_string()),
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(ClientError::Protocol("no reply".into()))))
+            .collect()
+    }
+
+    fn send_all(&mut self, cmds: &[Command<'_>]) -> Result<()> {
+        for c in cmds {
+            self.handle += 1;
+            let (kind, flags, offset, len, data): (u16, u16, u64, u32, &[u8]) = match *c {
+                Command::Read { offset, len } => (cmd::READ, 0, offset, len, &[]),
+                Command::Write { offset, data, fua } => {
+                    let len = u32::try_from(data.len())
+                        .map_err(|_| ClientError::Protocol("write longer than 4 GiB".into()))?;
+                    let flags = if fua { CMD_FLAG_FUA } else { 0 };
+                    (cmd::WRITE, flags, offset, len, data)
+                }
+                Command::Flush => (cmd::FLUSH, 0, 0, 0, &[]),
+            };
+            let mut h = Vec::with_capacity(28);
+            h.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
+            h.extend_from_slice(&flags.to_be_bytes());
+            h.extend_from_slice(&kind.to_be_bytes());
+            h.extend_from_slice(&self.handle.to_be_bytes());
+            h.extend_from_slice(&offset.to_be_bytes());
+            h.extend_from_slice(&len.to_be_bytes());
+            self.w.write_all(&h)?;
+            self.w.write_all(data)?;
+        }
+        self.w.flush()?;
+        Ok(())
+    }
+
+    /// Reads one simple reply of a pipelined batch whose first handle is `first`: the index
+    /// of its command and its outcome.
+    fn reply_of(
+        &mut self,
+        first: u64,
+        cmds: &[Command<'_>],
+        sink: &mut Vec<u8>,
+    ) -> Result<(usize, Result<Instant>)> {
+        if get_u32(&mut self.r)? != SIMPLE_REPLY_MAGIC {
+            return Err(ClientError::Protocol("bad reply magic".into()));
+        }
+        let error = get_u32(&mut self.r)?;
+        let handle = get_u64(&mut self.r)?;
+        let i = handle
+            .checked_sub(first)
+            .map(|i| i as usize)
+            .filter(|&i| i < cmds.len())
+            .ok_or_else(|| ClientError::Protocol(format!("reply for unknown handle {handle}")))?;
+        if error != 0 {
+            return Ok((i, Err(ClientError::Command(error))));
+        }
+        if let Command::Read { len, .. } = cmds[i] {
+            sink.resize(len as usize, 0);
+            self.r.read_exact(sink)?;
+        }
+        Ok((i, Ok(Instant::now())))
+    }
+
     /// Reads `buf.len()` bytes at `offset`.
     pub fn read(&mut self, offset: u64, buf: &mut [u8]) -> Result<()> {
         let len = u32::try_from(buf.len())
@@ -276,6 +389,13 @@ impl NbdClient {
         self.w.flush()?;
         Ok(())
     }
+}
+
+/// Fails every command of a pipelined batch not yet answered.
+fn fail_rest(out: Vec<Option<Result<Instant>>>, why: &str) -> Vec<Result<Instant>> {
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(ClientError::Protocol(format!("no reply: {why}")))))
+        .collect()
 }
 
 #[cfg(test)]

@@ -14,6 +14,6 @@ pub mod proto;
 pub mod server;
 mod transmission;
 
-pub use client::{ClientError, NbdClient};
+pub use client::{ClientError, Command, NbdClient};
 pub use server::{serve_connection, Listener, NbdError, ServerOptions, MAX_REQUEST};
 pub use transmission::{READ_PIECE, WRITE_PIECE};

@@ -9,6 +9,7 @@ use crate::error::Result;
 /// Name and TOML text of every built-in drive-managed drive.
 pub const DM_PROFILES: &[(&str, &str)] = &[
     ("seagate-5tb", include_str!("../profiles/seagate-5tb.toml")),
+    ("seagate-8tb", include_str!("../profiles/seagate-8tb.toml")),
     (
         "seagate-5tb-data",
         include_str!("../profiles/seagate-5tb-data.toml"),

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod demo_stack;
 pub mod disk;
 pub mod fs;
+pub mod probe;
 pub mod serve;
 
 use anyhow::Result;
@@ -33,6 +34,8 @@ pub enum Command {
     Fs(fs::FsCommand),
     /// A tour of an emulated host-managed SMR disk in a few seconds.
     Demo(demo::DemoArgs),
+    /// Skylight's TESTs 1-14: infer a drive-managed SMR drive's internals from latencies.
+    Probe(probe::ProbeArgs),
 }
 
 impl Command {
@@ -45,6 +48,7 @@ impl Command {
             Command::Serve(c) => c.run(),
             Command::Fs(c) => fs::run(c),
             Command::Demo(a) => demo::run(a),
+            Command::Probe(a) => probe::run(a),
         }
     }
 }

@@ -1,0 +1,73 @@
+//! Typed errors of the prober.
+
+use tegula_device::Nanos;
+
+/// What a single command on a target can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// The medium could not return the data (a hard read error, e.g. a torn write).
+    #[error("media error at byte {offset}")]
+    Media {
+        /// Byte offset of the failed command.
+        offset: u64,
+    },
+    /// The target has no power (after a power cut, until it is powered on again).
+    #[error("the target lost power")]
+    PowerLoss,
+    /// The command is outside the target or badly aligned.
+    #[error("invalid command: {0}")]
+    Invalid(String),
+    /// Any other failure (connection, system call), with its description.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Why a probe failed as a whole.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeError {
+    /// A command failed where the test cannot continue.
+    #[error("TEST {test}: {source}")]
+    Target {
+        /// Test number.
+        test: u8,
+        /// The failure.
+        #[source]
+        source: TargetError,
+    },
+    /// The target is too small or otherwise unsuited to a test.
+    #[error("TEST {test}: {reason}")]
+    Unsuited {
+        /// Test number.
+        test: u8,
+        /// Why.
+        reason: String,
+    },
+    /// Opening or preparing a target failed.
+    #[error("{0}")]
+    Open(String),
+    /// Writing a plot or report file failed.
+    #[error("writing {path}: {reason}")]
+    Output {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+    /// The caller asked to stop (the observer returned `false`).
+    #[error("stopped after {after_s:.1} s")]
+    Stopped {
+        /// Elapsed wall time in seconds.
+        after_s: f64,
+    },
+    /// An argument is out of range.
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+}
+
+/// Result of one target command: its latency in nanoseconds.
+pub type OpResult = std::result::Result<Nanos, TargetError>;
+
+/// Result alias of the prober.
+pub type Result<T> = std::result::Result<T, ProbeError>;

@@ -1,0 +1,169 @@
+//! Small statistics over latency samples (milliseconds): order statistics, spread, outliers,
+//! and the detection of a sustained latency collapse.
+
+/// Median of `v` (0 for an empty slice).
+pub fn median(v: &[f64]) -> f64 {
+    quantile(v, 0.5)
+}
+
+/// The `q`-quantile of `v` by linear interpolation (0 for an empty slice).
+pub fn quantile(v: &[f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if s.is_empty() {
+        return 0.0;
+    }
+    s.sort_by(f64::total_cmp);
+    let pos = q.clamp(0.0, 1.0) * (s.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    s[lo] + (s[hi] - s[lo]) * (pos - lo as f64)
+}
+
+/// Arithmetic mean (0 for an empty slice).
+pub fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// Population standard deviation.
+pub fn sd(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let m = mean(v);
+    (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64).sqrt()
+}
+
+/// A robust coefficient of variation: the interquartile range over the median. Fixed
+/// latencies give ~0; random seeks and rotations give ~0.5 or more.
+pub fn spread(v: &[f64]) -> f64 {
+    let m = median(v);
+    if m <= 0.0 {
+        return f64::INFINITY;
+    }
+    (quantile(v, 0.75) - quantile(v, 0.25)) / m
+}
+
+/// Indices of samples above `factor` times the median and above `floor` (isolated slow
+/// operations such as map merges).
+pub fn outliers(v: &[f64], factor: f64, floor: f64) -> Vec<usize> {
+    let m = median(v);
+    (0..v.len())
+        .filter(|&i| v[i] > m * factor && v[i] > floor)
+        .collect()
+}
+
+/// Indices of operations slower than a fixed latency allows: above the median by more than
+/// eight interquartile ranges, 50% and 5 ms (a map merge, even of a small map, on a drive
+/// whose writes otherwise take the same time).
+pub fn slow_ops(v: &[f64]) -> Vec<usize> {
+    let m = median(v);
+    let iqr = quantile(v, 0.75) - quantile(v, 0.25);
+    let thr = m + (8.0 * iqr).max(0.5 * m).max(5.0);
+    (0..v.len()).filter(|&i| v[i] > thr).collect()
+}
+
+/// Whether `a` and `b` agree within a relative tolerance `tol` of the larger.
+pub fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol * a.abs().max(b.abs())
+}
+
+/// Detects a sustained collapse of throughput in a stream of latencies: the first index from
+/// which at least `need` of `window` consecutive operations are slower than `threshold`.
+/// Isolated slow operations (map merges) do not count.
+pub struct Collapse {
+    threshold: f64,
+    window: usize,
+    need: usize,
+    recent: std::collections::VecDeque<(usize, bool)>,
+}
+
+impl Collapse {
+    /// A detector: slow means above `threshold` ms; a collapse is `need` slow among `window`.
+    pub fn new(threshold: f64, window: usize, need: usize) -> Self {
+        Collapse {
+            threshold,
+            window: window.max(1),
+            need: need.clamp(1, window.max(1)),
+            recent: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Feeds operation `i` with latency `ms`; returns the index where the collapse began once
+    /// it is established.
+    pub fn push(&mut self, i: usize, ms: f64) -> Option<usize> {
+        self.recent.push_back((i, ms > self.threshold));
+        if self.recent.len() > self.window {
+            self.recent.pop_front();
+        }
+        let slow = self.recent.iter().filter(|x| x.1).count();
+        if slow >= self.need {
+            return self.recent.iter().find(|x| x.1).map(|x| x.0);
+        }
+        None
+    }
+}
+
+/// The period of a periodic event among `idx` (sorted indices, possibly with strays): the
+/// spacing that puts the most events on one arithmetic progression (ties: the shorter), with
+/// how many events lie on it.
+pub fn period(idx: &[usize]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (a, &x) in idx.iter().enumerate() {
+        for &y in &idx[a + 1..] {
+            let p = y - x;
+            if p < 2 {
+                continue;
+            }
+            let on = idx.iter().filter(|&&z| z >= x && (z - x) % p == 0).count();
+            best = match best {
+                Some((bp, bn)) if bn > on || (bn == on && bp <= p) => Some((bp, bn)),
+                _ => Some((p, on)),
+            };
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_statistics_and_spread() {
+        let v = [1.0, 2.0, 3.0, 4.0, 100.0];
+        assert_eq!(median(&v), 3.0);
+        assert_eq!(quantile(&v, 0.25), 2.0);
+        assert!(spread(&[10.0; 20]) < 1e-9);
+        assert!(spread(&[1.0, 5.0, 9.0, 3.0, 7.0]) > 0.5);
+        assert_eq!(outliers(&[1.0, 1.0, 1.0, 10.0, 1.0], 5.0, 2.0), vec![3]);
+        assert!(close(100.0, 104.0, 0.05));
+        assert!(!close(100.0, 110.0, 0.05));
+    }
+
+    #[test]
+    fn a_collapse_is_sustained_slowness_not_one_slow_operation() {
+        let mut c = Collapse::new(100.0, 8, 5);
+        let mut lat = vec![10.0; 50];
+        lat[20] = 300.0; // a map merge
+        for l in &mut lat[30..50] {
+            *l = 500.0;
+        }
+        let onset = lat.iter().enumerate().find_map(|(i, &l)| c.push(i, l));
+        assert_eq!(onset, Some(30));
+    }
+
+    #[test]
+    fn period_of_regular_events() {
+        assert_eq!(period(&[239, 479, 719, 959]), Some((240, 4)));
+        // A stray slow write (wall-clock noise) does not set the period.
+        assert_eq!(period(&[31, 271, 413, 511]), Some((240, 3)));
+        assert_eq!(period(&[5]), None);
+    }
+}

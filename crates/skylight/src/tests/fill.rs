@@ -1,0 +1,234 @@
+//! Filling the persistent cache until cleaning starts (TESTs 6-8, 9-10): writes spread evenly
+//! over the whole drive (a golden-ratio sequence: random-looking, but every region, cache set
+//! and zone receives its share at the same rate, as section 4.6 asks of random writes) at a
+//! given size and queue depth, watching for the collapse of throughput.
+
+use crate::error::Result;
+use crate::session::Session;
+use crate::stats::{median, Collapse};
+
+/// The golden-ratio (Weyl) sequence: evenly spread fractions in [0, 1).
+pub(crate) struct Spread {
+    x: f64,
+}
+
+impl Spread {
+    /// A sequence starting at `seed` (a fraction).
+    pub fn new(seed: f64) -> Self {
+        Spread { x: seed.fract() }
+    }
+
+    /// The next fraction.
+    pub fn next_frac(&mut self) -> f64 {
+        const PHI: f64 = 0.618_033_988_749_894_8;
+        self.x = (self.x + PHI).fract();
+        self.x
+    }
+
+    /// The next offset of a `len`-byte write inside `[lo, hi)`, aligned to `align`.
+    pub fn next_off(&mut self, lo: u64, hi: u64, len: u64, align: u64) -> u64 {
+        let span = hi.saturating_sub(lo).saturating_sub(len);
+        let o = lo + (self.next_frac() * span as f64) as u64;
+        o / align * align
+    }
+}
+
+/// One fill run.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fill {
+    /// Write size, bytes.
+    pub size: u64,
+    /// Queue depth.
+    pub qd: usize,
+    /// Latency of each batch (of `qd` writes), ms.
+    pub batches: Vec<f64>,
+    /// Batch where the collapse began (cleaning started).
+    pub onset: Option<usize>,
+    /// Batch where a second, harder collapse began (the cache or map completely full).
+    pub hard: Option<usize>,
+    /// Median batch latency before the onset and between the onset and the hard limit.
+    pub levels: (f64, f64),
+}
+
+impl Fill {
+    /// Writes completed before cleaning started.
+    pub fn ops(&self) -> Option<u64> {
+        self.onset.map(|b| (b * self.qd) as u64)
+    }
+
+    /// Writes completed before the hard limit.
+    pub fn hard_ops(&self) -> Option<u64> {
+        self.hard.map(|b| (b * self.qd) as u64)
+    }
+
+    /// Latency per write for a plot: each batch's latency at its first write's index.
+    pub fn points(&self) -> Vec<(f64, f64)> {
+        self.batches
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| ((i * self.qd) as f64, l))
+            .collect()
+    }
+}
+
+/// Writes `size`-byte blocks at queue depth `qd`, evenly over the drive, until throughput
+/// collapses (or `max_ops`). With `hard`, goes on after the collapse until a second, harder
+/// one (or 1.6 times the writes before the first).
+pub(crate) fn fill(
+    s: &mut Session<'_>,
+    size: u64,
+    qd: usize,
+    max_ops: u64,
+    hard: bool,
+    seed: f64,
+) -> Result<Fill> {
+    let mut f = Fill {
+        size,
+        qd,
+        ..Fill::default()
+    };
+    let mut seq = Spread::new(seed);
+    let align = s.bs;
+    let cap = s.cap;
+    let mut collapse: Option<Collapse> = None;
+    let mut hard_detector: Option<Collapse> = None;
+    let max_batches = (max_ops as usize).div_ceil(qd).max(1);
+    let tick_every = (max_batches / 500).max(1);
+    for b in 0..max_batches {
+        let offs: Vec<u64> = (0..qd).map(|_| seq.next_off(0, cap, size, align)).collect();
+        let lat = if qd == 1 {
+            s.write(offs[0], size)?
+        } else {
+            s.write_batch(&offs, size)?.into_iter().fold(0.0, f64::max)
+        };
+        f.batches.push(lat);
+        if b % tick_every == 0 {
+            s.tick(tick_every as u64);
+        }
+        if b == 31 {
+            let base = median(&f.batches);
+            f.levels.0 = base;
+            collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), 8, 6));
+            for (i, &l) in f.batches.iter().enumerate() {
+                if let Some(c) = &mut collapse {
+                    if let Some(at) = c.push(i, l) {
+                        f.onset = Some(at);
+                    }
+                }
+            }
+        } else if let (Some(c), None) = (&mut collapse, f.onset) {
+            if let Some(at) = c.push(b, lat) {
+                f.onset = Some(at);
+                if !hard {
+                    break;
+                }
+            }
+        } else if let Some(on) = f.onset {
+            if b >= on.max(8) * 16 / 10 {
+                break;
+            }
+            // The soft phase: one band cleaned per internal write. Its level sets the bar.
+            if b == on + 24 {
+                let soft = median(&f.batches[on + 8..]);
+                f.levels.1 = soft;
+                hard_detector = Some(Collapse::new(3.0 * soft, 8, 6));
+                for i in on + 8..=b {
+                    if let Some(h) = &mut hard_detector {
+                        if let Some(at) = h.push(i, f.batches[i]) {
+                            f.hard = Some(at);
+                        }
+                    }
+                }
+            } else if let (Some(h), None) = (&mut hard_detector, f.hard) {
+                if let Some(at) = h.push(b, lat) {
+                    f.hard = Some(at);
+                }
+            }
+            if f.hard.is_some() {
+                break;
+            }
+        }
+    }
+    Ok(f)
+}
+
+/// A count of cache units (TEST 8 on a drive whose cache is allocated per band).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Units {
+    /// Latency of each write, ms.
+    pub lat: Vec<f64>,
+    /// Writes that completed without cleaning: the units the cache holds.
+    pub units: Option<u64>,
+}
+
+impl Units {
+    /// Latency per write for a plot.
+    pub fn points(&self) -> Vec<(f64, f64)> {
+        self.lat
+            .iter()
+            .enumerate()
+            .map(|(i, &l)| (i as f64, l))
+            .collect()
+    }
+}
+
+/// Single `size`-byte writes, evenly spread, on past the first collapse: counts the writes
+/// that complete without cleaning until 64 in a row need it (every unit taken).
+pub(crate) fn fill_units(s: &mut Session<'_>, size: u64, seed: f64) -> Result<Units> {
+    let mut u = Units::default();
+    let mut seq = Spread::new(seed);
+    let cap = s.cap;
+    let align = s.bs;
+    let mut thr = f64::INFINITY;
+    let mut fast = 0u64;
+    let mut run = 0u32;
+    let mut seen_slow = false;
+    for i in 0..10_000_000u64 {
+        let off = seq.next_off(0, cap, size, align);
+        let l = s.write(off, size)?;
+        u.lat.push(l);
+        if i == 15 {
+            let base = median(&u.lat);
+            thr = (4.0 * base).max(base + 150.0);
+            fast = u.lat.iter().filter(|&&x| x <= thr).count() as u64;
+            continue;
+        }
+        if i < 16 {
+            continue;
+        }
+        if l > thr {
+            seen_slow = true;
+            run += 1;
+            if run >= 64 {
+                u.units = Some(fast);
+                break;
+            }
+        } else {
+            fast += 1;
+            run = 0;
+        }
+        if i % 64 == 0 {
+            s.tick(1);
+        }
+    }
+    if !seen_slow {
+        u.units = None;
+    }
+    Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_golden_ratio_sequence_fills_every_bin_evenly() {
+        let mut s = Spread::new(0.3);
+        let mut bins = [0u32; 97];
+        for _ in 0..97 * 50 {
+            bins[(s.next_frac() * 97.0) as usize] += 1;
+        }
+        let (lo, hi) = (bins.iter().min().copied(), bins.iter().max().copied());
+        assert!(lo >= Some(48) && hi <= Some(52), "{lo:?}..{hi:?}");
+    }
+}

@@ -1,0 +1,184 @@
+//! TEST 8 (section 4.6): the persistent cache's usable size — host bytes written at a large
+//! size and high queue depth before cleaning starts. Doubling the write size halves the
+//! writes when the cache space is the limit, and leaves them unchanged when a count (the
+//! map) is (Table II rows 4-5, Figure 15): sizes double until two runs agree on the space
+//! limit. A drive without journal entries (TEST 1) maps its cache block by block, so the same
+//! runs give its raw size and map size too; one whose count stays fixed whatever the size
+//! allocates its cache in units of a band.
+
+use super::fill::{fill, fill_units, Fill};
+use crate::error::Result;
+use crate::plot::Plot;
+use crate::report::bytes;
+use crate::session::Session;
+use crate::stats::close;
+use serde_json::json;
+
+/// Queue depth of the fills.
+const QD: usize = 31;
+
+/// The first size to try on a journal drive: the smallest power of two (from 128 KiB) whose
+/// batches would fill the raw cache (TEST 6) before the map (TEST 7) at its watermark.
+fn first_size(s: &Session<'_>) -> u64 {
+    let mut size = 128u64 << 10;
+    if let (Some(e), Some(raw), Some(map)) = (s.f.entries, s.report.cache.raw_bytes, s.f.map_soft) {
+        while size < 8 << 20 {
+            let batch = QD as u64 * size + e.oob;
+            let writes = raw as f64 / batch as f64 * QD as f64;
+            if writes < 0.8 * map as f64 {
+                break;
+            }
+            size *= 2;
+        }
+    }
+    size
+}
+
+/// Runs TEST 8.
+pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
+    s.begin(8, "persistent cache usable size", 1000);
+    let journal = s.f.entries.is_some();
+    let map = s.f.map_soft;
+    let mut plot = Plot::new(
+        "t08_usable_size.svg",
+        "TEST 8: large random writes at QD31 until cleaning starts (Figure 15)",
+        "operation",
+        "batch latency (ms)",
+    );
+    let mut runs: Vec<Fill> = Vec::new();
+    let mut size = if journal { first_size(s) } else { 128 << 10 };
+    let mut slate = String::new();
+    let mut space: Option<(u64, String)> = None;
+    let mut count_limited = None;
+    while size <= 16 << 20 {
+        slate = s.clean_slate()?;
+        let cap_ops = map.map_or(100_000_000, |m| m * 13 / 10);
+        let f = fill(s, size, QD, cap_ops, false, 0.71 + runs.len() as f64 * 0.1)?;
+        plot = plot.dots(&format!("{} KiB", size >> 10), f.points());
+        let Some(n) = f.ops() else {
+            runs.push(f);
+            break;
+        };
+        let by_map = map.is_some_and(|m| n as f64 > 0.9 * m as f64);
+        if let Some(prev) = runs.last().and_then(|p| p.ops()) {
+            if !by_map && close(n as f64, prev as f64 / 2.0, 0.15) {
+                // Journal: bigger batches pack entries better, so the larger run holds more;
+                // block-mapped: the smaller writes spread more evenly over the cache sets.
+                let b = if journal { n * size } else { prev * (size / 2) };
+                let why = format!(
+                    "{prev} writes of {} KiB, then {n} of {} KiB before cleaning started: twice the size, half the writes, so the cache space is the limit",
+                    size >> 11,
+                    size >> 10
+                );
+                space = Some((b, why));
+                runs.push(f);
+                break;
+            }
+            if !journal && close(n as f64, prev as f64, 0.1) {
+                count_limited = Some((prev, n));
+                runs.push(f);
+                break;
+            }
+        }
+        runs.push(f);
+        size *= 2;
+        if !journal && runs.len() >= 2 {
+            break;
+        }
+    }
+    let sizes: Vec<String> = runs
+        .iter()
+        .map(|f| match f.ops() {
+            Some(n) => format!("{} KiB: {n}", f.size >> 10),
+            None => format!("{} KiB: no cleaning", f.size >> 10),
+        })
+        .collect();
+    if let Some((prev, n)) = count_limited {
+        // The same number of writes whatever their size: a cache allocated in units. Count
+        // the units exactly: single writes on after the first collapse, until every write
+        // finds the cache full.
+        s.clean_slate()?;
+        let u = fill_units(s, s.bs, 0.93)?;
+        plot = plot.dots("4 KiB, QD1, units", u.points());
+        s.plots.push(plot.log());
+        let units = u.units.unwrap_or(n);
+        s.report.cache.map_entries = Some(units);
+        s.f.map_entries = Some(units);
+        s.report.set(
+            "cache.map_entries",
+            json!(units),
+            "7, 8",
+            format!(
+                "{prev} and {n} writes before cleaning at twice the size: a count limit; writing on, {units} writes to new places completed without cleaning (one cache unit each)"
+            ),
+            0.7,
+        );
+        let Some(band) = s.f.bands.first().map(|b| b.1) else {
+            let why = format!(
+                "a count limit of {units} cache units whose size needs the band size (TEST 11)"
+            );
+            s.report.unknown("cache.usable_bytes", "8", why.clone());
+            s.report.unknown("cache.raw_bytes", "6", why.clone());
+            return Ok(why);
+        };
+        let usable = units * band;
+        s.f.usable = Some(usable);
+        s.f.small_writes = Some(units);
+        s.report.cache.usable_bytes = Some(usable);
+        s.report.cache.raw_bytes = Some(usable);
+        let why = format!(
+            "each write to a new band takes one cache unit ({}): {units} units x {} bands (TEST 11)",
+            sizes.join(", "),
+            bytes(band)
+        );
+        s.report.set(
+            "cache.usable_bytes",
+            json!(usable),
+            "8, 11",
+            why.clone(),
+            0.6,
+        );
+        s.report
+            .set("cache.raw_bytes", json!(usable), "6, 8, 11", why, 0.5);
+        return Ok(format!(
+            "cache of {units} band-sized units = {}",
+            bytes(usable)
+        ));
+    }
+    s.plots.push(plot.log());
+    let Some((usable, why)) = space else {
+        let why = format!(
+            "no two write sizes agreed on a space limit ({})",
+            sizes.join(", ")
+        );
+        s.report.unknown("cache.usable_bytes", "8", why.clone());
+        return Ok(why);
+    };
+    s.f.usable = Some(usable);
+    s.report.cache.usable_bytes = Some(usable);
+    s.report.set(
+        "cache.usable_bytes",
+        json!(usable),
+        "8",
+        format!("{why}; {slate}"),
+        0.85,
+    );
+    if !journal {
+        // Block-mapped: what the host writes is what the cache holds, one entry per block.
+        let entries = usable / s.bs;
+        s.f.small_writes = Some(entries);
+        s.f.map_entries = Some(entries);
+        s.report.cache.raw_bytes = Some(usable);
+        s.report.cache.map_entries = Some(entries);
+        let why = "no journal entries (TEST 1): the cache is block-mapped, so its raw size is its usable size and its map holds one entry per block";
+        s.report
+            .set("cache.raw_bytes", json!(usable), "6, 8", why, 0.6);
+        s.report
+            .set("cache.map_entries", json!(entries), "7, 8", why, 0.5);
+    }
+    Ok(format!(
+        "usable cache {} ({})",
+        bytes(usable),
+        sizes.join(", ")
+    ))
+}
