@@ -47,6 +47,8 @@ struct WriteState {
     /// the log names, 0 if none: a logged write after an unlogged one that is not yet in a
     /// band needs a marker before it (see `write_inner`).
     marked_gap: u64,
+    /// First sequence number of the latest unlogged write, 0 if none.
+    last_unlogged: u64,
 }
 
 struct MetaState {

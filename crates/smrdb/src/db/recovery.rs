@@ -258,6 +258,7 @@ impl Inner {
                 active,
                 mem_zones,
                 marked_gap: 0,
+                last_unlogged: 0,
             }),
             sync_lock: Mutex::new(()),
             durable_seq: AtomicU64::new(last_seq),
