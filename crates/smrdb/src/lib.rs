@@ -28,6 +28,7 @@
 
 pub mod band;
 pub mod cache;
+pub mod check;
 pub mod codec;
 pub mod compaction;
 pub mod db;
@@ -42,7 +43,8 @@ pub mod stats;
 pub mod superblock;
 pub mod version;
 
+pub use check::CheckReport;
 pub use db::{detect_mode, Db, ScanIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use options::{FormatOptions, Mode, Options, WriteOptions};
-pub use stats::{CheckReport, DbStats};
+pub use stats::DbStats;

@@ -268,7 +268,11 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bo
         }
     };
     for (k, v) in got.iter().take(20) {
-        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{case}: get after recovery");
+        assert_eq!(
+            db.get(k).unwrap().as_ref(),
+            Some(v),
+            "{case}: get after recovery"
+        );
     }
     let rep = db
         .check()
@@ -528,7 +532,8 @@ fn logged_write_after_a_lost_unlogged_one_in_the_next_memtable_is_not_replayed()
         // The immutable memtable reaches its band; `l2`'s record reaches the media.
         db.wait_for_compactions().unwrap();
         for j in 0..20u32 {
-            db.put(format!("l3-{j:02}").as_bytes(), &[b'l'; 1000]).unwrap();
+            db.put(format!("l3-{j:02}").as_bytes(), &[b'l'; 1000])
+                .unwrap();
         }
         disk.flush().unwrap();
         disk.power_cut();

@@ -20,13 +20,14 @@ pub use recovery::detect_mode;
 
 use crate::band::Band;
 use crate::cache::BlockCache;
+use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::io::Dev;
 use crate::log;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{Mode, Options};
-use crate::stats::{CheckReport, Counters, DbStats};
+use crate::stats::{Counters, DbStats};
 use crate::version::SuperVersion;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
@@ -188,6 +189,6 @@ impl Inner {
         let manifest = ms.m.clone();
         let free: Vec<u32> = ms.free.iter().copied().collect();
         drop(ms);
-        crate::stats::check(self, &sv, &manifest, &free, &self.seq_zones)
+        crate::check::check(self, &sv, &manifest, &free, &self.seq_zones)
     }
 }
