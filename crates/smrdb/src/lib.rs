@@ -31,6 +31,7 @@ pub mod cache;
 pub mod check;
 pub mod codec;
 pub mod compaction;
+pub mod cursor;
 pub mod db;
 pub mod error;
 pub mod io;

@@ -130,7 +130,7 @@ impl Band {
     }
 
     /// First block whose last internal key is ≥ (key, seq).
-    fn seek_block(&self, key: &[u8], seq: u64) -> usize {
+    pub(crate) fn seek_block(&self, key: &[u8], seq: u64) -> usize {
         self.index
             .partition_point(|e| cmp_ikey(&e.last_key, e.last_seq, key, seq) == Ordering::Less)
     }

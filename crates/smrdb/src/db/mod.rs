@@ -83,7 +83,7 @@ pub(crate) struct Inner {
     visible_seq: AtomicU64,
     meta: Mutex<MetaState>,
     maint: Mutex<()>,
-    cache: BlockCache,
+    cache: Arc<BlockCache>,
     snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
     bg: Mutex<BgState>,
     bg_cv: Condvar,

@@ -293,7 +293,7 @@ impl Inner {
                 slot_sectors,
             }),
             maint: Mutex::new(()),
-            cache: BlockCache::new(opts.block_cache_bytes),
+            cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
             snapshots: Arc::new(Mutex::new(BTreeMap::new())),
             bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),
