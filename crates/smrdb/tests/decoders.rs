@@ -52,6 +52,7 @@ fn mutated_valid_structures_never_panic_and_are_detected() {
     }
     let block = bb.finish();
     let index = encode_index(&[IndexEntry {
+        first_key: key(0),
         last_key: key(19),
         last_seq: 20,
         offset: 0,
@@ -143,6 +144,7 @@ mod prop {
             });
         }
         let index = vec![IndexEntry {
+            first_key: key(0),
             last_key: key(11),
             last_seq: 12,
             offset: 0,

@@ -203,10 +203,21 @@ fn soc_compacts_and_keeps_l0_bounded() {
 /// many blocks, so that long scans go past the cached first blocks into read-ahead.
 #[test]
 fn scans_and_seeks_across_overlapping_bands_match_model() {
+    overlapping_bands(700, 48 << 10, 400, 4242);
+}
+
+/// The same with values larger than a block (one entry per block): seeks then order most
+/// bands by the first keys their indexes record and read a block only when they reach it.
+#[test]
+fn scans_and_seeks_across_overlapping_bands_of_large_values_match_model() {
+    overlapping_bands(6000, 512 << 10, 150, 99);
+}
+
+fn overlapping_bands(max_value: u64, memtable: u64, per_round: u64, seed: u64) {
     let disk = tiny_disk(64);
     let dev: Arc<dyn ZonedDevice> = disk.clone();
     let held = Options {
-        memtable_bytes: Some(48 << 10),
+        memtable_bytes: Some(memtable),
         l0_compaction_trigger: 100,
         l0_slowdown: 100,
         l0_stop: 100,
@@ -214,17 +225,17 @@ fn scans_and_seeks_across_overlapping_bands_match_model() {
     };
     let mut db = Db::create(dev.clone(), format(Mode::Soc), held.clone()).unwrap();
     let mut model = Model::new();
-    let mut rng = Rng(4242);
+    let mut rng = Rng(seed);
     let keys = 3000;
     let mut snap: Option<(tegula_smrdb::Snapshot, Model)> = None;
     for round in 0..16u64 {
-        for i in 0..400u64 {
+        for i in 0..per_round {
             let k = key(rng.below(keys));
             if rng.below(4) == 0 {
                 db.delete(&k).unwrap();
                 model.remove(&k);
             } else {
-                let v = value(&mut rng, round * 1000 + i, 700);
+                let v = value(&mut rng, round * 1000 + i, max_value);
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
@@ -267,13 +278,13 @@ fn scans_and_seeks_across_overlapping_bands_match_model() {
     // Compactions into (overlapping, under SOC) L1 bands, then more writes on top.
     db.close().unwrap();
     db = Db::open(dev.clone(), tiny_opts()).unwrap();
-    for i in 0..3000u64 {
+    for i in 0..per_round * 8 {
         let k = key(rng.below(keys));
         if rng.below(5) == 0 {
             db.delete(&k).unwrap();
             model.remove(&k);
         } else {
-            let v = value(&mut rng, 100_000 + i, 700);
+            let v = value(&mut rng, 100_000 + i, max_value);
             db.put(&k, &v).unwrap();
             model.insert(k, v);
         }
