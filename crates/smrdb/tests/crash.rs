@@ -11,7 +11,8 @@
 //! lacks the unlogged write but holds a logged write made after it fails the check).
 //!
 //! A quarter of the runs cut power a second time during recovery itself. Thousands of cuts
-//! per run; `TEGULA_SOAK=1` runs 20× more.
+//! per run; `TEGULA_SOAK=1` runs 20× more, `TEGULA_SOAK=ci` 8× more (the soak `.ci/run` runs:
+//! `TEGULA_SOAK=ci cargo test --release -p tegula-smrdb --test crash`).
 #![allow(clippy::unwrap_used)] // tests fail loudly on any error
 
 mod common;
@@ -285,10 +286,17 @@ fn one_cut(mode: Mode, seed: u64, ops: &[Op], at: u64, recovery_cut: bool) -> bo
     failed
 }
 
-fn soak() -> bool {
-    ["TEGULA_SOAK", "SMRDB_SOAK"]
+/// How many times the default number of runs: `TEGULA_SOAK=1` (or `SMRDB_SOAK=1`) is the long
+/// soak (20×), `TEGULA_SOAK=ci` the soak CI runs (8×).
+fn soak_factor() -> u64 {
+    let v = ["TEGULA_SOAK", "SMRDB_SOAK"]
         .iter()
-        .any(|v| std::env::var(v).is_ok_and(|v| v == "1"))
+        .find_map(|v| std::env::var(v).ok());
+    match v.as_deref() {
+        Some("1") => 20,
+        Some("ci") => 8,
+        _ => 1,
+    }
 }
 
 /// `TEGULA_CRASH_CASE=SEED,CUT,RECOVERY_CUT` (as a failure prints them: `123,45,false`)
@@ -308,7 +316,7 @@ fn cuts(mode: Mode, runs: u64, seed0: u64) {
         one_cut(mode, seed, &ops, at, rc);
         return;
     }
-    let runs = if soak() { runs * 20 } else { runs };
+    let runs = runs * soak_factor();
     let mut rng = Rng(seed0);
     let mut seed = seed0;
     let mut checked = 0;

@@ -221,6 +221,46 @@ impl Cursor for BandCursor {
         Ok(())
     }
 
+    fn skip_key(&mut self, key: &[u8]) -> Result<()> {
+        if self.stage == Stage::Positioned {
+            // Through the rest of the current block.
+            loop {
+                let Some(((a, b), _, _, next)) = self.cur else {
+                    return Ok(());
+                };
+                if self.area()[a..b] != *key {
+                    return Ok(());
+                }
+                if next >= self.area().len() {
+                    break;
+                }
+                self.parse(next)?;
+            }
+        }
+        // The first block that holds a later key; when the index says it starts after `key`,
+        // offer its first key as the bound and read nothing.
+        let j = self.band.index.seek_past(key);
+        if let Some(first) = self.band.index.first_key(j) {
+            if first > key {
+                self.start.clear();
+                self.start.extend_from_slice(first);
+                self.stage = Stage::Indexed(j);
+                self.cur = None;
+                return Ok(());
+            }
+        }
+        self.stage = Stage::Positioned;
+        self.fetch(j)?;
+        self.parse(0)?;
+        while let Some(((a, b), _, _, next)) = self.cur {
+            if self.area()[a..b] > *key {
+                break;
+            }
+            self.parse(next)?;
+        }
+        Ok(())
+    }
+
     fn advance(&mut self) -> Result<()> {
         if self.stage != Stage::Positioned {
             while self.stage != Stage::Positioned {
@@ -351,6 +391,87 @@ mod tests {
                     .user_read
                     .load(std::sync::atomic::Ordering::Relaxed);
                 assert_eq!(after, before, "the index alone gave the bound");
+            }
+        }
+    }
+
+    /// `skip_key` passes every version of a key, from an unpositioned cursor bounded by it
+    /// and from one standing at its first version, in bands whose keys span blocks (many
+    /// versions of small values) and bands of one entry per block, where the index gives
+    /// the next block's first key without a read.
+    #[test]
+    fn skip_key_passes_every_version() {
+        let mut cfg = profile("hm-smr").unwrap();
+        cfg.zones.zone_size = 4 << 20;
+        cfg.capacity = 32 << 20;
+        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
+        let dev = Arc::new(Dev::new(disk));
+        let conv = dev.dev.info().conventional_zones;
+        for (zone, vlen, versions) in [(conv, 5000usize, 3u64), (conv + 1, 300, 40)] {
+            let mut entries = Vec::new();
+            for i in 0..40u64 {
+                let key = format!("k{:05}", i * 2).into_bytes();
+                for v in 0..versions {
+                    entries.push(Entry {
+                        key: key.clone(),
+                        seq: 1000 - v,
+                        value: (v % 5 != 1).then(|| vec![i as u8; vlen]),
+                    });
+                }
+            }
+            let mut w = BandWriter::new(
+                &dev,
+                zone,
+                IoKind::Flush,
+                WriterConfig {
+                    block_size: 4096,
+                    bloom_bits_per_key: 10,
+                    histogram_bytes: 4096,
+                    write_chunk_bytes: 64 << 10,
+                },
+            );
+            for e in &entries {
+                w.add(e).unwrap();
+            }
+            let band = Arc::new(w.finish(7, 0, 0).unwrap());
+            let cache = Arc::new(BlockCache::new(1 << 20));
+            for i in 0..40u64 {
+                let key = format!("k{:05}", i * 2).into_bytes();
+                let want: Vec<_> = entries
+                    .iter()
+                    .filter(|e| e.key > key)
+                    .take(5)
+                    .map(|e| (e.key.clone(), e.seq, e.value.clone()))
+                    .collect();
+                for positioned in [false, true] {
+                    let mut c = BandCursor::new(
+                        band.clone(),
+                        dev.clone(),
+                        cache.clone(),
+                        &key,
+                        1 << 20,
+                        true,
+                    );
+                    if positioned {
+                        while !matches!(c.head(), Head::At(..) | Head::Done) {
+                            c.position().unwrap();
+                        }
+                        assert_eq!(c.head(), Head::At(&key, 1000));
+                    }
+                    let before = dev
+                        .counters
+                        .user_read
+                        .load(std::sync::atomic::Ordering::Relaxed);
+                    c.skip_key(&key).unwrap();
+                    if vlen > 4096 && i < 39 {
+                        let after = dev
+                            .counters
+                            .user_read
+                            .load(std::sync::atomic::Ordering::Relaxed);
+                        assert_eq!(after, before, "skipping read blocks the index passes");
+                    }
+                    assert_eq!(collect(&mut c, 5), want, "{key:?} positioned {positioned}");
+                }
             }
         }
     }

@@ -130,6 +130,21 @@ impl MergingCursor {
         }
     }
 
+    /// Moves past every entry with user key `key` (the scan decided it): children standing at
+    /// it, or whose bound is it, skip it, without reading what their index lets them pass.
+    pub fn skip_key(&mut self, key: &[u8]) -> Result<()> {
+        while let Some(&top) = self.heap.first() {
+            match self.children[top].head() {
+                Head::At(k, _) | Head::Bound(k, _) if k == key => {
+                    self.children[top].skip_key(key)?;
+                    self.fix_top();
+                }
+                _ => break,
+            }
+        }
+        Ok(())
+    }
+
     /// Moves past the current entry.
     pub fn advance(&mut self) -> Result<()> {
         if !self.settle()? {

@@ -41,6 +41,16 @@ pub trait Cursor: Send {
     /// Moves to the next entry. An unpositioned cursor is positioned at its first entry
     /// instead (the merge only advances positioned cursors).
     fn advance(&mut self) -> Result<()>;
+    /// Moves past every entry with user key `key`, at or bounded by which the cursor stands
+    /// (a scan has decided that key). A band cursor uses its index to pass blocks that hold
+    /// nothing else without reading them.
+    fn skip_key(&mut self, key: &[u8]) -> Result<()> {
+        self.position()?;
+        while matches!(self.head(), Head::At(k, _) if k == key) {
+            self.advance()?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads one block entry at `pos` of an entry area: `(key, seq, value, next pos)`, or `None`

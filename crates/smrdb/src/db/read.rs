@@ -57,6 +57,9 @@ pub struct ScanIter {
     /// The merge still stands at the entry last looked at (moved on at the next call, so
     /// that a scan that stops after one pair reads no further).
     advance: bool,
+    /// The merge still stands at the key last decided (`last`), whose other versions are
+    /// skipped at the next call.
+    skip: bool,
     done: bool,
     _sv: Arc<SuperVersion>,
 }
@@ -75,6 +78,9 @@ impl ScanIter {
             if std::mem::take(&mut self.advance) {
                 self.merge.advance()?;
             }
+            if std::mem::take(&mut self.skip) {
+                self.merge.skip_key(&self.last)?;
+            }
             let Some(EntryRef {
                 key: k,
                 seq,
@@ -86,13 +92,16 @@ impl ScanIter {
             if self.end.as_deref().is_some_and(|end| k >= end) {
                 return Ok(None);
             }
-            self.advance = true;
             if seq > self.snap || (self.have_last && self.last.as_slice() == k) {
+                // Too new for the snapshot (an older version may be visible), or a version
+                // of a key already decided.
+                self.advance = true;
                 continue;
             }
             self.last.clear();
             self.last.extend_from_slice(k);
             self.have_last = true;
+            self.skip = true;
             if let Some(v) = v {
                 return Ok(Some((k.to_vec(), v.to_vec())));
             }
@@ -197,6 +206,7 @@ impl Inner {
             last: Vec::new(),
             have_last: false,
             advance: false,
+            skip: false,
             done: false,
             _sv: sv,
         })
