@@ -102,8 +102,8 @@ impl Fs {
             .collect()
     }
 
-    /// Checks both superblock copies, the namespace, link counts, extent maps and zone
-    /// accounting; with `deep`, also reads every mapped byte back through its checksums.
+    /// Checks both superblock copies, the metadata log, the namespace, link counts, extent
+    /// maps and zone accounting; with `deep`, also reads every mapped byte back through its checksums.
     pub fn check(&mut self, deep: bool) -> Result<CheckReport> {
         let mut r = CheckReport::default();
         // The mount falls back to copy B when copy A is bad; the fallback must not hide it.
@@ -114,6 +114,10 @@ impl Fs {
                  `Fs::repair_superblocks` rewrites it)",
                 b.name, b.lba, b.why
             ));
+        }
+        // The metadata log as a mount would replay it: damage there is a problem too.
+        if let Some(p) = self.journal.verify_log() {
+            r.problems.push(p);
         }
         let mut names: HashMap<u64, u32> = HashMap::new();
         let mut subdirs: HashMap<u64, u32> = HashMap::new();

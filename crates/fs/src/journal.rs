@@ -1,7 +1,10 @@
 //! Crash-safe metadata in the conventional zones: a superblock (two copies), two checkpoint
 //! slots written alternately, and a log of op batches. Recovery takes the newest valid
-//! checkpoint and replays the log records of its generation in order up to the first record
-//! that is missing, torn or of another generation. Layout: `docs/formats/fs.md`.
+//! checkpoint and replays the log records of its generation in order. The log ends at the
+//! first position that does not hold the next record, *unless* a valid record of the same
+//! generation follows further on: then the record there was damaged after it was written,
+//! and the mount fails with [`FsError::Corrupt`] naming it instead of dropping every later
+//! record. Layout and the argument: `docs/formats/fs.md`.
 
 use crate::error::{FsError, Result};
 use std::sync::Arc;
@@ -136,22 +139,27 @@ struct Hdr {
     gen: u64,
     seq: u64,
     len: u64,
+    fs_id: u64,
     payload_crc: u32,
 }
 
-fn parse_header(b: &[u8], magic: &[u8; 8], fs_id: u64) -> Option<Hdr> {
+/// A header with this magic and a valid checksum, of any file system.
+fn parse_any_header(b: &[u8], magic: &[u8; 8]) -> Option<Hdr> {
     if b.len() < HDR || b[..8] != *magic || crc32c::crc32c(&b[..44]) != le32(b, 44) {
-        return None;
-    }
-    if le64(b, 32) != fs_id {
         return None;
     }
     Some(Hdr {
         gen: le64(b, 8),
         seq: le64(b, 16),
         len: le64(b, 24),
+        fs_id: le64(b, 32),
         payload_crc: le32(b, 40),
     })
+}
+
+/// A header of this file system (`fs_id`).
+fn parse_header(b: &[u8], magic: &[u8; 8], fs_id: u64) -> Option<Hdr> {
+    parse_any_header(b, magic).filter(|h| h.fs_id == fs_id)
 }
 
 /// What recovery found.
@@ -399,14 +407,27 @@ impl Journal {
                 buf = self.read(buf_lba, n)?;
             }
             let off = ((self.tail - buf_lba) * ss) as usize;
-            let Some(h) = parse_header(&buf[off..], &LOG_MAGIC, self.sb.fs_id) else {
-                break;
+            let head = &buf[off..off + ss as usize];
+            let h = match parse_any_header(head, &LOG_MAGIC) {
+                // A record of an earlier generation or file system (the log never reached it
+                // since the checkpoint), or a sector never written: the clean end of the log.
+                Some(h) if h.gen != self.gen || h.fs_id != self.sb.fs_id => break,
+                None if head.iter().all(|&b| b == 0) => break,
+                None => {
+                    self.end_or_corrupt(self.tail, "no valid record header")?;
+                    break;
+                }
+                Some(h) => h,
             };
-            if h.gen != self.gen || h.seq != self.next_seq {
-                break;
+            if h.seq != self.next_seq {
+                return Err(self.corrupt(
+                    self.tail,
+                    &format!("holds record {} of this generation", h.seq),
+                ));
             }
             let sectors = (HDR as u64).saturating_add(h.len).div_ceil(ss);
             if sectors > end - self.tail {
+                self.end_or_corrupt(self.tail, "record runs past the end of the log")?;
                 break;
             }
             if self.tail + sectors > buf_lba + buf.len() as u64 / ss {
@@ -416,6 +437,7 @@ impl Journal {
             let off = ((self.tail - buf_lba) * ss) as usize;
             let payload = &buf[off + HDR..off + HDR + h.len as usize];
             if crc32c::crc32c(payload) != h.payload_crc {
+                self.end_or_corrupt(self.tail, "payload checksum mismatch")?;
                 break;
             }
             out.push(payload.to_vec());
@@ -423,6 +445,86 @@ impl Journal {
             self.next_seq += 1;
         }
         Ok(out)
+    }
+
+    fn corrupt(&self, lba: u64, what: &str) -> FsError {
+        FsError::Corrupt(format!(
+            "metadata log (conventional zone {}): the place of record {} of generation {} at \
+             LBA {lba} {what}",
+            lba / self.sb.zone_sectors.max(1),
+            self.next_seq,
+            self.gen
+        ))
+    }
+
+    /// Decides what a bad record at `lba` (the place of record `next_seq`) is. Each record is
+    /// flushed before the next is written, so only the last one can be torn by a crash: if a
+    /// valid record of this generation with a later sequence number lies behind it, it was
+    /// damaged after it was written, which is corruption; otherwise it is the torn end.
+    fn end_or_corrupt(&self, lba: u64, why: &str) -> Result<()> {
+        match self.later_record(lba + 1)? {
+            Some((at, seq)) => Err(self.corrupt(
+                lba,
+                &format!("is damaged ({why}) but record {seq} of the same generation follows at LBA {at}"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The first valid record of this generation with a sequence number above `next_seq`
+    /// that starts in `from..` the log's end: `(lba, seq)`. The search stops at a valid
+    /// record of another generation or file system: every sector between a damaged record
+    /// and a later record of this generation was written in this generation, so none holds
+    /// one.
+    fn later_record(&self, from: u64) -> Result<Option<(u64, u64)>> {
+        let ss = self.sb.sector as u64;
+        let end = self.sb.log_lba + self.sb.log_sectors;
+        let window = ((4u64 << 20) / ss).max(1);
+        let mut lba = from;
+        while lba < end {
+            let n = window.min(end - lba);
+            let buf = self.read(lba, n)?;
+            for i in 0..n {
+                let at = (i * ss) as usize;
+                let Some(h) = parse_any_header(&buf[at..], &LOG_MAGIC) else {
+                    continue;
+                };
+                if h.gen != self.gen || h.fs_id != self.sb.fs_id {
+                    return Ok(None);
+                }
+                if h.seq <= self.next_seq {
+                    continue;
+                }
+                let sectors = (HDR as u64).saturating_add(h.len).div_ceil(ss);
+                if sectors > end - (lba + i) {
+                    continue;
+                }
+                let rec = self.read(lba + i, sectors)?;
+                let payload = rec.get(HDR..HDR + h.len as usize).unwrap_or_default();
+                if crc32c::crc32c(payload) == h.payload_crc {
+                    return Ok(Some((lba + i, h.seq)));
+                }
+            }
+            lba += n;
+        }
+        Ok(None)
+    }
+
+    /// Re-reads the log of the current generation as a mount would, and returns what is
+    /// wrong with it: a damaged record with valid records of this generation behind it.
+    pub fn verify_log(&self) -> Option<String> {
+        let mut j = Journal {
+            dev: self.dev.clone(),
+            sb: self.sb.clone(),
+            sb_lba: self.sb_lba,
+            gen: self.gen,
+            next_seq: 0,
+            tail: self.sb.log_lba,
+        };
+        match j.scan_log() {
+            Ok(_) => None,
+            Err(e) => Some(e.to_string()),
+        }
     }
 
     /// Appends one record and makes it durable. Returns `Ok(false)` (writing nothing) when

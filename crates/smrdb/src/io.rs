@@ -160,6 +160,50 @@ impl Dev {
         Ok((buf, (off - first * self.ss) as usize))
     }
 
+    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone` into a
+    /// buffer this thread reuses, and hands `f` exactly those bytes (a block read that keeps
+    /// a copy of part of them allocates and zeroes no sector buffer of its own).
+    pub fn with_span<T>(
+        &self,
+        zone: u32,
+        off: u64,
+        len: usize,
+        kind: IoKind,
+        f: impl FnOnce(&[u8]) -> Result<T>,
+    ) -> Result<T> {
+        thread_local! {
+            static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let first = off / self.ss;
+        let end = (off + len as u64).div_ceil(self.ss);
+        if end > self.zone_sectors {
+            return Err(Error::corruption(
+                zone,
+                off,
+                format!("read of {len} bytes runs past the zone end"),
+            ));
+        }
+        let n = ((end - first) * self.ss) as usize;
+        // Taken out of the thread-local while in use, so that a nested call gets its own.
+        let mut buf = SCRATCH.with(|c| c.take());
+        if buf.len() < n {
+            buf.resize(n, 0);
+        }
+        let r = self
+            .dev
+            .read(self.zone_lba(zone) + first, &mut buf[..n])
+            .map_err(Error::Device)
+            .and_then(|done| {
+                self.account(kind, n as u64, done, false);
+                let skip = (off - first * self.ss) as usize;
+                f(&buf[skip..skip + len])
+            });
+        if buf.capacity() <= 4 << 20 {
+            SCRATCH.with(|c| c.set(buf));
+        }
+        r
+    }
+
     /// Reads `sectors` whole sectors at an absolute LBA (the conventional area).
     pub fn read_lba(&self, lba: u64, sectors: u64) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; (sectors * self.ss) as usize];

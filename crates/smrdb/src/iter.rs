@@ -1,11 +1,11 @@
-//! Merging of sorted sources (memtables and bands) in internal key order.
+//! Merging of sorted sources of owned entries in internal key order: what compactions read
+//! (scans use the borrowing cursors of [`crate::cursor`]).
 
 use crate::band::BandIter;
 use crate::error::Result;
-use crate::memtable::{BatchFrom, Entry, EntryRef, Memtable};
+use crate::memtable::{Entry, EntryRef};
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, VecDeque};
-use std::sync::Arc;
+use std::collections::BinaryHeap;
 
 /// A sorted stream of entries.
 pub trait Source: Send {
@@ -52,49 +52,6 @@ impl RefSource for MergeRefs<'_> {
     fn next_ref(&mut self) -> Result<Option<EntryRef<'_>>> {
         self.cur = self.merge.next_entry()?;
         Ok(self.cur.as_ref().map(Entry::as_ref))
-    }
-}
-
-/// Entries of a memtable from a start key, fetched in batches (no lock held in between).
-pub struct MemSource {
-    mem: Arc<Memtable>,
-    buf: VecDeque<Entry>,
-    last: Option<(Vec<u8>, u64)>,
-    start: Vec<u8>,
-    done: bool,
-}
-
-impl MemSource {
-    /// Iterates `mem` from user key `start`.
-    pub fn new(mem: Arc<Memtable>, start: &[u8]) -> Self {
-        MemSource {
-            mem,
-            buf: VecDeque::new(),
-            last: None,
-            start: start.to_vec(),
-            done: false,
-        }
-    }
-}
-
-impl Source for MemSource {
-    fn next_entry(&mut self) -> Result<Option<Entry>> {
-        if self.buf.is_empty() && !self.done {
-            let from = match &self.last {
-                None => BatchFrom::Start(&self.start),
-                Some((k, s)) => BatchFrom::After(k, *s),
-            };
-            let b = self.mem.batch(from, 256);
-            if b.len() < 256 {
-                self.done = true;
-            }
-            self.buf.extend(b);
-        }
-        let e = self.buf.pop_front();
-        if let Some(e) = &e {
-            self.last = Some((e.key.clone(), e.seq));
-        }
-        Ok(e)
     }
 }
 

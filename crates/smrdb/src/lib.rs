@@ -7,7 +7,7 @@
 //! sequentially. A memtable the size of a band is flushed to one band (sorted data blocks,
 //! index, Bloom filter, byte-based equi-depth histogram, footer). Two organisations:
 //! [`Mode::Soc`] (the paper's SMR-friendly two-level scheme with overlapping bands) and
-//! [`Mode::Loc`] (LevelDB-style levels). See `docs/formats/smrdb.md` and `docs/smrdb-design.md`.
+//! [`Mode::Loc`] (LevelDB-style levels). See `docs/formats/smrdb.md` and `docs/guides/smrdb.md`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -28,8 +28,10 @@
 
 pub mod band;
 pub mod cache;
+pub mod check;
 pub mod codec;
 pub mod compaction;
+pub mod cursor;
 pub mod db;
 pub mod error;
 pub mod io;
@@ -42,7 +44,8 @@ pub mod stats;
 pub mod superblock;
 pub mod version;
 
+pub use check::CheckReport;
 pub use db::{detect_mode, Db, ScanIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use options::{FormatOptions, Mode, Options, WriteOptions};
-pub use stats::{CheckReport, DbStats};
+pub use stats::DbStats;

@@ -10,11 +10,15 @@ use crate::codec::{crc, put_bytes, put_u32, put_u64, put_varint, Reader};
 
 /// Manifest magic.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
-/// Manifest format version written. Version 2: the log bands it lists may hold gap markers
-/// (records of no operations, written after unlogged writes), which an engine that knows only
-/// version 1 would replay past; such an engine refuses a version 2 manifest instead.
-pub const MANIFEST_VERSION: u32 = 2;
-/// Oldest manifest version read (version 1 logs hold no gap markers; nothing else differs).
+/// Manifest format version written; it versions the log records of the bands it lists too.
+/// Version 2: those log bands may hold gap markers (records of no operations, written after
+/// unlogged writes), which an engine that knows only version 1 would replay past. Version 3:
+/// they may hold version 2 log chunks (magic "SLG2", header with its own checksum), which an
+/// engine that knows only "SLOG" chunks would take for the end of the log. An engine refuses a
+/// manifest newer than it knows instead.
+pub const MANIFEST_VERSION: u32 = 3;
+/// Oldest manifest version read (version 1 logs hold no gap markers, versions 1 and 2 only
+/// "SLOG" chunks; the body is the same in all three).
 pub const MANIFEST_MIN_VERSION: u32 = 1;
 /// Bytes before the body.
 pub const MANIFEST_HEADER: usize = 8 + 4 + 8 + 4;
@@ -129,6 +133,15 @@ impl Manifest {
         Some(MANIFEST_HEADER + r.u32()? as usize + 4)
     }
 
+    /// The format version a copy's header names, or `None` if it is not a manifest header.
+    pub fn version_of(header: &[u8]) -> Option<u32> {
+        let mut r = Reader::new(header);
+        if r.u64()? != MANIFEST_MAGIC {
+            return None;
+        }
+        r.u32()
+    }
+
     /// Decodes and checks a copy.
     pub fn decode(buf: &[u8]) -> Result<Self, String> {
         let total = Self::encoded_len(buf).ok_or("no manifest header")?;
@@ -239,11 +252,13 @@ mod tests {
     }
 
     #[test]
-    fn version_1_copies_still_decode_and_newer_ones_are_refused() {
-        assert_eq!(Manifest::decode(&with_version(1)).unwrap(), sample());
-        assert_eq!(Manifest::decode(&with_version(2)).unwrap(), sample());
-        let e = Manifest::decode(&with_version(3)).unwrap_err();
-        assert!(e.contains("version 3"), "{e}");
+    fn older_copies_still_decode_and_newer_ones_are_refused() {
+        for v in 1..=3 {
+            assert_eq!(Manifest::decode(&with_version(v)).unwrap(), sample());
+            assert_eq!(Manifest::version_of(&with_version(v)), Some(v));
+        }
+        let e = Manifest::decode(&with_version(4)).unwrap_err();
+        assert!(e.contains("version 4"), "{e}");
         assert!(Manifest::decode(&with_version(0)).is_err());
     }
 }

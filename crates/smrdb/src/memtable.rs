@@ -336,9 +336,19 @@ impl Memtable {
         (k.key() == key).then(|| (k.seq, f(k.value())))
     }
 
-    /// Up to `limit` entries in internal order starting after (`after`) or at (`start`) a
-    /// position; used by iterators that fetch in batches without holding the lock.
-    pub fn batch(&self, from: BatchFrom<'_>, limit: usize) -> Vec<Entry> {
+    /// Copies up to `limit` entries (and not many more than `max_bytes` of keys and values,
+    /// at least one entry) in internal order from a position into `out`, replacing what it
+    /// held: one allocation-free copy per batch, for cursors that fetch in batches without
+    /// holding the lock. Returns whether it stopped at a limit (more entries may follow)
+    /// rather than at the end of the memtable.
+    pub fn batch_into(
+        &self,
+        from: BatchFrom<'_>,
+        limit: usize,
+        max_bytes: usize,
+        out: &mut FlatBatch,
+    ) -> bool {
+        out.clear();
         let (probe, incl) = match from {
             BatchFrom::Start(k) => (Probe::new(k, u64::MAX), true),
             BatchFrom::After(k, seq) => (Probe::new(k, seq), false),
@@ -350,10 +360,13 @@ impl Memtable {
             Bound::Excluded(p)
         };
         let m = self.map.read();
-        m.range::<dyn Lookup, _>((lower, Bound::Unbounded))
-            .take(limit)
-            .map(|k| k.entry_ref().to_entry())
-            .collect()
+        for k in m.range::<dyn Lookup, _>((lower, Bound::Unbounded)) {
+            if out.len() >= limit.max(1) || (!out.is_empty() && out.data.len() >= max_bytes) {
+                return true;
+            }
+            out.push(k.entry_ref());
+        }
+        false
     }
 
     /// Runs `f` on an iterator over every version in internal order, without copying (a
@@ -393,7 +406,62 @@ impl Default for Memtable {
     }
 }
 
-/// Where a [`Memtable::batch`] starts.
+/// Entries copied out of a memtable into one buffer ([`Memtable::batch_into`]).
+#[derive(Debug, Default)]
+pub struct FlatBatch {
+    data: Vec<u8>,
+    /// Per entry: key end in `data` (it starts where the previous entry ends), sequence
+    /// number, value end (`None`: a tombstone; the value starts at the key end).
+    items: Vec<(usize, u64, Option<usize>)>,
+}
+
+impl FlatBatch {
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.items.clear();
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Appends a copy of an entry.
+    pub fn push(&mut self, e: EntryRef<'_>) {
+        self.data.extend_from_slice(e.key);
+        let kend = self.data.len();
+        let vend = e.value.map(|v| {
+            self.data.extend_from_slice(v);
+            self.data.len()
+        });
+        self.items.push((kend, e.seq, vend));
+    }
+
+    /// Entry `i`.
+    pub fn get(&self, i: usize) -> Option<EntryRef<'_>> {
+        let &(kend, seq, vend) = self.items.get(i)?;
+        let start = match i.checked_sub(1).and_then(|j| self.items.get(j)) {
+            Some(&(pk, _, pv)) => pv.unwrap_or(pk),
+            None => 0,
+        };
+        Some(EntryRef {
+            key: self.data.get(start..kend)?,
+            seq,
+            value: match vend {
+                Some(v) => Some(self.data.get(kend..v)?),
+                None => None,
+            },
+        })
+    }
+}
+
+/// Where a [`Memtable::batch_into`] starts.
 #[derive(Debug, Clone, Copy)]
 pub enum BatchFrom<'a> {
     /// At the first version of this user key.
@@ -426,8 +494,14 @@ mod tests {
         let all = all(&m);
         assert_eq!(all.len(), 4);
         assert_eq!((all[0].seq, all[3].key.as_slice()), (5, &b"b"[..]));
-        let rest = m.batch(BatchFrom::After(b"a", 3), 10);
-        assert_eq!(rest[0].seq, 1);
+        let mut rest = FlatBatch::default();
+        assert!(!m.batch_into(BatchFrom::After(b"a", 3), 10, 1 << 20, &mut rest));
+        assert_eq!(rest.get(0).map(|e| (e.key, e.seq)), Some((&b"a"[..], 1)));
+        assert_eq!(rest.len(), 2);
+        // A limit stops it (more may follow), so does the byte budget after one entry.
+        assert!(m.batch_into(BatchFrom::Start(b""), 1, 1 << 20, &mut rest));
+        assert!(m.batch_into(BatchFrom::Start(b""), 10, 1, &mut rest));
+        assert_eq!(rest.len(), 1);
     }
 
     /// Keys that differ only past the inline 16-byte prefix, keys that are prefixes of
@@ -472,8 +546,9 @@ mod tests {
                 assert_eq!(m.get(&missing, u64::MAX), None, "{missing:?}");
             }
         }
-        let from = m.batch(BatchFrom::Start(b"a\0"), 2);
-        assert_eq!(from[0].key, b"a\0".to_vec());
-        assert_eq!(from[1].key, b"a\0\0".to_vec());
+        let mut from = FlatBatch::default();
+        m.batch_into(BatchFrom::Start(b"a\0"), 2, 1 << 20, &mut from);
+        assert_eq!(from.get(0).map(|e| e.key), Some(&b"a\0"[..]));
+        assert_eq!(from.get(1).map(|e| e.key), Some(&b"a\0\0"[..]));
     }
 }

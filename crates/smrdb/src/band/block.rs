@@ -153,9 +153,11 @@ pub fn search_block<'a>(
     Ok(None)
 }
 
-/// Where a data block lies and the last internal key it holds.
+/// Where a data block lies, and the first and last keys it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexEntry {
+    /// First user key in the block (band format version 2; empty in version 1).
+    pub first_key: Vec<u8>,
     /// Last user key in the block.
     pub last_key: Vec<u8>,
     /// Sequence number of the last entry.
@@ -166,7 +168,8 @@ pub struct IndexEntry {
     pub len: u32,
 }
 
-/// Encodes an index: `varint n | (bytes key | varint seq | varint offset | varint len)* | crc`.
+/// Encodes an index (band format version 2): `varint n | (bytes last_key | varint seq |
+/// varint offset | varint len | bytes first_key)* | crc`.
 pub fn encode_index(idx: &[IndexEntry]) -> Vec<u8> {
     let mut b = Vec::new();
     put_varint(&mut b, idx.len() as u64);
@@ -175,14 +178,20 @@ pub fn encode_index(idx: &[IndexEntry]) -> Vec<u8> {
         put_varint(&mut b, e.last_seq);
         put_varint(&mut b, e.offset);
         put_varint(&mut b, e.len as u64);
+        put_bytes(&mut b, &e.first_key);
     }
     let c = crc(&b);
     put_u32(&mut b, c);
     b
 }
 
-/// Decodes an index block.
+/// Decodes an index block of the current band format.
 pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, String> {
+    decode_index_version(buf, super::footer::BAND_VERSION)
+}
+
+/// Decodes an index block of band format `version` (1: no first keys).
+pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>, String> {
     let body = verify(buf)?;
     let mut r = Reader::new(body);
     let bad = "malformed index".to_string();
@@ -193,7 +202,13 @@ pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, String> {
         let last_seq = r.varint().ok_or_else(|| bad.clone())?;
         let offset = r.varint().ok_or_else(|| bad.clone())?;
         let len = r.varint().ok_or_else(|| bad.clone())?;
+        let first_key = if version >= 2 {
+            r.bytes().ok_or_else(|| bad.clone())?.to_vec()
+        } else {
+            Vec::new()
+        };
         out.push(IndexEntry {
+            first_key,
             last_key,
             last_seq,
             offset,
@@ -238,12 +253,28 @@ mod tests {
     #[test]
     fn index_round_trip() {
         let idx = vec![IndexEntry {
+            first_key: b"a".to_vec(),
             last_key: b"k".to_vec(),
             last_seq: 7,
             offset: 4096,
             len: 100,
         }];
         assert_eq!(decode_index(&encode_index(&idx)).unwrap(), idx);
+        // A version 1 index (no first keys) still decodes as version 1.
+        let mut v1 = Vec::new();
+        put_varint(&mut v1, 1);
+        put_bytes(&mut v1, b"k");
+        put_varint(&mut v1, 7);
+        put_varint(&mut v1, 4096);
+        put_varint(&mut v1, 100);
+        let c = crc(&v1);
+        put_u32(&mut v1, c);
+        let old = decode_index_version(&v1, 1).unwrap();
+        assert_eq!(
+            (old[0].first_key.len(), &old[0].last_key[..]),
+            (0, &b"k"[..])
+        );
+        assert!(decode_index(&v1).is_err());
         assert!(decode_index(&[1, 2, 3]).is_err());
     }
 }

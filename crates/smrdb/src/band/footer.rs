@@ -6,8 +6,11 @@ use crate::codec::{crc, put_u32, put_u64, Reader};
 
 /// Footer magic: `SMRDBBND`.
 pub const BAND_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBBND");
-/// Band format version.
-pub const BAND_VERSION: u32 = 1;
+/// Band format version written. Version 2: each index entry also records its block's first
+/// key (so that a scan orders bands without reading them). Version 1 is still read.
+pub const BAND_VERSION: u32 = 2;
+/// Oldest band format version read.
+pub const BAND_MIN_VERSION: u32 = 1;
 /// Encoded footer length.
 pub const FOOTER_LEN: usize = 8 + 4 + 8 + 3 * 12 + 8 * 4 + 4;
 
@@ -21,8 +24,10 @@ pub struct Extent {
 }
 
 /// A decoded footer.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Footer {
+    /// Band format version (of the footer and the index).
+    pub version: u32,
     /// Band id (unique for the life of the database).
     pub band_id: u64,
     /// Index block.
@@ -41,12 +46,28 @@ pub struct Footer {
     pub max_seq: u64,
 }
 
+impl Default for Footer {
+    fn default() -> Self {
+        Footer {
+            version: BAND_VERSION,
+            band_id: 0,
+            index: Extent::default(),
+            bloom: Extent::default(),
+            histogram: Extent::default(),
+            entries: 0,
+            data_bytes: 0,
+            min_seq: 0,
+            max_seq: 0,
+        }
+    }
+}
+
 impl Footer {
     /// Encodes to exactly [`FOOTER_LEN`] bytes.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(FOOTER_LEN);
         put_u64(&mut b, BAND_MAGIC);
-        put_u32(&mut b, BAND_VERSION);
+        put_u32(&mut b, self.version);
         put_u64(&mut b, self.band_id);
         for x in [self.index, self.bloom, self.histogram] {
             put_u64(&mut b, x.offset);
@@ -72,7 +93,7 @@ impl Footer {
             return Err("bad band magic".into());
         }
         let v = r.u32().ok_or_else(bad)?;
-        if v != BAND_VERSION {
+        if !(BAND_MIN_VERSION..=BAND_VERSION).contains(&v) {
             return Err(format!("unknown band version {v}"));
         }
         let band_id = r.u64().ok_or_else(bad)?;
@@ -82,6 +103,7 @@ impl Footer {
             x.len = r.u32().ok_or_else(bad)?;
         }
         Ok(Footer {
+            version: v,
             band_id,
             index: ex[0],
             bloom: ex[1],

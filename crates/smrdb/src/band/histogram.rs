@@ -124,6 +124,7 @@ mod tests {
     fn equi_depth_by_bytes() {
         let idx: Vec<IndexEntry> = (0..10u8)
             .map(|i| IndexEntry {
+                first_key: Vec::new(),
                 last_key: vec![b'a' + i],
                 last_seq: 0,
                 offset: i as u64 * 1000,
@@ -142,6 +143,7 @@ mod tests {
     fn sized_histogram_fits_its_budget() {
         let idx: Vec<IndexEntry> = (0..10_000u64)
             .map(|i| IndexEntry {
+                first_key: Vec::new(),
                 last_key: format!("key{i:08}").into_bytes(),
                 last_seq: 1,
                 offset: i * 4096,

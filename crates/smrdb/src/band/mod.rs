@@ -6,6 +6,7 @@ pub mod block;
 pub mod bloom;
 pub mod footer;
 pub mod histogram;
+pub mod index;
 pub mod reader;
 pub mod writer;
 

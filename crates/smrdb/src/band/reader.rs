@@ -2,10 +2,11 @@
 //! memory), looks keys up through the block cache, and iterates it sequentially with large
 //! reads.
 
-use super::block::{block_entries, decode_block, decode_index, search_block, IndexEntry};
+use super::block::{block_entries, decode_block, decode_index_version, search_block};
 use super::bloom::Bloom;
 use super::footer::{Extent, Footer, FOOTER_LEN};
 use super::histogram::Histogram;
+use super::index::BlockIndex;
 use crate::cache::{Block, BlockCache};
 use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
@@ -22,7 +23,7 @@ pub struct Band {
     /// The footer.
     pub footer: Footer,
     /// Block index.
-    pub index: Vec<IndexEntry>,
+    pub index: BlockIndex,
     /// Bloom filter.
     pub bloom: Bloom,
     /// Equi-depth histogram.
@@ -69,7 +70,7 @@ impl Band {
             }
             dev.read_at(zone, ex.offset, ex.len as usize, IoKind::Read)
         };
-        let index = decode_index(&part(footer.index, "index")?)
+        let index = decode_index_version(&part(footer.index, "index")?, footer.version)
             .map_err(|w| Error::corruption(zone, footer.index.offset, format!("index: {w}")))?;
         let bloom = Bloom::decode(&part(footer.bloom, "filter")?)
             .map_err(|w| Error::corruption(zone, footer.bloom.offset, format!("filter: {w}")))?;
@@ -77,8 +78,9 @@ impl Band {
             Error::corruption(zone, footer.histogram.offset, format!("histogram: {w}"))
         })?;
         for (i, e) in index.iter().enumerate() {
-            if e.offset + e.len as u64 > footer.index.offset
+            if e.offset.saturating_add(e.len as u64) > footer.index.offset
                 || (i > 0 && e.offset < index[i - 1].offset + index[i - 1].len as u64)
+                || e.last_key.len() + e.first_key.len() > u32::MAX as usize / 4
             {
                 return Err(Error::corruption(
                     zone,
@@ -87,6 +89,7 @@ impl Band {
                 ));
             }
         }
+        let index = BlockIndex::new(&index, footer.version >= 2);
         Ok(Band {
             meta,
             footer,
@@ -107,19 +110,18 @@ impl Band {
         if let Some(b) = cache.and_then(|c| c.get(self.meta.id, i as u32)) {
             return Ok(b);
         }
-        let e = self
+        let (offset, len) = self
             .index
-            .get(i)
+            .extent(i)
             .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
-        let (buf, skip) = dev.read_span(self.meta.zone, e.offset, e.len as usize, IoKind::Read)?;
-        let raw = buf
-            .get(skip..skip + e.len as usize)
-            .ok_or_else(|| Error::corruption(self.meta.zone, e.offset, "short block read"))?;
-        let area = block_entries(raw, verify)
-            .map_err(|w| Error::corruption(self.meta.zone, e.offset, format!("data block: {w}")))?;
-        let b: Block = Arc::from(area);
+        let b: Block =
+            dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
+                block_entries(raw, verify).map(Arc::from).map_err(|w| {
+                    Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
+                })
+            })?;
         if let Some(c) = cache {
-            c.insert(self.meta.id, i as u32, b.clone(), e.len as u64);
+            c.insert(self.meta.id, i as u32, b.clone(), len as u64);
         }
         Ok(b)
     }
@@ -130,9 +132,8 @@ impl Band {
     }
 
     /// First block whose last internal key is ≥ (key, seq).
-    fn seek_block(&self, key: &[u8], seq: u64) -> usize {
-        self.index
-            .partition_point(|e| cmp_ikey(&e.last_key, e.last_seq, key, seq) == Ordering::Less)
+    pub(crate) fn seek_block(&self, key: &[u8], seq: u64) -> usize {
+        self.index.seek(key, seq)
     }
 
     /// The newest version of `key` with sequence ≤ `snap` in this band.
@@ -148,7 +149,7 @@ impl Band {
         while i < self.index.len() {
             let b = self.block(dev, Some(cache), i, verify)?;
             let found = search_block(&b, key, snap).map_err(|w| {
-                let off = self.index.get(i).map_or(0, |e| e.offset);
+                let off = self.index.extent(i).map_or(0, |e| e.0);
                 Error::corruption(self.meta.zone, off, format!("data block: {w}"))
             })?;
             if let Some(e) = found {
@@ -209,26 +210,30 @@ impl BandIter {
     }
 
     fn load_next(&mut self) -> Result<bool> {
-        let Some(e) = self.band.index.get(self.next_block).cloned() else {
+        let Some((offset, blen)) = self.band.index.extent(self.next_block) else {
             return Ok(false);
         };
-        let end = e.offset + e.len as u64;
+        let blen = blen as u64;
+        let end = offset + blen;
         let in_window =
-            e.offset >= self.window_off && end <= self.window_off + self.window.len() as u64;
+            offset >= self.window_off && end <= self.window_off + self.window.len() as u64;
         if !in_window {
             let data_end = self.band.footer.index.offset;
             // Start small (a short scan reads little) and double up to the read-ahead size.
-            let want = self.ra_cur.min(self.read_ahead as u64).max(e.len as u64);
+            let want = self.ra_cur.min(self.read_ahead as u64).max(blen);
             self.ra_cur = (self.ra_cur * 2).min(self.read_ahead.max(1) as u64);
-            let len = want.min(data_end - e.offset).max(e.len as u64);
-            self.window =
-                self.dev
-                    .read_at(self.band.meta.zone, e.offset, len as usize, self.kind)?;
-            self.window_off = e.offset;
+            let len = want.min(data_end.saturating_sub(offset)).max(blen);
+            self.window = self
+                .dev
+                .read_at(self.band.meta.zone, offset, len as usize, self.kind)?;
+            self.window_off = offset;
         }
-        let a = (e.offset - self.window_off) as usize;
-        let buf = &self.window[a..a + e.len as usize];
-        let entries = self.band.decode(buf, e.offset, self.verify)?;
+        let a = (offset - self.window_off) as usize;
+        let buf = self
+            .window
+            .get(a..a + blen as usize)
+            .ok_or_else(|| Error::corruption(self.band.meta.zone, offset, "short block read"))?;
+        let entries = self.band.decode(buf, offset, self.verify)?;
         self.cur = entries.into_iter();
         self.next_block += 1;
         Ok(true)

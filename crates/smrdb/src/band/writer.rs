@@ -2,8 +2,9 @@
 
 use super::block::{encode_index, BlockBuilder, IndexEntry};
 use super::bloom::{hash, Bloom};
-use super::footer::{Extent, Footer, FOOTER_LEN};
+use super::footer::{Extent, Footer, BAND_VERSION, FOOTER_LEN};
 use super::histogram::Histogram;
+use super::index::BlockIndex;
 use super::reader::Band;
 use crate::error::Result;
 use crate::io::{Dev, IoKind};
@@ -35,6 +36,8 @@ pub struct BandWriter<'a> {
     block: BlockBuilder,
     /// Sequence number of the open block's last entry.
     block_last_seq: u64,
+    /// First user key of the block being built.
+    block_first_key: Vec<u8>,
     index: Vec<IndexEntry>,
     index_bytes: u64,
     hashes: Vec<u32>,
@@ -60,6 +63,7 @@ impl<'a> BandWriter<'a> {
             offset: 0,
             block: BlockBuilder::default(),
             block_last_seq: 0,
+            block_first_key: Vec::new(),
             index: Vec::new(),
             index_bytes: 0,
             hashes: Vec::new(),
@@ -107,6 +111,10 @@ impl<'a> BandWriter<'a> {
             self.last_user_key.clear();
             self.last_user_key.extend_from_slice(e.key);
         }
+        if self.block.is_empty() {
+            self.block_first_key.clear();
+            self.block_first_key.extend_from_slice(e.key);
+        }
         self.block.add(e);
         self.block_last_seq = e.seq;
         self.entries += 1;
@@ -122,9 +130,11 @@ impl<'a> BandWriter<'a> {
         let enc = self.block.finish();
         // The block's last user key is the last user key added.
         let last_key = self.last_user_key.clone();
+        let first_key = self.block_first_key.clone();
         let last_seq = self.block_last_seq;
-        self.index_bytes += last_key.len() as u64 + 24;
+        self.index_bytes += (first_key.len() + last_key.len()) as u64 + 24;
         self.index.push(IndexEntry {
+            first_key,
             last_key,
             last_seq,
             offset: self.offset,
@@ -172,6 +182,7 @@ impl<'a> BandWriter<'a> {
         self.append(&hist_enc)?;
         let data_bytes = index.offset;
         let footer = Footer {
+            version: BAND_VERSION,
             band_id: id,
             index,
             bloom: bloom_ex,
@@ -197,6 +208,7 @@ impl<'a> BandWriter<'a> {
             .last()
             .map(|e| e.last_key.clone())
             .unwrap_or_default();
+        let index = BlockIndex::new(&self.index, true);
         let meta = BandMeta {
             id,
             zone: self.zone,
@@ -213,7 +225,7 @@ impl<'a> BandWriter<'a> {
         Ok(Band {
             meta,
             footer,
-            index: self.index,
+            index,
             bloom,
             hist,
         })

@@ -91,7 +91,7 @@ pub(crate) mod testutil {
                     write_time: id,
                 },
                 footer: Footer::default(),
-                index: vec![],
+                index: Default::default(),
                 bloom: Bloom::build(&[], 0),
                 hist: Histogram {
                     first: vec![lo],

@@ -1,10 +1,11 @@
 //! The public handle: [`Db`] and its methods, which delegate to the engine's shared state.
 
 use super::{Inner, ScanIter, Snapshot, WriteBatch};
+use crate::check::CheckReport;
 use crate::compaction;
 use crate::error::{Error, Result};
 use crate::options::{FormatOptions, Mode, Options, WriteOptions};
-use crate::stats::{CheckReport, DbStats};
+use crate::stats::DbStats;
 use parking_lot::Mutex;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

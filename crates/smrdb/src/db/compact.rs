@@ -66,9 +66,10 @@ impl Inner {
         }
         {
             let ms = self.meta.lock();
-            if ms.free.len() < inputs.len() + 1 {
+            let need = self.output_bands(&inputs);
+            if ms.free.len() < need {
                 return Err(Error::NoSpace(format!(
-                    "compaction of {} bands needs free bands; {} free",
+                    "compaction of {} bands needs {need} free bands; {} free",
                     inputs.len(),
                     ms.free.len()
                 )));
@@ -82,6 +83,16 @@ impl Inner {
             .collect();
         drop(sv);
         self.merge_into(inputs, &others, plan.output_level, Some(plan), false)
+    }
+
+    /// Free bands a merge of `inputs` may need: their sectors in whole bands, plus one for
+    /// a different packing (never more than one per input plus one). Counting bands instead
+    /// of sectors made a merge of a few small L0 bands (forced flushes of small memtables)
+    /// need more than the reserve, so that no compaction could ever run again.
+    fn output_bands(&self, inputs: &[VBand]) -> usize {
+        let sectors: u64 = inputs.iter().map(|b| b.band.meta.sectors).sum();
+        let bands = sectors.div_ceil(self.dev.zone_sectors.max(1)) as usize + 1;
+        bands.min(inputs.len() + 1)
     }
 
     pub(super) fn set_pointer(&self, ms: &mut MetaState, plan: &Plan) {

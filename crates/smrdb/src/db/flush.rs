@@ -213,17 +213,32 @@ impl Inner {
             }
             self.wait_for_background()?;
         }
-        let _m = self.maint.lock();
-        match self.flush_imm() {
-            Ok(_) => Ok(()),
-            Err(e) if is_nospace(&e) => {
-                // Compaction may use the reserve and free bands; then try again.
-                if let Some(p) = self.pick() {
-                    self.run(&p)?;
+        {
+            let _m = self.maint.lock();
+            match self.flush_imm() {
+                Ok(_) => {}
+                Err(e) if is_nospace(&e) => {
+                    // Compaction may use the reserve and free bands; then try again.
+                    if let Some(p) = self.pick() {
+                        self.run(&p)?;
+                    }
+                    self.flush_imm()?;
                 }
-                self.flush_imm().map(|_| ())
+                Err(e) => return self.fail(e),
             }
-            Err(e) => self.fail(e),
         }
+        if self.opts.background_compaction {
+            self.kick();
+        } else {
+            // Inline maintenance runs the compactions the new L0 band may have made due; a
+            // forced flush (`Db::flush`, a synced write after unlogged ones) that skipped them
+            // let L0 grow without bound until not even the reserve could merge it. The flush
+            // is done: a compaction short of space reports it at the next write.
+            match self.maintain() {
+                Err(e) if !is_nospace(&e) => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }

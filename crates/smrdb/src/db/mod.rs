@@ -20,13 +20,14 @@ pub use recovery::detect_mode;
 
 use crate::band::Band;
 use crate::cache::BlockCache;
+use crate::check::CheckReport;
 use crate::error::{Error, Result};
 use crate::io::Dev;
 use crate::log;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
 use crate::options::{Mode, Options};
-use crate::stats::{CheckReport, Counters, DbStats};
+use crate::stats::{Counters, DbStats};
 use crate::version::SuperVersion;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
@@ -47,6 +48,8 @@ struct WriteState {
     /// the log names, 0 if none: a logged write after an unlogged one that is not yet in a
     /// band needs a marker before it (see `write_inner`).
     marked_gap: u64,
+    /// First sequence number of the latest unlogged write, 0 if none.
+    last_unlogged: u64,
 }
 
 struct MetaState {
@@ -80,7 +83,7 @@ pub(crate) struct Inner {
     visible_seq: AtomicU64,
     meta: Mutex<MetaState>,
     maint: Mutex<()>,
-    cache: BlockCache,
+    cache: Arc<BlockCache>,
     snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
     bg: Mutex<BgState>,
     bg_cv: Condvar,
@@ -186,6 +189,6 @@ impl Inner {
         let manifest = ms.m.clone();
         let free: Vec<u32> = ms.free.iter().copied().collect();
         drop(ms);
-        crate::stats::check(self, &sv, &manifest, &free, &self.seq_zones)
+        crate::check::check(self, &sv, &manifest, &free, &self.seq_zones)
     }
 }

@@ -2,15 +2,17 @@
 //! that pin a point in time.
 
 use super::Inner;
-use crate::band::BandIter;
+use crate::cursor::{BandCursor, Cursor, MemCursor, MergingCursor};
 use crate::error::Result;
-use crate::io::IoKind;
-use crate::iter::{MemSource, Merge, Source};
+use crate::memtable::EntryRef;
 use crate::version::SuperVersion;
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// Entries a scan copies from each memtable at first (the batches double from there).
+const MEM_FIRST_BATCH: usize = 8;
 
 /// A consistent point-in-time view for [`super::Db::get_at`] and [`super::Db::scan_at`].
 /// Compaction keeps the versions it needs while it lives.
@@ -40,11 +42,24 @@ impl Drop for Snapshot {
 }
 
 /// Iterator over a key range; yields `(key, value)` of the newest visible version.
+///
+/// It merges cursors that lend their entries (see [`crate::cursor`]): a band is read only
+/// once the merge reaches its keys, one block through the block cache at first, so that a
+/// short scan costs a block per band that holds its start key, and the only copies made are
+/// those of the pairs yielded.
 pub struct ScanIter {
-    merge: Merge,
+    merge: MergingCursor,
     snap: u64,
     end: Option<Vec<u8>>,
-    last: Option<Vec<u8>>,
+    /// The last user key decided (yielded, or hidden by a tombstone).
+    last: Vec<u8>,
+    have_last: bool,
+    /// The merge still stands at the entry last looked at (moved on at the next call, so
+    /// that a scan that stops after one pair reads no further).
+    advance: bool,
+    /// The merge still stands at the key last decided (`last`), whose other versions are
+    /// skipped at the next call.
+    skip: bool,
     done: bool,
     _sv: Arc<SuperVersion>,
 }
@@ -57,34 +72,60 @@ impl std::fmt::Debug for ScanIter {
     }
 }
 
+impl ScanIter {
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        loop {
+            if std::mem::take(&mut self.advance) {
+                self.merge.advance()?;
+            }
+            if std::mem::take(&mut self.skip) {
+                self.merge.skip_key(&self.last)?;
+            }
+            let Some(EntryRef {
+                key: k,
+                seq,
+                value: v,
+            }) = self.merge.current()?
+            else {
+                return Ok(None);
+            };
+            if self.end.as_deref().is_some_and(|end| k >= end) {
+                return Ok(None);
+            }
+            if seq > self.snap || (self.have_last && self.last.as_slice() == k) {
+                // Too new for the snapshot (an older version may be visible), or a version
+                // of a key already decided.
+                self.advance = true;
+                continue;
+            }
+            self.last.clear();
+            self.last.extend_from_slice(k);
+            self.have_last = true;
+            self.skip = true;
+            if let Some(v) = v {
+                return Ok(Some((k.to_vec(), v.to_vec())));
+            }
+        }
+    }
+}
+
 impl Iterator for ScanIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            let e = match self.merge.next_entry() {
-                Ok(Some(e)) => e,
-                Ok(None) => {
-                    self.done = true;
-                    return None;
-                }
-                Err(e) => {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            };
-            if self.end.as_ref().is_some_and(|end| e.key >= *end) {
+        if self.done {
+            return None;
+        }
+        match self.step() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => {
                 self.done = true;
-                return None;
+                None
             }
-            if e.seq > self.snap || self.last.as_ref() == Some(&e.key) {
-                continue;
-            }
-            self.last = Some(e.key.clone());
-            if let Some(v) = e.value {
-                return Some(Ok((e.key, v)));
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
             }
         }
-        None
     }
 }
 
@@ -136,10 +177,9 @@ impl Inner {
 
     pub(super) fn scan(&self, start: &[u8], end: Option<&[u8]>, snap: u64) -> Result<ScanIter> {
         let sv = self.current();
-        let mut sources: Vec<Box<dyn Source>> =
-            vec![Box::new(MemSource::new(sv.mem.clone(), start))];
-        if let Some(imm) = &sv.imm {
-            sources.push(Box::new(MemSource::new(imm.clone(), start)));
+        let mut children: Vec<Box<dyn Cursor>> = Vec::with_capacity(sv.bands.len() + 2);
+        for m in [Some(&sv.mem), sv.imm.as_ref()].into_iter().flatten() {
+            children.push(Box::new(MemCursor::new(m.clone(), start, MEM_FIRST_BATCH)));
         }
         for b in sv.bands.iter() {
             let m = &b.band.meta;
@@ -149,21 +189,24 @@ impl Inner {
             {
                 continue;
             }
-            sources.push(Box::new(BandIter::new(
+            children.push(Box::new(BandCursor::new(
                 b.band.clone(),
                 self.dev.clone(),
+                self.cache.clone(),
                 start,
-                IoKind::Read,
                 self.opts.read_ahead_bytes,
                 self.opts.verify_checksums,
-            )?));
+            )));
         }
         self.counters.scans.fetch_add(1, Ordering::Relaxed);
         Ok(ScanIter {
-            merge: Merge::new(sources)?,
+            merge: MergingCursor::new(children),
             snap,
             end: end.map(|e| e.to_vec()),
-            last: None,
+            last: Vec::new(),
+            have_last: false,
+            advance: false,
+            skip: false,
             done: false,
             _sv: sv,
         })

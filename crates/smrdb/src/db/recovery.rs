@@ -136,8 +136,15 @@ impl Inner {
                 "database was laid out for another geometry: {sb:?}"
             )));
         }
-        let m = load_manifest(&l.dev, sb.slot_sectors)?;
-        Self::recover(l, sb.mode, m, opts)
+        let (m, version) = load_manifest(&l.dev, sb.slot_sectors)?;
+        let mut inner = Self::recover(l, sb.mode, m, opts)?;
+        if version < crate::manifest::MANIFEST_VERSION {
+            // Log bands written by an older engine hold "SLOG" chunks only: never append
+            // version 2 chunks to one (the next log band is new, and starting it records a
+            // current manifest, which older engines refuse).
+            inner.writer.get_mut().active = None;
+        }
+        Ok(inner)
     }
 
     /// Builds the engine state from manifest `m`: opens its bands, resets zones written but
@@ -179,7 +186,58 @@ impl Inner {
             }
         }
         sort_newest_first(&mut bands);
-        // Every other zone is free; reset what a crash left behind.
+        // Replay the log.
+        let mem = Arc::new(Memtable::new());
+        let mut last_seq = m.flushed_seq;
+        for b in &bands {
+            last_seq = last_seq.max(b.band.meta.max_seq);
+        }
+        let mut active = None;
+        let mut gap = None;
+        for (i, &z) in m.log_zones.iter().enumerate() {
+            let zi = dev.dev.zone(z).map_err(Error::Device)?;
+            let wp = zi.write_pointer_lba - zi.start_lba;
+            let end = log::replay_zone(&dev, z, wp, &mut |r| {
+                if r.count == 0 {
+                    // A gap marker: the write `first_seq` was not logged. Unless a flush put
+                    // it in a band, it is lost, and so is everything logged after it
+                    // (replaying those would not give the state after a prefix of the writes).
+                    if r.first_seq > m.flushed_seq {
+                        gap = Some(r.first_seq);
+                        return false;
+                    }
+                    return true;
+                }
+                for (j, (k, v)) in r.ops().enumerate() {
+                    let s = r.first_seq + j as u64;
+                    if s > m.flushed_seq {
+                        mem.insert(k, s, v);
+                        last_seq = last_seq.max(s);
+                    }
+                }
+                true
+            })?;
+            if end.stopped {
+                break;
+            }
+            if end.torn {
+                tracing::info!(
+                    "smrdb recovery: log band {z} ends in a chunk torn by a power cut at \
+                     sector {}",
+                    end.end_sector
+                );
+            }
+            if i + 1 == m.log_zones.len()
+                && !end.torn
+                && end.end_sector == wp
+                && wp < dev.zone_sectors
+            {
+                // A clean tail: keep appending here.
+                active = Some((z, wp));
+            }
+        }
+        // Every other zone is free; reset what a crash left behind (only now: an open that finds
+        // corruption above leaves the device as it found it).
         let mut free = BTreeSet::new();
         for z in &zones {
             if !z.zone_type.is_sequential() || used.contains(&z.index) {
@@ -194,42 +252,6 @@ impl Inner {
                     dev.reset(z.index)?;
                     free.insert(z.index);
                 }
-            }
-        }
-        // Replay the log.
-        let mem = Arc::new(Memtable::new());
-        let mut last_seq = m.flushed_seq;
-        for b in &bands {
-            last_seq = last_seq.max(b.band.meta.max_seq);
-        }
-        let mut active = None;
-        let mut gap = None;
-        'zones: for (i, &z) in m.log_zones.iter().enumerate() {
-            let zi = dev.dev.zone(z).map_err(Error::Device)?;
-            let wp = zi.write_pointer_lba - zi.start_lba;
-            let r = log::replay_zone(&dev, z, wp)?;
-            for (seq0, ops) in r.batches {
-                if ops.is_empty() {
-                    // A gap marker: the write `seq0` was not logged. Unless a flush put it in
-                    // a band, it is lost, and so is everything logged after it (replaying
-                    // those would not give the state after a prefix of the writes).
-                    if seq0 > m.flushed_seq {
-                        gap = Some(seq0);
-                        break 'zones;
-                    }
-                    continue;
-                }
-                for (j, (k, v)) in ops.iter().enumerate() {
-                    let s = seq0 + j as u64;
-                    if s > m.flushed_seq {
-                        mem.insert(k, s, v.as_deref());
-                        last_seq = last_seq.max(s);
-                    }
-                }
-            }
-            if i + 1 == m.log_zones.len() && r.end_sector == wp && wp < dev.zone_sectors {
-                // A clean tail: keep appending here.
-                active = Some((z, wp));
             }
         }
         if let Some(g) = gap {
@@ -258,6 +280,7 @@ impl Inner {
                 active,
                 mem_zones,
                 marked_gap: 0,
+                last_unlogged: 0,
             }),
             sync_lock: Mutex::new(()),
             durable_seq: AtomicU64::new(last_seq),
@@ -270,7 +293,7 @@ impl Inner {
                 slot_sectors,
             }),
             maint: Mutex::new(()),
-            cache: BlockCache::new(opts.block_cache_bytes),
+            cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
             snapshots: Arc::new(Mutex::new(BTreeMap::new())),
             bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),
@@ -289,8 +312,9 @@ impl Inner {
     }
 }
 
-fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<Manifest> {
-    let mut best: Option<Manifest> = None;
+/// The newer valid manifest copy and the format version it was written in.
+fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<(Manifest, u32)> {
+    let mut best: Option<(Manifest, u32)> = None;
     let mut errors = Vec::new();
     for slot in 0..2u64 {
         let lba = 1 + slot * slot_sectors;
@@ -307,8 +331,12 @@ fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<Manifest> {
         let buf = dev.read_lba(lba, secs)?;
         match Manifest::decode(&buf) {
             Ok(m) => {
-                if best.as_ref().is_none_or(|b| m.generation > b.generation) {
-                    best = Some(m);
+                if best
+                    .as_ref()
+                    .is_none_or(|(b, _)| m.generation > b.generation)
+                {
+                    let v = Manifest::version_of(&buf).unwrap_or(0);
+                    best = Some((m, v));
                 }
             }
             Err(e) => errors.push(format!("slot {slot}: {e}")),

@@ -55,17 +55,22 @@ impl Inner {
         let sv = self.current();
         if wo.disable_wal {
             sv.mem.mark_unlogged(seq0);
+            w.last_unlogged = seq0;
         } else {
             // After an unlogged write that no flush has put in a band yet, the log gets a gap
             // marker (a record of no operations naming it) before the next logged record:
             // recovery replays nothing after a marker whose write is lost, so that the
-            // recovered state is always that after a prefix of the writes.
-            let gap = [sv.imm.as_deref(), Some(&*sv.mem)]
+            // recovered state is always that after a prefix of the writes. The marker names
+            // the *latest* unlogged write: memtables reach bands in order, so when it is in
+            // a band every earlier one is too, and when it is lost replay must stop here.
+            // (Naming the earliest one, still pending in the immutable memtable, let a
+            // logged write after a later unlogged one replay although that one was lost once
+            // the immutable memtable had been flushed.)
+            let pending = [sv.imm.as_deref(), Some(&*sv.mem)]
                 .into_iter()
                 .flatten()
-                .filter_map(Memtable::first_unlogged)
-                .min()
-                .filter(|&g| g != w.marked_gap);
+                .any(|m| m.first_unlogged().is_some());
+            let gap = (pending && w.last_unlogged != w.marked_gap).then_some(w.last_unlogged);
             let mut rec_len = log::record_len(seq0, batch.count, &batch.rep);
             if let Some(g) = gap {
                 rec_len += log::record_len(g, 0, &[]);

@@ -1,0 +1,289 @@
+//! The write-ahead log, kept in log bands. Records are gathered in a log buffer and written
+//! as one chunk per device write ([`chunk`]: a checksummed header and a checksummed payload,
+//! zero-padded to a sector). The payload is a run of batch records
+//! `varint rec_len | varint first_seq | varint count | op*`, an op being
+//! `kind u8 (0 delete, 1 put) | bytes key | [bytes value]`. [`replay`] reads a band back and
+//! tells a torn tail (the end of the log) from damage (corruption, wherever it lies).
+
+pub mod chunk;
+pub mod replay;
+
+pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
+pub use replay::{replay_zone, LogEnd};
+
+use crate::codec::{put_bytes, put_varint, Reader};
+
+/// One operation of a batch: a put (`Some(value)`) or a delete (`None`).
+pub type Op = (Vec<u8>, Option<Vec<u8>>);
+
+/// Appends one encoded operation (the body of a batch record).
+pub fn encode_op(buf: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
+    buf.push(value.is_some() as u8);
+    put_bytes(buf, key);
+    if let Some(v) = value {
+        put_bytes(buf, v);
+    }
+}
+
+fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+/// Bytes [`append_record`] appends.
+pub fn record_len(first_seq: u64, count: usize, ops: &[u8]) -> usize {
+    let body = varint_len(first_seq) + varint_len(count as u64) + ops.len();
+    varint_len(body as u64) + body
+}
+
+/// Appends a batch record (length prefix included) whose operations are already encoded.
+pub fn append_record(buf: &mut Vec<u8>, first_seq: u64, count: usize, ops: &[u8]) {
+    let body = varint_len(first_seq) + varint_len(count as u64) + ops.len();
+    put_varint(buf, body as u64);
+    put_varint(buf, first_seq);
+    put_varint(buf, count as u64);
+    buf.extend_from_slice(ops);
+}
+
+/// Iterates encoded operations; stops at the first malformed one (the engine only iterates
+/// operations it encoded itself).
+#[derive(Debug, Clone)]
+pub struct OpIter<'a> {
+    r: Reader<'a>,
+}
+
+impl<'a> OpIter<'a> {
+    /// Iterates `ops`.
+    pub fn new(ops: &'a [u8]) -> Self {
+        OpIter {
+            r: Reader::new(ops),
+        }
+    }
+}
+
+impl<'a> Iterator for OpIter<'a> {
+    type Item = (&'a [u8], Option<&'a [u8]>);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.r.is_empty() {
+            return None;
+        }
+        let kind = self.r.u8()?;
+        let k = self.r.bytes()?;
+        match kind {
+            0 => Some((k, None)),
+            1 => Some((k, Some(self.r.bytes()?))),
+            _ => None,
+        }
+    }
+}
+
+/// Encodes a batch record (with its length prefix) for the log buffer.
+pub fn encode_batch(first_seq: u64, ops: &[Op]) -> Vec<u8> {
+    let mut rep = Vec::new();
+    for (k, v) in ops {
+        encode_op(&mut rep, k, v.as_deref());
+    }
+    let mut out = Vec::with_capacity(rep.len() + 24);
+    append_record(&mut out, first_seq, ops.len(), &rep);
+    out
+}
+
+/// One batch record of a chunk payload, borrowed: its operations take sequence numbers
+/// `first_seq .. first_seq + count`; `count = 0` is a gap marker (see `docs/formats/smrdb.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Sequence number of the first operation (of the unlogged write, for a gap marker).
+    pub first_seq: u64,
+    /// Number of operations.
+    pub count: u64,
+    /// The encoded operations (checked: [`OpIter`] yields exactly `count` of them).
+    pub ops: &'a [u8],
+}
+
+impl<'a> Record<'a> {
+    /// The operations.
+    pub fn ops(&self) -> OpIter<'a> {
+        OpIter::new(self.ops)
+    }
+}
+
+/// The batch records of a chunk payload in order, each checked (lengths, operation kinds,
+/// count); an `Err` item ends the iteration.
+pub fn records(p: &[u8]) -> impl Iterator<Item = Result<Record<'_>, String>> + '_ {
+    let mut r = Reader::new(p);
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if failed || r.is_empty() {
+            return None;
+        }
+        let rec = parse_record(&mut r);
+        failed = rec.is_err();
+        Some(rec)
+    })
+}
+
+fn parse_record<'a>(r: &mut Reader<'a>) -> Result<Record<'a>, String> {
+    let at = r.pos();
+    let rec = r
+        .bytes()
+        .ok_or_else(|| format!("truncated batch record at payload offset {at}"))?;
+    let bad = || format!("malformed batch record at payload offset {at}");
+    let mut q = Reader::new(rec);
+    let first_seq = q.varint().ok_or_else(bad)?;
+    let count = q.varint().ok_or_else(bad)?;
+    let ops = &rec[q.pos()..];
+    for _ in 0..count {
+        let kind = q.u8().ok_or_else(bad)?;
+        q.bytes().ok_or_else(bad)?;
+        match kind {
+            0 => {}
+            1 => {
+                q.bytes().ok_or_else(bad)?;
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if !q.is_empty() {
+        return Err(bad());
+    }
+    Ok(Record {
+        first_seq,
+        count,
+        ops,
+    })
+}
+
+/// Decodes a chunk payload into batches `(first_seq, ops)`.
+pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, String> {
+    records(p)
+        .map(|r| {
+            r.map(|r| {
+                let ops = r
+                    .ops()
+                    .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                    .collect();
+                (r.first_seq, ops)
+            })
+        })
+        .collect()
+}
+
+/// The log buffer: batch records gathered behind room for a chunk header, so that a chunk is
+/// framed in place (no copy of the buffer per log write).
+#[derive(Debug, Clone)]
+pub struct LogBuffer {
+    /// Header room, records, and (once framed) the padding to a sector.
+    buf: Vec<u8>,
+    /// End of the records in `buf`.
+    end: usize,
+}
+
+impl Default for LogBuffer {
+    fn default() -> Self {
+        LogBuffer {
+            buf: vec![0; CHUNK_HEADER],
+            end: CHUNK_HEADER,
+        }
+    }
+}
+
+impl LogBuffer {
+    /// Bytes of records gathered.
+    pub fn len(&self) -> usize {
+        self.end - CHUNK_HEADER
+    }
+
+    /// Whether no record was gathered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends a batch record (see [`append_record`]).
+    pub fn append_record(&mut self, first_seq: u64, count: usize, ops: &[u8]) {
+        // Drop the padding of a framing whose write failed.
+        self.buf.truncate(self.end);
+        append_record(&mut self.buf, first_seq, count, ops);
+        self.end = self.buf.len();
+    }
+
+    /// The gathered records framed as one chunk padded to whole sectors of `ss` bytes (the
+    /// bytes [`frame`] would return); call [`LogBuffer::clear`] once it is written.
+    pub fn framed(&mut self, ss: u64) -> &[u8] {
+        self.buf.truncate(self.end);
+        chunk::seal(&mut self.buf);
+        let n = (self.buf.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
+        self.buf.resize(n as usize, 0);
+        &self.buf
+    }
+
+    /// Drops the gathered records (the buffer keeps its capacity).
+    pub fn clear(&mut self) {
+        self.buf.truncate(CHUNK_HEADER);
+        self.end = CHUNK_HEADER;
+    }
+}
+
+/// Decodes the chunk (either version) at the start of `buf`: its batches and the bytes it
+/// occupies (padding included, for sectors of `ss` bytes). `Ok(None)` when `buf` holds no
+/// chunk magic; `Err` when a chunk is there but torn or damaged.
+#[allow(clippy::type_complexity)]
+pub fn decode_chunk(buf: &[u8], ss: u64) -> Result<Option<(Vec<(u64, Vec<Op>)>, usize)>, String> {
+    let Some(payload) = chunk::chunk_payload(buf)? else {
+        return Ok(None);
+    };
+    let batches = decode_payload(payload)?;
+    let bytes = (chunk::read_head(buf).sectors(ss.max(1)) * ss.max(1)) as usize;
+    Ok(Some((batches, bytes)))
+}
+
+/// Sectors a version 2 chunk of `payload_len` bytes occupies.
+pub fn chunk_sectors(payload_len: usize, ss: u64) -> u64 {
+    ((payload_len + CHUNK_HEADER) as u64).div_ceil(ss.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_round_trip_and_garbage() {
+        let ops: Vec<Op> = vec![(b"a".to_vec(), Some(b"1".to_vec())), (b"b".to_vec(), None)];
+        let mut p = encode_batch(5, &ops);
+        p.extend(encode_batch(7, &ops[..1]));
+        let d = decode_payload(&p).unwrap();
+        assert_eq!(d, vec![(5, ops.clone()), (7, ops[..1].to_vec())]);
+        for i in 0..p.len() {
+            let mut b = p.clone();
+            b[i] ^= 0xff;
+            let _ = decode_payload(&b);
+        }
+        assert!(decode_payload(&p[..p.len() - 1]).is_err());
+        let f = frame(&p, 512);
+        assert_eq!(f.len(), 512);
+        assert_eq!(&f[..4], b"SLG2");
+        assert_eq!(
+            decode_chunk(&f, 512).unwrap().map(|(b, n)| (b.len(), n)),
+            Some((2, 512))
+        );
+        // The in-place buffer frames the same bytes, and again after a clear.
+        let mut lb = LogBuffer::default();
+        for _ in 0..2 {
+            let rep: Vec<u8> = ops.iter().fold(Vec::new(), |mut b, (k, v)| {
+                encode_op(&mut b, k, v.as_deref());
+                b
+            });
+            lb.append_record(5, ops.len(), &rep);
+            lb.append_record(7, 1, &rep[..rep.len() - 3]);
+            assert_eq!(lb.len(), p.len());
+            assert_eq!(lb.framed(512), &f[..]);
+            // Framing again (a retried write) gives the same chunk.
+            assert_eq!(lb.framed(512), &f[..]);
+            lb.clear();
+            assert!(lb.is_empty());
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Replay of a log band: its chunks in order up to the zone's write pointer, each checked.
+//!
+//! What may end a band's log, and what is corruption, follows from what the device promises:
+//! the write pointer never covers a sector that did not reach the media (after a power cut it
+//! rolls back to the first lost sector; a host-kept pointer is persisted only after the data
+//! is synced), and a sector is written whole. So every chunk that lies entirely below the
+//! write pointer was written entirely, and a power cut can only leave a *torn tail*: a chunk
+//! whose header sector is there but whose last sectors are not, so that it claims to run past
+//! the write pointer. Hence, as LevelDB's log reader tells a record cut short by the end of
+//! the file (the writer died) from one whose checksum fails (corruption):
+//!
+//! * a chunk whose (checksummed) header claims sectors past the write pointer is the torn
+//!   tail: replay of the band ends there, and nothing is ever appended behind it;
+//! * anything else that is wrong below the write pointer — no chunk magic where a chunk must
+//!   start, a damaged header, a payload whose checksum fails, a malformed record — is
+//!   [`Error::Corruption`] naming the zone and byte offset of the chunk, wherever it lies,
+//!   whether or not valid chunks follow. A flipped bit in the last chunk of the log is no more
+//!   a torn write than one in the first.
+//!
+//! Version 1 chunks (see [`super::chunk`]) have no header checksum, so a damaged length field
+//! can make one claim to run past the write pointer; such a chunk is taken for the torn tail
+//! only if no valid chunk starts after it in the band.
+
+use super::chunk::{chunk_payload, read_head, Head};
+use super::{records, Record};
+use crate::error::{Error, Result};
+use crate::io::{Dev, IoKind};
+
+/// How replay of one log band ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogEnd {
+    /// Sector just past the last chunk replayed.
+    pub end_sector: u64,
+    /// A chunk torn by a power cut starts at `end_sector`.
+    pub torn: bool,
+    /// The visitor asked to stop (after the chunk ending at `end_sector`).
+    pub stopped: bool,
+}
+
+/// Reads log band `zone` up to its write pointer `wp_sectors`, handing each batch record to
+/// `visit` in log order until it returns `false`. Damage below the write pointer is
+/// [`Error::Corruption`] (see the module documentation).
+pub fn replay_zone(
+    dev: &Dev,
+    zone: u32,
+    wp_sectors: u64,
+    visit: &mut dyn FnMut(Record<'_>) -> bool,
+) -> Result<LogEnd> {
+    let ss = dev.ss;
+    let mut pos = 0u64;
+    // Read in large pieces; a chunk may span pieces.
+    let piece = (1u64 << 20).div_ceil(ss).max(1);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut buf_start = 0u64;
+    let ensure = |buf: &mut Vec<u8>, buf_start: &mut u64, pos: u64, secs: u64| -> Result<()> {
+        let have = buf.len() as u64 / ss;
+        if pos < *buf_start || pos + secs > *buf_start + have {
+            let n = secs.max(piece).min(wp_sectors - pos);
+            *buf = dev.read_at(zone, pos * ss, (n * ss) as usize, IoKind::Log)?;
+            *buf_start = pos;
+        }
+        Ok(())
+    };
+    let damaged = |pos: u64, what: String| {
+        Error::corruption(
+            zone,
+            pos * ss,
+            format!(
+                "log chunk at sector {pos}, below the write pointer (sector {wp_sectors}): \
+                 {what}; not a torn write"
+            ),
+        )
+    };
+    while pos < wp_sectors {
+        ensure(&mut buf, &mut buf_start, pos, 1)?;
+        let at = ((pos - buf_start) * ss) as usize;
+        let head = read_head(&buf[at..]);
+        let version = match head {
+            Head::Missing => return Err(damaged(pos, "no chunk magic".into())),
+            Head::Damaged(w) => return Err(damaged(pos, w)),
+            Head::Chunk { version, .. } => version,
+        };
+        let secs = head.sectors(ss);
+        if pos + secs > wp_sectors {
+            if version == 1 {
+                if let Some(next) = valid_chunk_after(dev, zone, pos + 1, wp_sectors)? {
+                    return Err(damaged(
+                        pos,
+                        format!(
+                            "its length runs past the write pointer but a valid chunk \
+                             follows at sector {next}"
+                        ),
+                    ));
+                }
+            }
+            return Ok(LogEnd {
+                end_sector: pos,
+                torn: true,
+                stopped: false,
+            });
+        }
+        ensure(&mut buf, &mut buf_start, pos, secs)?;
+        let at = ((pos - buf_start) * ss) as usize;
+        let chunk = &buf[at..at + (secs * ss) as usize];
+        let payload = match chunk_payload(chunk) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Err(damaged(pos, "no chunk magic".into())),
+            Err(w) => return Err(damaged(pos, w)),
+        };
+        for r in records(payload) {
+            let r = r.map_err(|w| damaged(pos, w))?;
+            if !visit(r) {
+                return Ok(LogEnd {
+                    end_sector: pos + secs,
+                    torn: false,
+                    stopped: true,
+                });
+            }
+        }
+        pos += secs;
+    }
+    Ok(LogEnd {
+        end_sector: pos,
+        torn: false,
+        stopped: false,
+    })
+}
+
+/// The first sector in `from..wp_sectors` of log band `zone` at which a whole, valid chunk
+/// starts (asked only about version 1 chunks, whose length has no checksum of its own).
+fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result<Option<u64>> {
+    let ss = dev.ss;
+    let piece = (1u64 << 20).div_ceil(ss).max(1);
+    let mut s = from;
+    while s < wp_sectors {
+        let n = piece.min(wp_sectors - s);
+        let buf = dev.read_at(zone, s * ss, (n * ss) as usize, IoKind::Log)?;
+        for i in 0..n {
+            let at = (i * ss) as usize;
+            let head = &buf[at..];
+            let secs = read_head(head).sectors(ss);
+            if secs == 0 || s + i + secs > wp_sectors {
+                continue;
+            }
+            let whole;
+            let chunk = if at + (secs * ss) as usize <= buf.len() {
+                head
+            } else {
+                whole = dev.read_at(zone, (s + i) * ss, (secs * ss) as usize, IoKind::Log)?;
+                &whole[..]
+            };
+            if let Ok(Some(p)) = chunk_payload(chunk) {
+                if records(p).all(|r| r.is_ok()) {
+                    return Ok(Some(s + i));
+                }
+            }
+        }
+        s += n;
+    }
+    Ok(None)
+}
