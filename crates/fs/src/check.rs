@@ -129,7 +129,7 @@ impl Fs {
             match n.kind {
                 Kind::File => r.files += 1,
                 Kind::Dir => r.dirs += 1,
-                Kind::Symlink => {}
+                _ => {}
             }
             for (name, &c) in &n.entries {
                 let show = String::from_utf8_lossy(name);

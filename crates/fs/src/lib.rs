@@ -14,13 +14,15 @@ pub mod fuse;
 mod io;
 mod journal;
 mod mount;
+pub mod placement;
 mod pool;
 mod state;
 
 pub use check::{CheckReport, MetaStat, ZoneStat};
 pub use cleaner::CleanReport;
 pub use error::{FsError, Result};
-pub use fs::{now_ns, Attr, Fs, FsOptions, SetAttr, StatFs};
+pub use fs::{now_ns, Attr, DirEntry, Fs, FsOptions, SetAttr, StatFs, NAME_MAX};
 pub use journal::SB_MAGIC as SUPERBLOCK_MAGIC;
 pub use mount::{mount, MountEvent, MountOptions, Mounted};
+pub use placement::Placement;
 pub use state::{Kind, ROOT};

@@ -16,6 +16,10 @@ pub struct MountOptions {
     pub threads: usize,
     /// Use the kernel's writeback cache (small writes are gathered into pages). Default: on.
     pub writeback_cache: bool,
+    /// Let users other than the one who mounted use the mount (FUSE `allow_other`; for a
+    /// user other than root it needs `user_allow_other` in `/etc/fuse.conf`). Access is then
+    /// checked against each file's mode by the kernel (`default_permissions`). Default: off.
+    pub allow_other: bool,
 }
 
 impl Default for MountOptions {
@@ -23,6 +27,7 @@ impl Default for MountOptions {
         MountOptions {
             threads: crate::fuse::DEFAULT_THREADS,
             writeback_cache: true,
+            allow_other: false,
         }
     }
 }
@@ -36,12 +41,15 @@ pub struct Mounted {
 /// Mounts `fs` on `mountpoint` (an empty directory) and serves it on background threads.
 pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
     let (tx, rx) = mpsc::channel();
-    let options = [
+    let mut options = vec![
         fuser::MountOption::FSName("tegula".into()),
         fuser::MountOption::Subtype("tegula".into()),
         fuser::MountOption::DefaultPermissions,
         fuser::MountOption::NoAtime,
     ];
+    if opts.allow_other {
+        options.push(fuser::MountOption::AllowOther);
+    }
     let fuse =
         FuseFs::with_threads(fs, tx, opts.threads.max(1)).writeback_cache(opts.writeback_cache);
     let io =

@@ -30,6 +30,8 @@ pub struct Attr {
     pub ctime: i64,
     /// Bytes of mapped (stored) data.
     pub stored: u64,
+    /// Device number (device nodes; 0 otherwise).
+    pub rdev: u32,
 }
 
 /// Attribute changes for [`Fs::setattr`].
@@ -77,6 +79,7 @@ impl Fs {
             mtime: n.times.mtime,
             ctime: n.times.ctime,
             stored: n.map.values().map(|p| p.len).sum(),
+            rdev: n.rdev(),
         })
     }
 
@@ -89,7 +92,7 @@ impl Fs {
                 return Err(if kind == Kind::Dir {
                     FsError::IsDir
                 } else {
-                    FsError::Invalid("truncate of a symlink".into())
+                    FsError::Invalid("truncate of a special file".into())
                 });
             }
             self.truncate(ino, size, time)?;

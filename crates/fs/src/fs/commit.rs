@@ -20,9 +20,45 @@ impl Fs {
         self.state
             .apply(&op)
             .map_err(|e| FsError::Invalid(e.to_string()))?;
+        self.track_names(&op);
         self.pending_bytes += 64;
         self.pending.push(op);
         Ok(())
+    }
+
+    /// Keeps the readdir cookies of listed directories in step with a namespace op: each
+    /// name the op touched gets a cookie if it exists now and loses it otherwise.
+    fn track_names(&self, op: &Op) {
+        let mut c = self.cookie_map();
+        if c.is_empty() {
+            return;
+        }
+        let touched: [Option<(u64, &[u8])>; 2] = match op {
+            Op::Create { parent, name, .. }
+            | Op::Link { parent, name, .. }
+            | Op::Unlink { parent, name, .. } => [Some((*parent, name)), None],
+            Op::Rename {
+                parent,
+                name,
+                new_parent,
+                new_name,
+                ..
+            } => [Some((*parent, name)), Some((*new_parent, new_name))],
+            Op::Free { ino } => {
+                c.remove(ino);
+                [None, None]
+            }
+            _ => [None, None],
+        };
+        for (dir, name) in touched.into_iter().flatten() {
+            if let Some(d) = c.get_mut(&dir) {
+                if self.state.lookup(dir, name).is_some() {
+                    d.insert(name);
+                } else {
+                    d.remove(name);
+                }
+            }
+        }
     }
 
     /// Makes every applied op durable: one log record (or a checkpoint when the log is full).

@@ -6,12 +6,14 @@
 
 mod attr;
 mod commit;
+pub(crate) mod cookies;
 mod handles;
 mod mount;
 mod namespace;
 mod space;
 
 pub use attr::{Attr, SetAttr};
+pub use namespace::{DirEntry, NAME_MAX};
 pub use space::StatFs;
 
 use crate::buffer::WriteBuf;
@@ -20,7 +22,7 @@ use crate::journal::Journal;
 use crate::pool::Pool;
 use crate::state::{Inode, Kind, Op, State};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tegula_device::ZonedDevice;
 
@@ -80,6 +82,11 @@ pub struct Fs {
     pub(crate) active_gc: Option<u32>,
     pub(crate) bad_zones: Vec<u32>,
     pub(crate) cleanings: u64,
+    /// Readdir cookies of the directories listed since the mount (see `cookies.rs`).
+    pub(crate) cookies: Mutex<HashMap<u64, cookies::DirCookies>>,
+    /// The kernel's lookup count of each inode it holds (FUSE `lookup` minus `forget`): an
+    /// unlinked inode lives until the kernel lets go of it.
+    pub(crate) lookups: Mutex<HashMap<u64, u64>>,
 }
 
 /// Nanoseconds since the Unix epoch, from the host clock.
@@ -101,6 +108,16 @@ impl Fs {
 
     pub(super) fn inode(&self, ino: u64) -> Result<&Inode> {
         self.state.get(ino).ok_or(FsError::NotFound)
+    }
+
+    /// The readdir cookies (a poisoned lock is still usable: every change is one call).
+    pub(crate) fn cookie_map(&self) -> MutexGuard<'_, HashMap<u64, cookies::DirCookies>> {
+        self.cookies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The kernel's lookup counts (a poisoned lock is still usable: every change is one call).
+    pub(crate) fn lookup_counts(&self) -> MutexGuard<'_, HashMap<u64, u64>> {
+        self.lookups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn dir(&self, ino: u64) -> Result<&Inode> {

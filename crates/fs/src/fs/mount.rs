@@ -68,6 +68,8 @@ impl Fs {
             active_gc: None,
             bad_zones: Vec::new(),
             cleanings: 0,
+            cookies: Default::default(),
+            lookups: Default::default(),
         };
         // Continue filling the emptiest partly written zone rather than opening a new one.
         fs.active_user = fs

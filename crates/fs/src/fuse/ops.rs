@@ -1,7 +1,7 @@
 //! The requests: each fuser call becomes a job for the workers that calls the core under
 //! the read or the write lock and replies.
 
-use super::convert::{attr, file_type, ns};
+use super::convert::{attr, file_type, kind_of_mode, ns};
 use super::{unmounted, FuseFs, Shared, KEEP_CACHE, MAX_WRITE, TTL};
 use crate::error::FsError;
 use crate::fs::{Fs, SetAttr};
@@ -59,7 +59,31 @@ impl Filesystem for FuseFs {
         let name = name.as_bytes().to_vec();
         with_read!(self, reply, |fs| {
             let a = tryr!(reply, fs.lookup(parent, &name));
+            fs.remember(a.ino);
             reply.entry(&TTL, &attr(&a), 0);
+        });
+    }
+
+    fn forget(&mut self, _req: &Request<'_>, ino: u64, nlookup: u64) {
+        self.spawn(move |sh: &Shared| {
+            if let Some(fs) = sh.w().as_mut() {
+                if let Err(e) = fs.forget(ino, nlookup) {
+                    eprintln!("tegula-fs: forget of inode {ino}: {e}");
+                }
+            }
+        });
+    }
+
+    fn batch_forget(&mut self, _req: &Request<'_>, nodes: &[fuser::fuse_forget_one]) {
+        let nodes: Vec<(u64, u64)> = nodes.iter().map(|n| (n.nodeid, n.nlookup)).collect();
+        self.spawn(move |sh: &Shared| {
+            if let Some(fs) = sh.w().as_mut() {
+                for (ino, n) in nodes {
+                    if let Err(e) = fs.forget(ino, n) {
+                        eprintln!("tegula-fs: forget of inode {ino}: {e}");
+                    }
+                }
+            }
         });
     }
 
@@ -116,16 +140,20 @@ impl Filesystem for FuseFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        if mode & libc::S_IFMT != libc::S_IFREG && mode & libc::S_IFMT != 0 {
-            reply.error(libc::EPERM);
+        let Some(kind) = kind_of_mode(mode) else {
+            reply.error(libc::EINVAL);
             return;
-        }
+        };
         let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
         with_write!(self, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
+            let a = tryr!(
+                reply,
+                fs.mknod(parent, &name, kind, mode & !umask, rdev, uid, gid)
+            );
+            fs.remember(a.ino);
             reply.entry(&TTL, &attr(&a), 0);
         });
     }
@@ -142,6 +170,7 @@ impl Filesystem for FuseFs {
         let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
         with_write!(self, reply, |_sh, fs| {
             let a = tryr!(reply, fs.mkdir(parent, &name, mode & !umask, uid, gid));
+            fs.remember(a.ino);
             reply.entry(&TTL, &attr(&a), 0);
         });
     }
@@ -174,6 +203,7 @@ impl Filesystem for FuseFs {
         let target = target.as_os_str().as_bytes().to_vec();
         with_write!(self, reply, |_sh, fs| {
             let a = tryr!(reply, fs.symlink(parent, &name, &target, uid, gid));
+            fs.remember(a.ino);
             reply.entry(&TTL, &attr(&a), 0);
         });
     }
@@ -214,6 +244,7 @@ impl Filesystem for FuseFs {
         let newname = newname.as_bytes().to_vec();
         with_write!(self, reply, |_sh, fs| {
             let a = tryr!(reply, fs.link(ino, newparent, &newname));
+            fs.remember(a.ino);
             reply.entry(&TTL, &attr(&a), 0);
         });
     }
@@ -324,18 +355,17 @@ impl Filesystem for FuseFs {
         mut reply: ReplyDirectory,
     ) {
         with_read!(self, reply, |fs| {
-            let parent = tryr!(reply, fs.parent(ino));
-            let entries = tryr!(reply, fs.readdir(ino));
-            let mut all: Vec<(u64, FileType, Vec<u8>)> = vec![
-                (ino, FileType::Directory, b".".to_vec()),
-                (parent, FileType::Directory, b"..".to_vec()),
-            ];
-            all.extend(entries.into_iter().map(|(n, i, k)| (i, file_type(k), n)));
-            for (i, (ino, kind, name)) in all.iter().enumerate().skip(offset.max(0) as usize) {
-                if reply.add(*ino, (i + 1) as i64, *kind, OsStr::from_bytes(name)) {
-                    break;
-                }
-            }
+            tryr!(
+                reply,
+                fs.readdir_from(ino, offset.max(0) as u64, |e| {
+                    reply.add(
+                        e.ino,
+                        e.offset as i64,
+                        file_type(e.kind),
+                        OsStr::from_bytes(e.name),
+                    )
+                })
+            );
             reply.ok();
         });
     }
@@ -377,6 +407,7 @@ impl Filesystem for FuseFs {
         with_write!(self, reply, |sh, fs| {
             let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
             tryr!(reply, fs.open_file(a.ino));
+            fs.remember(a.ino);
             let fh = sh.handle(a.ino, flags);
             reply.created(&TTL, &attr(&a), 0, fh, KEEP_CACHE);
         });

@@ -8,10 +8,13 @@ mod apply;
 mod checkpoint;
 mod inode;
 mod op;
+mod zonelog;
 
 pub use inode::{Inode, Kind, Piece, ROOT};
 pub use op::Op;
+pub use zonelog::{AppendRec, DeleteRec, LivePiece, ZoneLog, ZoneLogs};
 
+use crate::placement::Placement;
 use std::collections::BTreeMap;
 
 /// All metadata.
@@ -23,6 +26,10 @@ pub struct State {
     pub next_ino: u64,
     /// Live (mapped) bytes per zone, derived from the maps.
     pub zone_live: Vec<u64>,
+    /// Per-zone append and delete logs (`zonelog.rs`).
+    pub zlogs: ZoneLogs,
+    /// Placement policy chosen by mkfs (a mount may override it).
+    pub placement: Placement,
 }
 
 impl State {
@@ -36,6 +43,8 @@ impl State {
             inodes,
             next_ino: ROOT + 1,
             zone_live: vec![0; zones],
+            zlogs: ZoneLogs::new(zones),
+            placement: Placement::default(),
         }
     }
 

@@ -43,6 +43,7 @@ pub fn foreground(
         &MountOptions {
             threads,
             writeback_cache: writeback,
+            ..MountOptions::default()
         },
     )?;
     eprintln!(
