@@ -19,10 +19,12 @@ mod pool;
 mod state;
 
 pub use check::{CheckReport, MetaStat, ZoneStat};
-pub use cleaner::CleanReport;
+pub use cleaner::{CleanCandidate, CleanKind, CleanPolicy, CleanReport, CleanStep};
 pub use error::{FsError, Result};
 pub use fs::{now_ns, Attr, DirEntry, Fs, FsOptions, SetAttr, StatFs, NAME_MAX};
+pub use io::{ChunkTarget, FlushJob};
 pub use journal::SB_MAGIC as SUPERBLOCK_MAGIC;
 pub use mount::{mount, MountEvent, MountOptions, Mounted};
 pub use placement::Placement;
+pub use pool::Pool;
 pub use state::{Kind, ROOT};

@@ -123,7 +123,13 @@ impl Fs {
             f.buf.truncate(size);
             self.dirty -= before - f.buf.bytes();
             f.size = size;
+            if f.jobs > 0 {
+                // Data in flight past the new size must neither be read nor mapped.
+                f.inflight.truncate(size);
+                f.cut = Some(f.cut.map_or(size, |c| c.min(size)));
+            }
         }
+        self.out_of_space.remove(&ino);
         self.log(Op::Truncate { ino, size, time })
     }
 }

@@ -17,9 +17,12 @@ impl Fs {
     /// Applies an op to the state and queues it for the log.
     pub(crate) fn log(&mut self, op: Op) -> Result<()> {
         self.writable()?;
-        self.state
-            .apply(&op)
-            .map_err(|e| FsError::Invalid(e.to_string()))?;
+        if let Err(e) = self.state.apply(&op) {
+            // Every caller checks before it logs: an op that does not apply is a bug, and
+            // the state may be part-changed, so nothing more is written.
+            self.broken = Some(format!("internal error: {e}"));
+            return Err(FsError::Invalid(e.to_string()));
+        }
         self.track_names(&op);
         self.pending_bytes += 64;
         self.pending.push(op);
@@ -71,6 +74,11 @@ impl Fs {
         for op in &self.pending {
             op.encode(&mut e);
         }
+        // The extents the ops refer to must be durable before the record that maps them.
+        if let Err(err) = self.pool.flush_data() {
+            self.broken = Some(err.to_string());
+            return Err(err);
+        }
         let res = match self.journal.append(e.as_bytes()) {
             Ok(true) => Ok(()),
             Ok(false) => self.journal.checkpoint(&self.state.encode()),
@@ -90,7 +98,10 @@ impl Fs {
     /// Writes a checkpoint now (shortens the next mount's replay).
     pub fn checkpoint(&mut self) -> Result<()> {
         self.writable()?;
-        let res = self.journal.checkpoint(&self.state.encode());
+        let res = self
+            .pool
+            .flush_data()
+            .and_then(|_| self.journal.checkpoint(&self.state.encode()));
         if let Err(e) = &res {
             self.broken = Some(e.to_string());
         }

@@ -18,8 +18,9 @@ impl Fs {
         Ok(())
     }
 
-    /// Releases a handle; the last release writes the file's buffer (without waiting for a
-    /// commit) or frees an unlinked file.
+    /// Releases a handle; the last release writes the file's buffer (or, write-behind,
+    /// queues it for the writer thread; either way without a commit) or frees an unlinked
+    /// file.
     pub fn release(&mut self, ino: u64) -> Result<()> {
         let last = match self.files.get_mut(&ino) {
             Some(f) => {
@@ -34,7 +35,7 @@ impl Fs {
         if self.state.get(ino).is_some_and(|n| n.nlink == 0) {
             self.maybe_free(ino)?;
         } else {
-            self.flush_file(ino)?;
+            self.flush_or_queue(ino)?;
         }
         self.maybe_commit()
     }

@@ -280,7 +280,10 @@ impl Fs {
     /// reference to it.
     pub(crate) fn maybe_free(&mut self, ino: u64) -> Result<()> {
         let unnamed = self.state.get(ino).is_some_and(|n| n.nlink == 0);
-        let open = self.files.get(&ino).is_some_and(|f| f.opens > 0);
+        let open = self
+            .files
+            .get(&ino)
+            .is_some_and(|f| f.opens > 0 || f.jobs > 0);
         let held = self.lookup_counts().contains_key(&ino);
         if unnamed && !open && !held {
             if let Some(f) = self.files.remove(&ino) {

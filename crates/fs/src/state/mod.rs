@@ -12,7 +12,7 @@ mod zonelog;
 
 pub use inode::{Inode, Kind, Piece, ROOT};
 pub use op::Op;
-pub use zonelog::{AppendRec, DeleteRec, LivePiece, ZoneLog, ZoneLogs};
+pub use zonelog::{LivePiece, ZoneLogs};
 
 use crate::placement::Placement;
 use std::collections::BTreeMap;

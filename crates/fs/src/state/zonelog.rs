@@ -54,6 +54,19 @@ pub struct LivePiece {
     pub piece: Piece,
 }
 
+/// An extent with live bytes, as the cleaner sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveExtent {
+    /// First LBA of its data.
+    pub lba: u64,
+    /// Bytes of its data.
+    pub len: u64,
+    /// Live bytes in it.
+    pub live: u64,
+    /// Runs of live bytes (each moves as a piece of its own).
+    pub pieces: usize,
+}
+
 /// Why a zone-log change does not apply (replay found a log that does not fit).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneLogError(pub String);
@@ -106,6 +119,7 @@ impl ZoneLog {
     }
 
     /// Whether no record is kept.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.appends.is_empty()
     }
@@ -225,17 +239,25 @@ impl ZoneLog {
         out
     }
 
-    /// Extents holding live bytes, in disk order: (data LBA, data bytes, live bytes).
-    pub fn live_extents(&self) -> Vec<(u64, u64, u64)> {
-        let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    /// Extents holding live bytes, in disk order.
+    pub fn live_extents(&self) -> Vec<LiveExtent> {
+        let mut out: Vec<LiveExtent> = Vec::new();
         for (&(lba, _), &rec) in &self.by_loc {
             let (Some(a), Some(ranges)) = (self.appends.get(&rec), self.live.get(&rec)) else {
                 continue;
             };
             let live: u64 = ranges.iter().map(|(s, e)| e - s).sum();
             match out.last_mut() {
-                Some(l) if l.0 == lba => l.2 += live,
-                _ => out.push((lba, a.ext_len, live)),
+                Some(l) if l.lba == lba => {
+                    l.live += live;
+                    l.pieces += ranges.len();
+                }
+                _ => out.push(LiveExtent {
+                    lba,
+                    len: a.ext_len,
+                    live,
+                    pieces: ranges.len(),
+                }),
             }
         }
         out
@@ -293,13 +315,9 @@ impl ZoneLogs {
     }
 
     /// Number of zones.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         self.zones.len()
-    }
-
-    /// Whether there are no zones.
-    pub fn is_empty(&self) -> bool {
-        self.zones.is_empty()
     }
 
     /// Records that `piece` now holds bytes of `ino` from `off`.
