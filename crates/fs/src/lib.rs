@@ -16,7 +16,9 @@ mod journal;
 mod mount;
 pub mod placement;
 mod pool;
+pub mod profile;
 mod state;
+mod triggers;
 
 pub use check::{CheckReport, MetaStat, ZoneStat};
 pub use cleaner::{CleanCandidate, CleanKind, CleanPolicy, CleanReport, CleanStep};
@@ -27,4 +29,6 @@ pub use journal::SB_MAGIC as SUPERBLOCK_MAGIC;
 pub use mount::{mount, MountEvent, MountOptions, Mounted};
 pub use placement::Placement;
 pub use pool::Pool;
+pub use profile::{Profile, Profiler};
 pub use state::{Kind, ROOT};
+pub use triggers::{Triggers, Urgency};

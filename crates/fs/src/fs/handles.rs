@@ -41,10 +41,14 @@ impl Fs {
     }
 
     /// Writes the file's buffer and commits all metadata: afterwards the file's data and
-    /// every metadata change made so far survive a crash.
+    /// every metadata change made so far survive a crash. In write-behind mode the caller
+    /// has had the writer thread write the buffer (after the file's earlier jobs, which an
+    /// inline write here could overtake), and this only commits.
     pub fn fsync(&mut self, ino: u64) -> Result<()> {
         self.inode(ino)?;
-        self.flush_file(ino)?;
+        if !self.opts.write_behind {
+            self.flush_file(ino)?;
+        }
         self.commit()
     }
 
@@ -54,7 +58,8 @@ impl Fs {
         self.commit()
     }
 
-    /// Writes every buffer and commits.
+    /// Writes every buffer and commits (with no flush job in flight: at unmount, or in the
+    /// library).
     pub fn sync_all(&mut self) -> Result<()> {
         let inos: Vec<u64> = self.files.keys().copied().collect();
         for ino in inos {
