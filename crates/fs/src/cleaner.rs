@@ -176,6 +176,16 @@ impl Fs {
         } else {
             0
         };
+        // A cleaning must free an eighth of a zone more than it writes, so that the cleaner
+        // does not churn for crumbs; when no zone has room for new data, any gain will do.
+        let emergency = self
+            .pick_zone(crate::fs::zones::Stream::User, 1, false)
+            .is_none();
+        let min_gain = if emergency {
+            ss
+        } else {
+            self.pool.zone_bytes() / 8
+        };
         let mut out = Vec::new();
         for zone in self.pool.seq_zones() {
             if self.bad_zones.contains(&zone)
@@ -194,18 +204,21 @@ impl Fs {
             };
             let exts = log.live_extents();
             let room = room_total - rooms.iter().find(|r| r.0 == zone).map_or(0, |r| r.1);
-            // Moving n pieces costs their live bytes and about two sectors each (padding
-            // and a metadata block); a cleaning must gain more than that, and the moved data
-            // must fit elsewhere.
+            // Moved pieces are packed into extents of up to `max_extent` bytes, each costing
+            // about two sectors more (padding and a metadata block), one extent per piece at
+            // worst; a cleaning must gain more than that, and the moved data must fit
+            // elsewhere.
+            let max_extent = self.opts.max_extent.max(ss);
             let cost = |live: u64, n: usize| {
                 if live == 0 {
                     0
                 } else {
-                    live + (n as u64 + 1) * 2 * ss
+                    let extents = (live.div_ceil(max_extent) + 1).min(n as u64 + 1);
+                    live + (extents + 1) * 2 * ss
                 }
             };
             let worth = |gain: u64, live: u64, n: usize, room: u64| {
-                gain > cost(live, n) && cost(live, n) <= room
+                gain >= cost(live, n) + min_gain && cost(live, n) <= room
             };
             let used = (wp - start) * ss;
             let pieces: usize = exts.iter().map(|e| e.pieces).sum();
@@ -249,7 +262,10 @@ impl Fs {
         out
     }
 
-    /// The cleaning the policy would start now, if any zone is worth it.
+    /// The cleaning the policy would start now, if any zone is worth it. Under the tail
+    /// policy a whole-zone cleaning is still chosen when no zone has room for new data and
+    /// no tail can be cleaned (holes in the middle of zones are out of tail cleaning's reach,
+    /// and a file system must not stop for them).
     pub fn clean_victim(&self) -> Option<CleanCandidate> {
         let c = self.clean_candidates();
         let best_profit = |kind: Option<CleanKind>| {
@@ -269,7 +285,12 @@ impl Fs {
                 .filter(|x| x.kind == CleanKind::Whole)
                 .max_by_key(|x| (x.gain - x.live, std::cmp::Reverse(x.zone)))
                 .copied(),
-            CleanPolicy::Tail => best_profit(Some(CleanKind::Tail)),
+            CleanPolicy::Tail => best_profit(Some(CleanKind::Tail)).or_else(|| {
+                self.pick_zone(crate::fs::zones::Stream::User, 1, false)
+                    .is_none()
+                    .then(|| best_profit(Some(CleanKind::Whole)))
+                    .flatten()
+            }),
             CleanPolicy::Auto => best_profit(None),
         }
     }
@@ -319,16 +340,41 @@ impl Fs {
         let pieces = self.job_pieces(&job);
         let mut moved = 0;
         let mut left = pieces.len();
+        let mut batch: Vec<(LivePiece, Vec<u8>)> = Vec::new();
+        let mut batch_bytes = 0u64;
         for p in pieces {
-            if moved > 0 && moved >= budget {
+            if moved >= budget && moved > 0 {
                 break;
             }
-            if let Err(e) = self.relocate(&p) {
-                self.job = None;
-                return Err(e);
+            // A batch holds pieces of one stream, up to one extent's worth.
+            let same = batch
+                .first()
+                .is_none_or(|(b, _)| self.stream_of(b.ino, true) == self.stream_of(p.ino, true));
+            if !same || batch_bytes + p.piece.len > self.opts.max_extent {
+                if let Err(e) = self.relocate(std::mem::take(&mut batch)) {
+                    self.job = None;
+                    return Err(e);
+                }
+                batch_bytes = 0;
             }
+            let data = match self.pool.read(&p.piece, 0, p.piece.len) {
+                Ok(d) => d,
+                Err(e) => {
+                    // Leave a zone with unreadable live data alone (its data stays in place).
+                    eprintln!("tegula-fs: cleaner skips zone {}: {e}", p.piece.zone);
+                    self.bad_zones.push(p.piece.zone);
+                    self.job = None;
+                    return Err(e);
+                }
+            };
             moved += p.piece.len;
+            batch_bytes += p.piece.len;
             left -= 1;
+            batch.push((p, data));
+        }
+        if let Err(e) = self.relocate(batch) {
+            self.job = None;
+            return Err(e);
         }
         if let Some(j) = &mut self.job {
             j.moved += moved;
@@ -339,54 +385,70 @@ impl Fs {
         self.finish_cleaning().map(CleanStep::Done)
     }
 
-    /// Moves one live piece to the zone its stream writes moved data to.
-    fn relocate(&mut self, p: &LivePiece) -> Result<()> {
-        let piece = p.piece;
-        let data = match self.pool.read(&piece, 0, piece.len) {
-            Ok(d) => d,
-            Err(e) => {
-                // Leave a zone with unreadable live data alone (its data stays in place).
-                eprintln!("tegula-fs: cleaner skips zone {}: {e}", piece.zone);
-                self.bad_zones.push(piece.zone);
-                return Err(e);
-            }
+    /// Moves a batch of live pieces (of one stream, with their data) to the zones that
+    /// stream writes moved data to, packed into as few extents as the zones' room allows:
+    /// each piece becomes a run of its new extent (a `Map` op with the run's offset in it).
+    fn relocate(&mut self, batch: Vec<(LivePiece, Vec<u8>)>) -> Result<()> {
+        let Some((first, _)) = batch.first() else {
+            return Ok(());
         };
-        let stream = self.stream_of(p.ino, true);
+        let stream = self.stream_of(first.ino, true);
         // Only a whole-zone cleaning, which empties its victim, may fill the reserve zone.
         let may_take_reserve = self.job.is_none_or(|j| j.kind == CleanKind::Whole);
-        let mut done = 0usize;
-        while done < data.len() {
-            let rest = (data.len() - done) as u64;
+        // (piece, bytes of it already moved)
+        let mut queue: std::collections::VecDeque<(LivePiece, Vec<u8>, usize)> =
+            batch.into_iter().map(|(p, d)| (p, d, 0)).collect();
+        while !queue.is_empty() {
+            let rest: u64 = queue
+                .iter()
+                .map(|(_, d, done)| (d.len() - done) as u64)
+                .sum();
             let want = rest.min(self.opts.max_extent);
             let zone = self
                 .pick_zone(stream, want, may_take_reserve)
                 .ok_or_else(|| FsError::NoSpace("no zone has room for the cleaner".into()))?;
             let n = want.min(self.pool.max_put(zone)) as usize;
-            let at = p.off + done as u64;
-            let placed = self
-                .pool
-                .put(zone, at, p.ino, &data[done..done + n])
-                .inspect_err(|e| {
-                    if !matches!(e, FsError::NoSpace(_)) {
-                        self.broken = Some(e.to_string());
-                    }
-                })?;
-            self.used_zone(stream, zone);
-            self.log(Op::Map {
-                ino: p.ino,
-                off: at,
-                piece: Piece {
-                    len: n as u64,
-                    zone,
-                    ext_lba: placed.lba,
-                    ext_len: n as u64,
-                    ext_off: 0,
-                },
-                mtime: None,
+            if n == 0 {
+                return Err(FsError::NoSpace(format!("zone {zone} has no room")));
+            }
+            // The extent's data and the runs it holds: (ino, file offset, offset in extent, len).
+            let mut data = Vec::with_capacity(n);
+            let mut runs: Vec<(u64, u64, u64, u64)> = Vec::new();
+            while data.len() < n {
+                let Some((p, d, done)) = queue.front_mut() else {
+                    break;
+                };
+                let take = (d.len() - *done).min(n - data.len());
+                runs.push((p.ino, p.off + *done as u64, data.len() as u64, take as u64));
+                data.extend_from_slice(&d[*done..*done + take]);
+                *done += take;
+                if *done == d.len() {
+                    queue.pop_front();
+                }
+            }
+            let (tag, zba) = (runs[0].0, runs[0].1);
+            let placed = self.pool.put(zone, zba, tag, &data).inspect_err(|e| {
+                if !matches!(e, FsError::NoSpace(_)) {
+                    self.broken = Some(e.to_string());
+                }
             })?;
-            done += n;
+            self.used_zone(stream, zone);
+            for (ino, off, ext_off, len) in runs {
+                self.log(Op::Map {
+                    ino,
+                    off,
+                    piece: Piece {
+                        len,
+                        zone,
+                        ext_lba: placed.lba,
+                        ext_len: data.len() as u64,
+                        ext_off,
+                    },
+                    mtime: None,
+                })?;
+            }
+            self.moved_bytes += data.len() as u64;
         }
-        self.moved_bytes += p.piece.len;
         Ok(())
     }
 

@@ -144,7 +144,10 @@ impl Fs {
     }
 
     /// Buffers a write at `off` (at the end of the file when `append`); returns the offset
-    /// written at. Full buffers are written out as extents (or queued for the writer).
+    /// written at. Full buffers are written out as extents (or queued for the writer). A
+    /// write refused because the drive cannot hold it changes nothing; one whose buffer
+    /// could then not be written out (no zone with room, nothing to clean) returns `NoSpace`
+    /// with part of its data possibly stored, as a short write would.
     pub fn write(&mut self, ino: u64, off: u64, data: &[u8], append: bool) -> Result<u64> {
         self.writable()?;
         self.file(ino)?;

@@ -167,12 +167,20 @@ impl Profiler {
         }
     }
 
-    /// Counts one call of `op` that moved `bytes` and took `took`, failed or not.
+    /// Counts the arrival of a call of `op` (before it is served, so that a caller who got
+    /// the reply always finds it counted).
+    pub fn arrive(&self, op: Op) {
+        if let Some(c) = self.ops.get(op.0) {
+            c.calls.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Records how a call of `op` that [`Profiler::arrive`] counted went: whether it
+    /// failed, the bytes it moved and the time it took.
     pub fn record(&self, op: Op, ok: bool, bytes: u64, took: Duration) {
         let Some(c) = self.ops.get(op.0) else {
             return;
         };
-        c.calls.fetch_add(1, Ordering::Relaxed);
         if !ok {
             c.errors.fetch_add(1, Ordering::Relaxed);
         }
@@ -249,9 +257,14 @@ mod tests {
     #[test]
     fn counts_reset_at_each_dump() {
         let p = Profiler::new("tegula");
-        p.record(op::WRITE, true, 4096, Duration::from_micros(3));
-        p.record(op::WRITE, false, 0, Duration::from_micros(1));
-        p.record(op::LOOKUP, true, 0, Duration::from_micros(2));
+        for (o, ok, b, us) in [
+            (op::WRITE, true, 4096, 3),
+            (op::WRITE, false, 0, 1),
+            (op::LOOKUP, true, 0, 2),
+        ] {
+            p.arrive(o);
+            p.record(o, ok, b, Duration::from_micros(us));
+        }
         let d = p.take();
         let w = d.get("write").unwrap();
         assert_eq!((w.calls, w.errors, w.bytes, w.time_ns), (2, 1, 4096, 4000));

@@ -310,6 +310,13 @@ impl FuseFs {
         self
     }
 
+    /// Whether to let an emulated drive's virtual clock run through idle periods (default:
+    /// no; see [`crate::MountOptions::device_idle`]).
+    pub fn device_idle(self, on: bool) -> Self {
+        self.shared.cleaner.device_idle.store(on, Ordering::Relaxed);
+        self
+    }
+
     /// The profiler that counts this mount's requests.
     pub fn profiler(&self) -> Arc<Profiler> {
         self.shared.profiler.clone()
@@ -349,8 +356,9 @@ impl FuseFs {
         }
     }
 
-    fn begin(&self) -> Instant {
+    fn begin(&self, op: Op) -> Instant {
         let sh = &self.shared;
+        sh.profiler.arrive(op);
         sh.requests.fetch_add(1, Ordering::Relaxed);
         sh.busy.fetch_add(1, Ordering::AcqRel);
         sh.last_request.store(sh.since_epoch(), Ordering::Relaxed);
@@ -360,7 +368,7 @@ impl FuseFs {
     /// Runs a request now, on the session thread, counting it in the profiler: `f` returns
     /// whether it succeeded and the bytes it moved.
     fn inline(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64)) {
-        let start = self.begin();
+        let start = self.begin(op);
         let sh = &self.shared;
         let (ok, bytes) = f(sh);
         sh.profiler.record(op, ok, bytes, start.elapsed());
@@ -369,7 +377,7 @@ impl FuseFs {
 
     /// Runs a request on a worker (see [`FuseFs::inline`]).
     fn worker(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64) + Send + 'static) {
-        let start = self.begin();
+        let start = self.begin(op);
         let job = move |sh: &Shared| {
             let (ok, bytes) = f(sh);
             sh.profiler.record(op, ok, bytes, start.elapsed());

@@ -256,6 +256,17 @@ impl State {
                 }
                 self.unmapped(&removed)?;
                 self.live_add(piece.zone, piece.len);
+                let c = &mut self.counters;
+                match mtime {
+                    Some(t) => {
+                        c.written = c.written.saturating_add(piece.len);
+                        if c.first_write == 0 {
+                            c.first_write = *t;
+                        }
+                        c.last_write = c.last_write.max(*t);
+                    }
+                    None => c.moved = c.moved.saturating_add(piece.len),
+                }
                 self.zlogs.append(*ino, *off, piece).map_err(|e| bad(e.0))?;
             }
             Op::Free { ino } => {
@@ -270,9 +281,11 @@ impl State {
             }
             Op::ZoneReset { zone } => {
                 self.zlogs.reset(*zone).map_err(|e| bad(e.0))?;
+                self.counters.resets += 1;
             }
             Op::ZoneRewind { zone, lba } => {
                 self.zlogs.rewind(*zone, *lba).map_err(|e| bad(e.0))?;
+                self.counters.rewinds += 1;
             }
         }
         Ok(())
@@ -282,6 +295,7 @@ impl State {
     fn unmapped(&mut self, removed: &[Piece]) -> Result<(), ApplyError> {
         for p in removed {
             self.live_sub(p.zone, p.len);
+            self.counters.deleted = self.counters.deleted.saturating_add(p.len);
             self.zlogs.delete(p).map_err(|e| bad(e.0))?;
         }
         Ok(())

@@ -3,7 +3,7 @@
 
 use super::inode::{decode_piece, encode_piece, Inode, Kind};
 use super::zonelog::ZoneLogs;
-use super::State;
+use super::{Counters, State};
 use crate::placement::Placement;
 use std::collections::BTreeMap;
 use tegula_codec::frame::Format;
@@ -47,6 +47,12 @@ impl State {
         }
         let mut p = Enc::new();
         p.u8(self.placement.code());
+        let c = &self.counters;
+        for v in [c.written, c.moved, c.deleted, c.resets, c.rewinds] {
+            p.u64(v);
+        }
+        p.i64(c.first_write);
+        p.i64(c.last_write);
         e.raw(&PARAMS.encode(0, 0, p.as_bytes()));
         let mut z = Enc::new();
         self.zlogs.encode(&mut z);
@@ -68,6 +74,7 @@ impl State {
             zone_live: vec![0; zones as usize],
             zlogs: ZoneLogs::new(zones as usize),
             placement: Placement::default(),
+            counters: Counters::default(),
         };
         let n = d.count(60)?;
         for _ in 0..n {
@@ -111,6 +118,18 @@ impl State {
             .map_err(|_| d.invalid("parameters frame"))?;
         let mut p = Dec::new(f.payload);
         s.placement = Placement::from_code(p.u8()?).ok_or_else(|| p.invalid("placement policy"))?;
+        s.counters = Counters {
+            written: p.u64()?,
+            moved: p.u64()?,
+            deleted: p.u64()?,
+            resets: p.u64()?,
+            rewinds: p.u64()?,
+            first_write: p.i64()?,
+            last_write: p.i64()?,
+        };
+        if p.remaining() != 0 {
+            return Err(p.invalid("trailing bytes in the parameters"));
+        }
         d.take(f.total)?;
         let f = ZONE_LOGS
             .decode(d.rest())
