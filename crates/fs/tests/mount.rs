@@ -429,3 +429,36 @@ fn allow_other_lets_other_users_in() {
         unmount(m);
     }
 }
+
+/// bonnie++'s file-creation test (`-n 4:0:0:1`: 4,096 files in one directory, created,
+/// read, deleted) failed with "rmdir: Directory not empty" while directory offsets were
+/// positions in the current listing.
+#[test]
+fn bonnie_file_creation_test_passes() {
+    if skip("bonnie_file_creation_test_passes") {
+        return;
+    }
+    if Command::new("bonnie++").arg("-h").output().is_err() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: bonnie_file_creation_test_passes: bonnie++ is not installed"
+        );
+        return;
+    }
+    let (_d, mp) = dirs();
+    let m = mounted(fresh(512, 16), &mp, &MountOptions::default());
+    let out = Command::new("bonnie++")
+        .args(["-d"])
+        .arg(&mp)
+        .args(["-n", "4:0:0:1", "-s", "0", "-u", "root", "-q"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bonnie++ failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&mp).unwrap().count(), 0);
+    unmount(m);
+}
