@@ -46,6 +46,25 @@ pub struct GcEstimate {
     pub clean_rate: Option<f64>,
 }
 
+impl GcEstimate {
+    /// The same estimate at another write rate (bytes per second): what `tegula fs stats`
+    /// would say had the workload written at `rate`. The cleaning experiment passes the rate
+    /// in device time, as the emulated drive's clock is not the wall clock the counters
+    /// record.
+    pub fn at_write_rate(&self, rate: f64) -> GcEstimate {
+        let write_rate = (rate > 0.0).then_some(rate);
+        let time_to_fill_secs = write_rate.map(|r| self.fill * self.capacity as f64 / r);
+        GcEstimate {
+            write_rate,
+            time_to_fill_secs,
+            clean_rate: time_to_fill_secs
+                .filter(|&t| t > 0.0)
+                .map(|t| self.dead_at_capacity / t),
+            ..*self
+        }
+    }
+}
+
 impl Fs {
     /// The cleaning cost estimate for a drive filled to `fill` (the paper uses 0.7).
     pub fn gc_estimate(&self, fill: f64) -> GcEstimate {

@@ -301,7 +301,7 @@ impl Fs {
     pub fn flush_finish(&mut self, job: FlushJob) -> Result<()> {
         let ino = job.ino;
         let written_all = job.is_done();
-        if self.files.get(&ino).is_none() {
+        if !self.files.contains_key(&ino) {
             self.dirty = self.dirty.saturating_sub(job.total);
         }
         let Some(f) = self.files.get_mut(&ino) else {

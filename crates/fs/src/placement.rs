@@ -242,7 +242,7 @@ mod tests {
         for policy in Placement::ALL {
             let mut rng = rand::rngs::SmallRng::seed_from_u64(policy.code() as u64);
             let cap = 10_000u64;
-            let mut used = vec![0u64; 8];
+            let mut used = [0u64; 8];
             let mut last = None;
             let mut placed = 0u64;
             loop {

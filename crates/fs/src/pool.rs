@@ -332,7 +332,7 @@ impl Pool {
     /// Reads `n` bytes at `off` within a piece, checking the covering chunks' checksums.
     /// Bytes read recently come from the read cache; the rest is read from the device in
     /// whole chunks, starting after what the cache held (so that a run of small reads moves
-    /// forward on the disk and never reads a sector twice), and at least [`READ_AHEAD`] bytes
+    /// forward on the disk and never reads a sector twice), and at least the read-ahead (256 KiB)
     /// when the read continues a cached range of the same extent.
     pub fn read(&self, p: &Piece, off: u64, n: u64) -> Result<Vec<u8>> {
         let key = (p.zone, p.ext_lba);

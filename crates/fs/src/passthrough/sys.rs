@@ -171,7 +171,8 @@ fn timespec(t: Option<TimeOrNow>) -> libc::timespec {
 }
 
 /// Changes the attributes of the file an `O_PATH` descriptor names (`file`: an open
-/// descriptor of it, when the kernel gave a handle).
+/// descriptor of it, when the kernel gave a handle). The arguments are FUSE's SETATTR.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn setattr(
     fd: RawFd,
     file: Option<RawFd>,

@@ -21,9 +21,9 @@ pub enum Kind {
     Fifo = 4,
     /// UNIX domain socket; the kernel serves its connections.
     Socket = 5,
-    /// Character device node (its device number in [`Inode::target`]).
+    /// Character device node (its device number in [`crate::Attr::rdev`]).
     CharDev = 6,
-    /// Block device node (its device number in [`Inode::target`]).
+    /// Block device node (its device number in [`crate::Attr::rdev`]).
     BlockDev = 7,
 }
 

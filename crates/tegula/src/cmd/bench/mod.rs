@@ -14,10 +14,10 @@
 //! `--flag=1` / `--flag=0` as well as `--flag`. Several engines given to `--engine` run one
 //! after the other in the same process and a ratio table closes the run.
 
-mod args;
+pub(crate) mod args;
 mod db;
 mod paper;
-mod printer;
+pub(crate) mod printer;
 mod report;
 mod ycsb;
 

@@ -1,6 +1,7 @@
 //! `tegula fs …`: mkfs, mount (foreground or background; the file system or a
 //! pass-through of a directory), profile, stats, check, clean.
 
+mod experiment;
 mod mount;
 mod profile;
 mod stats;
@@ -47,6 +48,10 @@ pub enum FsCommand {
         #[arg(long, default_value_t = 10.0)]
         wait: f64,
     },
+    /// The cleaning experiment in device time: every placement policy, cleaning choice and
+    /// trigger on a drive kept 70-90 % full by a workload that deletes and overwrites;
+    /// table, JSON and plots.
+    Experiment(experiment::ExperimentArgs),
     /// Live and dead bytes per zone (the analogue of ShingledFS's edistats).
     Stats {
         /// Disk image.
@@ -115,6 +120,7 @@ pub fn run(cmd: FsCommand) -> Result<()> {
         } => mkfs(&image, back_pointers, placement, force),
         FsCommand::Mount(args) => mount::run(args),
         FsCommand::Profile { mountpoint, wait } => profile::run(&mountpoint, wait),
+        FsCommand::Experiment(args) => experiment::run(args),
         FsCommand::Stats { image, json } => stats::run(&image, json),
         FsCommand::Check {
             image,
