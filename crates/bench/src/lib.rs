@@ -3,7 +3,7 @@
 //! `compare`, through their C APIs) and an in-memory reference engine, side by side in one run,
 //! with db_bench-like result lines, JSON results, HDR latency percentiles, modelled device
 //! time for engines on an emulated drive, and throughput-over-time plots; and the seed
-//! papers' figures ([`paper`]).
+//! papers' figures ([`paper`]); and the cleaning experiment of tegula fs ([`fs_cleaning`]).
 //!
 //! The library parses no command line and prints nothing. A caller fills in options structs
 //! whose `Default` is the one source of the defaults ([`EngineSetup`], [`DbBenchConfig`],
@@ -17,6 +17,7 @@ pub mod durability;
 pub mod engine;
 pub mod engines;
 pub mod error;
+pub mod fs_cleaning;
 pub mod generators;
 pub mod keys;
 pub mod latency;

@@ -104,6 +104,20 @@ pub trait ZonedDevice: BlockDevice {
     fn finish_zone(&self, index: u32) -> Result<IoDone> {
         self.zone_action(ZoneAction::Finish, ZoneTarget::One(index))
     }
+    /// Sets a sequential zone's write pointer back to `lba`, an explicit extension beyond ZBC
+    /// and ZAC: the "set write pointer" operation of the T13 banded-device proposal that the
+    /// ShingledFS emulator offers (`edi_managebands`, seed 003 §4.3.2), used for tail
+    /// cleaning. Only backwards (`lba` between the zone start and its write pointer); the
+    /// sectors from `lba` to the old write pointer are discarded (they read as unwritten
+    /// and the next write starts at `lba`). The host promises that they hold no live data:
+    /// writing at `lba` re-shingles the tracks after it, so a real drive could not keep them
+    /// either. Durable on return, like a reset. Devices without the extension refuse it.
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        let _ = (index, lba);
+        Err(crate::error::DeviceError::Unsupported(
+            "setting a write pointer back",
+        ))
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -148,5 +162,8 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone> {
         (**self).zone_action(action, target)
+    }
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        (**self).rewind_write_pointer(index, lba)
     }
 }

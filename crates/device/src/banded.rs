@@ -1,6 +1,15 @@
 //! The T13 banded view (ShingledFS emulator, seed 003 §4.2–4.3): band number plus relative
 //! block address (RBA) onto the sequential zones of a zoned device. Band `b` is the `b`-th
 //! sequential zone; a band's write pointer is its zone's write pointer relative to its start.
+//!
+//! `edi_managebands` gets a band's write pointer ([`Banded::write_pointer`]), resets one or
+//! all ([`Banded::reset`], [`Banded::reset_all`]) and **sets one**: [`Banded::set_write_pointer`]
+//! is an explicit extension of the zoned model (ZBC and ZAC have no such command), through
+//! [`ZonedDevice::rewind_write_pointer`]. It only moves a write pointer backwards, and only
+//! the host can know that the blocks it gives up hold no live data: writing at the new
+//! pointer re-shingles the tracks after it, so their contents are discarded at once (they
+//! read as unwritten, past the write pointer), while everything before the new pointer stays
+//! readable. ShingledFS's tail cleaning uses it after moving the live data at a band's tail.
 
 use crate::api::ZonedDevice;
 use crate::error::{DeviceError, Result};
@@ -91,6 +100,16 @@ impl<D: ZonedDevice> Banded<D> {
     pub fn write(&self, band: u32, rba: u64, data: &[u8]) -> Result<IoDone> {
         let z = self.dev.zone(self.zone(band)?)?;
         self.dev.write(z.start_lba + rba, data)
+    }
+
+    /// Sets a band's write pointer back to `rba` (the T13 "set write pointer" extension, only
+    /// backwards; see the module documentation). The caller guarantees that the blocks from
+    /// `rba` to the old write pointer hold no live data; they are discarded.
+    pub fn set_write_pointer(&self, band: u32, rba: u64) -> Result<IoDone> {
+        let zone = self.zone(band)?;
+        let z = self.dev.zone(zone)?;
+        self.dev
+            .rewind_write_pointer(zone, z.start_lba.saturating_add(rba))
     }
 
     /// Resets one band's write pointer.

@@ -614,6 +614,24 @@ impl ZonedDevice for Disk {
         Self::persist(&mut g)?;
         Ok(d)
     }
+
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        let mut g = self.inner.lock();
+        Self::writable(&g)?;
+        let old = g.zones.zone(index as u64)?.write_pointer_lba;
+        // Check before touching the media: the table refuses forward moves and bad zones.
+        let mut table = g.zones.clone();
+        table.rewind(index, lba)?;
+        let d = if old > lba {
+            g.media.discard(lba, old - lba)?
+        } else {
+            g.media.command()?
+        };
+        g.zones = table;
+        g.media.count_zone_op();
+        Self::persist(&mut g)?;
+        Ok(d)
+    }
 }
 
 impl Drop for Disk {

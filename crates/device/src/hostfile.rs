@@ -355,4 +355,15 @@ impl ZonedDevice for HostBanded {
             end: self.now_ns(),
         })
     }
+
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        let start = self.now_ns();
+        let mut g = self.inner.lock();
+        g.zones.rewind(index, lba)?;
+        self.persist(&mut g)?;
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
 }

@@ -345,6 +345,46 @@ impl ZoneTable {
         (lba / self.zone_sectors) as u32
     }
 
+    /// Sets the write pointer of sequential zone `i` back to `lba` (the T13 banded "set write
+    /// pointer" extension; see `ZonedDevice::rewind_write_pointer`). Only backwards: `lba`
+    /// must lie between the zone start and the current write pointer. An open zone stays
+    /// open, a full one becomes closed, and a rewind to the zone start empties it. Returns the
+    /// old write pointer.
+    pub fn rewind(&mut self, i: u32, lba: u64) -> Result<u64> {
+        let z = self.zone(i as u64)?.clone();
+        let refuse = |why: &str| DeviceError::InvalidZoneOp {
+            zone: i,
+            op: "set the write pointer back",
+            condition: why.to_string(),
+        };
+        if !z.zone_type.is_sequential() {
+            return Err(refuse("conventional"));
+        }
+        match z.condition {
+            ZoneCondition::ReadOnly => return Err(DeviceError::ZoneReadOnly { zone: i }),
+            ZoneCondition::Offline => return Err(DeviceError::ZoneOffline { zone: i }),
+            _ => {}
+        }
+        if lba < z.start_lba || lba > z.write_pointer_lba {
+            return Err(refuse(&format!(
+                "a move to LBA {lba}, outside its start {} and write pointer {} (only backwards)",
+                z.start_lba, z.write_pointer_lba
+            )));
+        }
+        let cond = if lba == z.start_lba {
+            ZoneCondition::Empty
+        } else if z.condition.is_open() {
+            z.condition
+        } else {
+            ZoneCondition::Closed
+        };
+        if let Some(zone) = self.zones.get_mut(i as usize) {
+            zone.condition = cond;
+            zone.write_pointer_lba = lba;
+        }
+        Ok(z.write_pointer_lba)
+    }
+
     /// Replaces the state of zone `i` (loading an image, fault injection).
     pub fn set_state(&mut self, i: u32, condition: ZoneCondition, wp: u64, non_seq: bool) {
         if let Some(z) = self.zones.get_mut(i as usize) {

@@ -120,15 +120,6 @@ impl WriteBuf {
         self.bytes -= v.len();
         Some((s, v))
     }
-
-    /// Puts back a segment taken with [`WriteBuf::pop_first`] (after a failed write).
-    pub fn put_back(&mut self, off: u64, data: Vec<u8>) {
-        if data.is_empty() {
-            return;
-        }
-        self.bytes += data.len();
-        self.segs.insert(off, data);
-    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,17 @@ pub struct ZoneStat {
     pub dead: u64,
     /// Bytes still writable.
     pub free: u64,
-    /// `empty`, `user` (taking new data), `gc` (taking relocated data), `open` or `full`.
-    pub role: &'static str,
+    /// `empty`, `user` (taking new data), `gc` (taking moved data), `age<N>` (age fit),
+    /// `cleaning`, `open` or `full`.
+    pub role: String,
+    /// Append records with live bytes in the zone's append log.
+    pub appends: u64,
+    /// Delete records kept in the zone's delete log.
+    pub deletes: u64,
+    /// Bytes appended since the zone was last reset.
+    pub appended: u64,
+    /// Bytes deleted since the zone was last reset.
+    pub deleted: u64,
 }
 
 /// What a check found.
@@ -51,6 +60,14 @@ pub struct MetaStat {
     pub inodes: u64,
     /// Zones cleaned since mount.
     pub cleanings: u64,
+    /// Of those, tail cleanings.
+    pub tail_cleanings: u64,
+    /// Bytes of new file data written since mount.
+    pub user_bytes: u64,
+    /// Bytes the cleaner moved since mount.
+    pub moved_bytes: u64,
+    /// Bytes the cleaner freed since mount.
+    pub reclaimed_bytes: u64,
     /// First LBA of the log.
     pub log_lba: u64,
     /// LBA of the slot holding the current checkpoint.
@@ -66,6 +83,10 @@ impl Fs {
             log_sectors: self.journal.superblock().log_sectors,
             inodes: self.state.inodes.len() as u64,
             cleanings: self.cleanings,
+            tail_cleanings: self.tail_cleanings,
+            user_bytes: self.user_bytes,
+            moved_bytes: self.moved_bytes,
+            reclaimed_bytes: self.reclaimed_bytes,
             log_lba: self.journal.superblock().log_lba,
             checkpoint_lba: self.journal.checkpoint_lba(),
         }
@@ -79,24 +100,18 @@ impl Fs {
                 let used = self.pool.used_bytes(z);
                 let live = self.state.zone_live.get(z as usize).copied().unwrap_or(0);
                 let free = self.pool.zone_bytes() - used;
-                let role = if Some(z) == self.active_user {
-                    "user"
-                } else if Some(z) == self.active_gc {
-                    "gc"
-                } else if used == 0 {
-                    "empty"
-                } else if self.pool.max_put(z) == 0 {
-                    "full"
-                } else {
-                    "open"
-                };
+                let log = self.state.zlogs.zone(z);
                 ZoneStat {
                     zone: z,
                     used,
                     live,
                     dead: used.saturating_sub(live),
                     free,
-                    role,
+                    role: self.zone_role(z),
+                    appends: log.map_or(0, |l| l.append_records() as u64),
+                    deletes: log.map_or(0, |l| l.delete_records() as u64),
+                    appended: log.map_or(0, |l| l.appended_bytes()),
+                    deleted: log.map_or(0, |l| l.deleted_bytes()),
                 }
             })
             .collect()
@@ -133,7 +148,7 @@ impl Fs {
             match n.kind {
                 Kind::File => r.files += 1,
                 Kind::Dir => r.dirs += 1,
-                Kind::Symlink => {}
+                _ => {}
             }
             for (name, &c) in &n.entries {
                 let show = String::from_utf8_lossy(name);
@@ -173,20 +188,20 @@ impl Fs {
                     r.problems
                         .push(format!("inode {ino}: piece at {off} outside its extent"));
                 }
-                match self.pool.zea(p.zone) {
-                    None => r.problems.push(format!(
-                        "inode {ino}: piece at {off} in non-sequential zone {}",
-                        p.zone
-                    )),
-                    Some(z) => {
+                match (self.pool.start_lba(p.zone), self.pool.write_pointer(p.zone)) {
+                    (Some(start), Some(wp)) => {
                         let end = p.ext_lba + p.ext_len.div_ceil(sector) + 1;
-                        if p.ext_lba < z.start_lba() || end > z.write_pointer() {
+                        if p.ext_lba < start || end > wp {
                             r.problems.push(format!(
-                                "inode {ino}: extent at LBA {} of zone {} is not below the write pointer {}",
-                                p.ext_lba, p.zone, z.write_pointer()
+                                "inode {ino}: extent at LBA {} of zone {} is not below the write pointer {wp}",
+                                p.ext_lba, p.zone
                             ));
                         }
                     }
+                    _ => r.problems.push(format!(
+                        "inode {ino}: piece at {off} in non-sequential zone {}",
+                        p.zone
+                    )),
                 }
                 if let Some(v) = live.get_mut(p.zone as usize) {
                     *v += p.len;
@@ -218,6 +233,47 @@ impl Fs {
         if live != self.state.zone_live {
             r.problems
                 .push("per-zone live bytes do not match the extent maps".into());
+        }
+        // The per-zone append and delete logs must name exactly the mapped pieces.
+        let mut from_maps: Vec<(u32, u64, u64, u64, u64, u64)> = self
+            .state
+            .inodes
+            .iter()
+            .flat_map(|(&i, n)| {
+                n.map
+                    .iter()
+                    .map(move |(&o, p)| (p.zone, p.ext_lba, p.ext_off, p.len, i, o))
+            })
+            .collect();
+        from_maps.sort_unstable();
+        let mut from_logs: Vec<(u32, u64, u64, u64, u64, u64)> = self
+            .pool
+            .seq_zones()
+            .flat_map(|z| self.state.zlogs.live_pieces(z))
+            .map(|l| {
+                (
+                    l.piece.zone,
+                    l.piece.ext_lba,
+                    l.piece.ext_off,
+                    l.piece.len,
+                    l.ino,
+                    l.off,
+                )
+            })
+            .collect();
+        from_logs.sort_unstable();
+        if from_maps != from_logs {
+            let first = from_maps
+                .iter()
+                .zip(&from_logs)
+                .find(|(a, b)| a != b)
+                .map(|(a, b)| format!(": maps have {a:?}, logs {b:?}"))
+                .unwrap_or_default();
+            r.problems.push(format!(
+                "per-zone append/delete logs do not match the extent maps ({} pieces mapped, {} live in the logs{first})",
+                from_maps.len(),
+                from_logs.len()
+            ));
         }
         for ((zone, lba), mut v) in uses {
             v.sort_unstable();

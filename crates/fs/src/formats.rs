@@ -4,7 +4,7 @@
 //! `docs/formats/fs.md`.
 
 use crate::journal::Superblock;
-use crate::state::{Op, State};
+use crate::state::{Op, State, ZoneLogs, ZONE_LOGS};
 use tegula_codec::{Dec, Enc};
 
 /// Decodes a superblock sector. `Ok(())` when it decodes and round-trips; `Err` names why
@@ -47,4 +47,21 @@ pub fn log_record(b: &[u8]) -> Result<usize, String> {
         let _ = s.apply(op);
     }
     Ok(ops.len())
+}
+
+/// Decodes a per-zone append/delete log frame (`docs/formats/fs-zone-logs.md`); returns the
+/// number of zones it covers.
+pub fn zone_logs(b: &[u8]) -> Result<usize, String> {
+    let f = ZONE_LOGS.decode(b).map_err(|e| e.to_string())?;
+    let mut d = Dec::new(f.payload);
+    let z = ZoneLogs::decode(&mut d).map_err(|e| e.to_string())?;
+    if d.remaining() != 0 {
+        return Err("trailing bytes".into());
+    }
+    let mut e = Enc::new();
+    z.encode(&mut e);
+    let again =
+        ZoneLogs::decode(&mut Dec::new(e.as_bytes())).map_err(|e| format!("round trip: {e}"))?;
+    assert_eq!(again, z, "zone logs round trip");
+    Ok(z.len())
 }

@@ -5,8 +5,10 @@
 use crate::error::{FsError, Result};
 use crate::fs::Fs;
 use crate::fuse::FuseFs;
+use crate::profile::Profiler;
+use crate::triggers::Triggers;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// How [`mount`] mounts.
@@ -16,6 +18,19 @@ pub struct MountOptions {
     pub threads: usize,
     /// Use the kernel's writeback cache (small writes are gathered into pages). Default: on.
     pub writeback_cache: bool,
+    /// Let users other than the one who mounted use the mount (FUSE `allow_other`; for a
+    /// user other than root it needs `user_allow_other` in `/etc/fuse.conf`). Access is then
+    /// checked against each file's mode by the kernel (`default_permissions`). Default: off.
+    pub allow_other: bool,
+    /// Clean on a background thread when a trigger fires (default: on); off, a write that
+    /// finds no room cleans in the foreground.
+    pub background_cleaning: bool,
+    /// Triggers of the background cleaner (default [`Triggers::default`]).
+    pub triggers: Triggers,
+    /// Let an emulated drive's virtual clock run through idle periods, so that idle time is
+    /// device idle time (default: off; `tegula fs mount` turns it on). Off, device time
+    /// counts only the drive's work, as the benchmarks report it.
+    pub device_idle: bool,
 }
 
 impl Default for MountOptions {
@@ -23,27 +38,45 @@ impl Default for MountOptions {
         MountOptions {
             threads: crate::fuse::DEFAULT_THREADS,
             writeback_cache: true,
+            allow_other: false,
+            background_cleaning: true,
+            triggers: Triggers::default(),
+            device_idle: false,
         }
     }
+}
+
+/// The FUSE mount options both mounts use.
+pub(crate) fn fuse_options(name: &str, allow_other: bool) -> Vec<fuser::MountOption> {
+    let mut options = vec![
+        fuser::MountOption::FSName(name.into()),
+        fuser::MountOption::Subtype("tegula".into()),
+        fuser::MountOption::DefaultPermissions,
+        fuser::MountOption::NoAtime,
+    ];
+    if allow_other {
+        options.push(fuser::MountOption::AllowOther);
+    }
+    options
 }
 
 /// A mounted file system.
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
     done: mpsc::Receiver<std::result::Result<(), String>>,
+    profiler: Arc<Profiler>,
 }
 
 /// Mounts `fs` on `mountpoint` (an empty directory) and serves it on background threads.
 pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
     let (tx, rx) = mpsc::channel();
-    let options = [
-        fuser::MountOption::FSName("tegula".into()),
-        fuser::MountOption::Subtype("tegula".into()),
-        fuser::MountOption::DefaultPermissions,
-        fuser::MountOption::NoAtime,
-    ];
-    let fuse =
-        FuseFs::with_threads(fs, tx, opts.threads.max(1)).writeback_cache(opts.writeback_cache);
+    let fuse = FuseFs::with_threads(fs, tx, opts.threads.max(1))
+        .writeback_cache(opts.writeback_cache)
+        .background_cleaning(opts.background_cleaning)
+        .triggers(opts.triggers)
+        .device_idle(opts.device_idle);
+    let profiler = fuse.profiler();
+    let options = fuse_options("tegula", opts.allow_other);
     let io =
         |e: std::io::Error| FsError::Io(format!("FUSE mount on {}: {e}", mountpoint.display()));
     let session = fuser::Session::new(fuse, mountpoint, &options).map_err(io)?;
@@ -51,6 +84,33 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
     Ok(Mounted {
         session: Some(bg),
         done: rx,
+        profiler,
+    })
+}
+
+/// Mounts a pass-through of directory `dir` on `mountpoint`: every request is counted by
+/// the profiler and forwarded to `dir` (the FUSE baseline of ShingledFS's evaluation, and a
+/// way to profile any workload).
+pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
+    let (tx, rx) = mpsc::channel();
+    let io = |e: std::io::Error| {
+        FsError::Io(format!(
+            "pass-through of {} on {}: {e}",
+            dir.display(),
+            mountpoint.display()
+        ))
+    };
+    let pt = crate::passthrough::Passthrough::new(dir, tx, opts.threads.max(1))
+        .map_err(io)?
+        .writeback_cache(opts.writeback_cache);
+    let profiler = pt.profiler();
+    let options = fuse_options("tegula-passthrough", opts.allow_other);
+    let session = fuser::Session::new(pt, mountpoint, &options).map_err(io)?;
+    let bg = session.spawn().map_err(io)?;
+    Ok(Mounted {
+        session: Some(bg),
+        done: rx,
+        profiler,
     })
 }
 
@@ -64,6 +124,11 @@ pub enum MountEvent {
 }
 
 impl Mounted {
+    /// The profiler counting the mount's requests.
+    pub fn profiler(&self) -> Arc<Profiler> {
+        self.profiler.clone()
+    }
+
     /// Waits up to `timeout` for the file system to be unmounted (by `fusermount3 -u`, say)
     /// and closed.
     pub fn wait(&self, timeout: Duration) -> MountEvent {

@@ -1,13 +1,24 @@
-//! The sequential zones as a pool of ZEA allocators, with a cache of decoded extent metadata
-//! so that a small read costs one device read, and a small cache of recently read extent data
-//! so that consecutive small reads neither read a checksum chunk twice nor issue one command
-//! per page.
+//! The sequential zones as a pool of ZEA allocators, shared between the file system (under
+//! its lock) and the threads that write or read extents outside it (the writer of closed
+//! files, the cleaner, readers): each zone's allocator sits behind its own lock, and its
+//! write pointer is mirrored in an atomic so that placement never waits for a zone being
+//! written. A cache of decoded extent metadata makes a small read cost one device read, and
+//! a small cache of recently read extent data lets consecutive small reads neither read a
+//! checksum chunk twice nor issue one command per page.
+//!
+//! Extents are written without a cache flush each ([`LazyFlush`]): the file system flushes
+//! once before it commits metadata that refers to them ([`Pool::flush_data`]), so a close
+//! costs no flush and an fsync two (data, then the log record).
 
-use crate::error::Result;
+use crate::error::{FsError, Result};
 use crate::state::Piece;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
-use tegula_device::ZonedDevice;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use tegula_device::{
+    BlockDevice, Completion, DeviceInfo, IoDone, Nanos, Request, WriteFlags, Zone, ZoneAction,
+    ZoneFilter, ZoneTarget, ZonedDevice,
+};
 use tegula_zea::{ExtentMeta, Options, Placed, Zea};
 
 const META_CACHE_MAX: usize = 16 * 1024;
@@ -15,6 +26,70 @@ const META_CACHE_MAX: usize = 16 * 1024;
 const READ_CACHE_BYTES: usize = 8 << 20;
 /// A read that continues the previous read of the same extent fetches at least this much.
 const READ_AHEAD: u64 = 256 << 10;
+
+/// The device as ZEA sees it: every call passes through except `flush`, which only notes
+/// that data awaits one. ZEA's "durable when put returns" becomes "durable at the next
+/// [`Pool::flush_data`]", which the file system calls before any commit that refers to the
+/// new extents (the crash argument in `docs/formats/fs.md`).
+pub struct LazyFlush {
+    dev: Arc<dyn ZonedDevice>,
+    unflushed: AtomicBool,
+}
+
+impl BlockDevice for LazyFlush {
+    fn info(&self) -> DeviceInfo {
+        self.dev.info()
+    }
+    fn read(&self, lba: u64, buf: &mut [u8]) -> tegula_device::Result<IoDone> {
+        self.dev.read(lba, buf)
+    }
+    fn write_with(
+        &self,
+        lba: u64,
+        data: &[u8],
+        flags: WriteFlags,
+    ) -> tegula_device::Result<IoDone> {
+        if !flags.fua {
+            self.unflushed.store(true, Ordering::Release);
+        }
+        self.dev.write_with(lba, data, flags)
+    }
+    fn flush(&self) -> tegula_device::Result<IoDone> {
+        let now = self.dev.now();
+        Ok(IoDone {
+            start: now,
+            end: now,
+        })
+    }
+    fn discard(&self, lba: u64, sectors: u64) -> tegula_device::Result<IoDone> {
+        self.dev.discard(lba, sectors)
+    }
+    fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
+        self.unflushed.store(true, Ordering::Release);
+        self.dev.submit(reqs)
+    }
+    fn now(&self) -> Nanos {
+        self.dev.now()
+    }
+    fn idle(&self, d: Nanos) {
+        self.dev.idle(d)
+    }
+}
+
+impl ZonedDevice for LazyFlush {
+    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
+        self.dev.report_zones(filter)
+    }
+    fn zone(&self, index: u32) -> tegula_device::Result<Zone> {
+        self.dev.zone(index)
+    }
+    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> tegula_device::Result<IoDone> {
+        self.dev.zone_action(action, target)
+    }
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> tegula_device::Result<IoDone> {
+        self.dev.rewind_write_pointer(index, lba)
+    }
+}
 
 /// One cached range of an extent's data, chunk-aligned at its start.
 struct Cached {
@@ -25,8 +100,8 @@ struct Cached {
     data: Arc<Vec<u8>>,
 }
 
-/// Recently read extent data, oldest first. Extents never change until their zone is reset,
-/// so entries stay valid until [`Pool::reset`] drops the zone's entries.
+/// Recently read extent data, oldest first. Extents never change until their zone is reset
+/// or set back, so entries stay valid until [`Pool::reset`] or [`Pool::rewind`] drops them.
 #[derive(Default)]
 struct ReadCache {
     entries: VecDeque<Cached>,
@@ -53,22 +128,38 @@ impl ReadCache {
         }
     }
 
-    fn drop_zone(&mut self, zone: u32) {
-        self.entries.retain(|c| c.key.0 != zone);
+    /// Drops the entries of extents of `zone` at or after `from`.
+    fn drop_zone(&mut self, zone: u32, from: u64) {
+        self.entries.retain(|c| c.key.0 != zone || c.key.1 < from);
         self.bytes = self.entries.iter().map(|c| c.data.len()).sum();
     }
 }
 
+/// One sequential zone: its allocator and a copy of its write pointer that readers of the
+/// pool's free space can take without the allocator's lock.
+struct Slot {
+    zea: RwLock<Zea>,
+    start: u64,
+    end: u64,
+    wp: AtomicU64,
+}
+
 /// ZEA instances of every sequential zone.
 pub struct Pool {
-    zeas: Vec<Option<Zea>>,
+    slots: Vec<Option<Slot>>,
+    dev: Arc<LazyFlush>,
+    opts: Options,
     first_seq: u32,
     sector: u64,
     zone_sectors: u64,
-    /// Decoded metadata by (zone, data LBA); behind a mutex so reads can share the pool.
+    /// Decoded metadata by (zone, data LBA).
     metas: Mutex<HashMap<(u32, u64), Arc<ExtentMeta>>>,
     /// Recently read extent data.
     data: Mutex<ReadCache>,
+}
+
+fn not_seq(zone: u32) -> FsError {
+    FsError::Io(format!("zone {zone} is not sequential"))
 }
 
 impl Pool {
@@ -79,16 +170,29 @@ impl Pool {
             back_pointers,
             ..Options::default()
         };
-        let mut zeas = Vec::with_capacity(info.zones as usize);
+        let lazy = Arc::new(LazyFlush {
+            dev,
+            unflushed: AtomicBool::new(false),
+        });
+        let zdev: Arc<dyn ZonedDevice> = lazy.clone();
+        let mut slots = Vec::with_capacity(info.zones as usize);
         for z in 0..info.zones {
             if z < first_seq {
-                zeas.push(None);
+                slots.push(None);
             } else {
-                zeas.push(Some(Zea::open(dev.clone(), z, opts.clone())?));
+                let zea = Zea::open(zdev.clone(), z, opts.clone())?;
+                slots.push(Some(Slot {
+                    start: zea.start_lba(),
+                    end: zea.end_lba(),
+                    wp: AtomicU64::new(zea.write_pointer()),
+                    zea: RwLock::new(zea),
+                }));
             }
         }
         Ok(Pool {
-            zeas,
+            slots,
+            dev: lazy,
+            opts,
             first_seq,
             sector: info.sector_size as u64,
             zone_sectors: info.zone_sectors,
@@ -99,7 +203,7 @@ impl Pool {
 
     /// Indexes of the sequential zones.
     pub fn seq_zones(&self) -> std::ops::Range<u32> {
-        self.first_seq..self.zeas.len() as u32
+        self.first_seq..self.slots.len() as u32
     }
 
     /// Bytes per zone.
@@ -112,48 +216,97 @@ impl Pool {
         self.sector
     }
 
-    /// The allocator of `zone`, if it is sequential.
-    pub fn zea(&self, zone: u32) -> Option<&Zea> {
-        self.zeas.get(zone as usize).and_then(|z| z.as_ref())
+    fn slot(&self, zone: u32) -> Result<&Slot> {
+        self.slots
+            .get(zone as usize)
+            .and_then(|s| s.as_ref())
+            .ok_or_else(|| not_seq(zone))
     }
 
-    fn zea_mut(&mut self, zone: u32) -> Result<&mut Zea> {
-        self.zeas
-            .get_mut(zone as usize)
-            .and_then(|z| z.as_mut())
-            .ok_or_else(|| crate::error::FsError::Io(format!("zone {zone} is not sequential")))
+    // A panic while holding a zone's lock leaves the allocator as it was before the call or
+    // after it (its state changes after the device call returns), so a poisoned lock is
+    // still usable.
+    fn read_zea(&self, zone: u32) -> Result<RwLockReadGuard<'_, Zea>> {
+        Ok(self
+            .slot(zone)?
+            .zea
+            .read()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn write_zea(&self, zone: u32) -> Result<RwLockWriteGuard<'_, Zea>> {
+        Ok(self
+            .slot(zone)?
+            .zea
+            .write()
+            .unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// First LBA of a sequential zone.
+    pub fn start_lba(&self, zone: u32) -> Option<u64> {
+        self.slot(zone).ok().map(|s| s.start)
+    }
+
+    /// Write pointer of a sequential zone.
+    pub fn write_pointer(&self, zone: u32) -> Option<u64> {
+        self.slot(zone).ok().map(|s| s.wp.load(Ordering::Acquire))
     }
 
     /// Bytes written in `zone` (data, metadata and torn leftovers).
     pub fn used_bytes(&self, zone: u32) -> u64 {
-        self.zea(zone)
-            .map_or(0, |z| (z.write_pointer() - z.start_lba()) * self.sector)
+        self.slot(zone).map_or(0, |s| {
+            (s.wp.load(Ordering::Acquire) - s.start) * self.sector
+        })
     }
 
     /// Whether `zone` is empty.
     pub fn is_empty(&self, zone: u32) -> bool {
-        self.zea(zone)
-            .is_some_and(|z| z.write_pointer() == z.start_lba())
+        self.slot(zone)
+            .is_ok_and(|s| s.wp.load(Ordering::Acquire) == s.start)
     }
 
-    /// The largest extent that fits in `zone`.
+    /// The largest extent that fits in `zone` (one sector goes to its metadata block).
     pub fn max_put(&self, zone: u32) -> u64 {
-        self.zea(zone).map_or(0, |z| z.max_put())
+        self.slot(zone).map_or(0, |s| {
+            (s.end - s.wp.load(Ordering::Acquire)).saturating_sub(1) * self.sector
+        })
     }
 
-    /// Appends an extent to `zone`; durable on return.
-    pub fn put(&mut self, zone: u32, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
-        Ok(self.zea_mut(zone)?.put_tagged(zba, tag, data)?)
+    /// Sectors an extent of `len` bytes occupies with its metadata block.
+    pub fn extent_sectors(&self, len: u64) -> u64 {
+        len.div_ceil(self.sector) + 1
     }
 
-    fn zea_ref(&self, zone: u32) -> Result<&Zea> {
-        self.zea(zone)
-            .ok_or_else(|| crate::error::FsError::Io(format!("zone {zone} is not sequential")))
+    /// Appends an extent to `zone` at its write pointer; durable at the next
+    /// [`Pool::flush_data`].
+    pub fn put(&self, zone: u32, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
+        let mut z = self.write_zea(zone)?;
+        let placed = z.put_tagged(zba, tag, data)?;
+        self.slot(zone)?
+            .wp
+            .store(z.write_pointer(), Ordering::Release);
+        Ok(placed)
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, u64), Arc<ExtentMeta>>> {
-        // A panic while holding the lock cannot leave the map inconsistent (inserts and
-        // clears are single calls), so a poisoned lock is still usable.
+    /// Makes every extent written so far durable (one device flush, none if nothing was
+    /// written since the last).
+    pub fn flush_data(&self) -> Result<()> {
+        if self.dev.unflushed.swap(false, Ordering::AcqRel) {
+            if let Err(e) = self.dev.dev.flush() {
+                self.dev.unflushed.store(true, Ordering::Release);
+                return Err(e.into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Torn sectors ZEA found at the zone's tail when it was opened.
+    pub fn torn_sectors(&self, zone: u32) -> u64 {
+        self.read_zea(zone).map_or(0, |z| z.recovery().torn_sectors)
+    }
+
+    fn cache(&self) -> MutexGuard<'_, HashMap<(u32, u64), Arc<ExtentMeta>>> {
+        // Inserts and clears are single calls, so a poisoned lock is still usable.
         self.metas.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -162,7 +315,7 @@ impl Pool {
         if let Some(m) = self.cache().get(&(p.zone, p.ext_lba)) {
             return Ok(m.clone());
         }
-        let m = Arc::new(self.zea_ref(p.zone)?.read_meta(p.ext_lba, p.ext_len)?);
+        let m = Arc::new(self.read_zea(p.zone)?.read_meta(p.ext_lba, p.ext_len)?);
         let mut c = self.cache();
         if c.len() >= META_CACHE_MAX {
             c.clear();
@@ -179,7 +332,7 @@ impl Pool {
     /// Reads `n` bytes at `off` within a piece, checking the covering chunks' checksums.
     /// Bytes read recently come from the read cache; the rest is read from the device in
     /// whole chunks, starting after what the cache held (so that a run of small reads moves
-    /// forward on the disk and never reads a sector twice), and at least [`READ_AHEAD`] bytes
+    /// forward on the disk and never reads a sector twice), and at least the read-ahead (256 KiB)
     /// when the read continues a cached range of the same extent.
     pub fn read(&self, p: &Piece, off: u64, n: u64) -> Result<Vec<u8>> {
         let key = (p.zone, p.ext_lba);
@@ -205,13 +358,14 @@ impl Pool {
             } else {
                 need
             };
-            let z = self.zea_ref(p.zone)?;
+            let z = self.read_zea(p.zone)?;
             let data = match z.read_range(&m, a, b - a) {
                 Ok(d) => d,
                 // A bad chunk beyond what was asked for fails only the read that asks for it.
                 Err(_) if b > need => z.read_range(&m, a, need - a)?,
                 Err(e) => return Err(e.into()),
             };
+            drop(z);
             out.extend_from_slice(&data[(pos - a) as usize..(end - a) as usize]);
             self.data_cache().insert(key, a, Arc::new(data));
         }
@@ -219,10 +373,31 @@ impl Pool {
     }
 
     /// Resets `zone`; its extents are gone.
-    pub fn reset(&mut self, zone: u32) -> Result<()> {
-        self.zea_mut(zone)?.reset()?;
-        self.cache().retain(|(z, _), _| *z != zone);
-        self.data_cache().drop_zone(zone);
+    pub fn reset(&self, zone: u32) -> Result<()> {
+        let mut z = self.write_zea(zone)?;
+        z.reset()?;
+        self.slot(zone)?.wp.store(z.start_lba(), Ordering::Release);
+        self.cache().retain(|(zz, _), _| *zz != zone);
+        self.data_cache().drop_zone(zone, 0);
+        Ok(())
+    }
+
+    /// Sets `zone`'s write pointer back to `lba` (the end of an extent's metadata block, or
+    /// the zone start) and reopens its allocator there; the extents after it are gone.
+    pub fn rewind(&self, zone: u32, lba: u64) -> Result<()> {
+        let mut z = self.write_zea(zone)?;
+        self.dev.rewind_write_pointer(zone, lba)?;
+        let zdev: Arc<dyn ZonedDevice> = self.dev.clone();
+        *z = Zea::open(zdev, zone, self.opts.clone())?;
+        if z.write_pointer() != lba {
+            return Err(FsError::Io(format!(
+                "zone {zone}: write pointer {} after setting it back to {lba}",
+                z.write_pointer()
+            )));
+        }
+        self.slot(zone)?.wp.store(lba, Ordering::Release);
+        self.cache().retain(|(zz, l), _| *zz != zone || *l < lba);
+        self.data_cache().drop_zone(zone, lba);
         Ok(())
     }
 }

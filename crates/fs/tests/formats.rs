@@ -1,5 +1,5 @@
 //! The metadata decoders never panic on random or mutated bytes, and whatever decodes
-//! round-trips (superblock, checkpoint payload, log record payload).
+//! round-trips (superblock, checkpoint payload, log record payload, per-zone logs).
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -43,12 +43,22 @@ fn samples() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     (sb, checkpoint, record)
 }
 
+/// The zone-log frame inside a checkpoint payload (it ends the payload).
+fn zone_logs_of(ckp: &[u8]) -> Vec<u8> {
+    let at = ckp
+        .windows(8)
+        .position(|w| w == b"TGLFSZLG")
+        .expect("the checkpoint holds a zone-log frame");
+    ckp[at..].to_vec()
+}
+
 #[test]
 fn valid_samples_decode() {
     let (sb, ckp, rec) = samples();
     formats::superblock(&sb).unwrap();
     assert!(formats::checkpoint(&ckp).unwrap() >= 7);
     assert!(formats::log_record(&rec).unwrap() >= 1);
+    assert_eq!(formats::zone_logs(&zone_logs_of(&ckp)), Ok(8));
 }
 
 fn mutate(mut b: Vec<u8>, edits: &[(usize, u8)], cut: Option<usize>) -> Vec<u8> {
@@ -72,6 +82,7 @@ proptest! {
         let _ = formats::superblock(&b);
         let _ = formats::checkpoint(&b);
         let _ = formats::log_record(&b);
+        let _ = formats::zone_logs(&b);
     }
 
     #[test]
@@ -83,6 +94,13 @@ proptest! {
         let _ = formats::superblock(&mutate(sb.clone(), &edits, cut));
         let _ = formats::checkpoint(&mutate(ckp.clone(), &edits, cut));
         let _ = formats::log_record(&mutate(rec.clone(), &edits, cut));
+        // Past the frame's checksum: the payload decoder itself, on mutated payloads.
+        let zl = zone_logs_of(ckp);
+        let _ = formats::zone_logs(&mutate(zl.clone(), &edits, cut));
+        let payload = mutate(zl[24..zl.len() - 4].to_vec(), &edits, cut);
+        let reframed = tegula_codec::frame::Format::slot("fs zone logs", b"TGLFSZLG", 1)
+            .encode(0, 0, &payload);
+        let _ = formats::zone_logs(&reframed);
     }
 }
 

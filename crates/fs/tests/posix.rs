@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use tegula_fs::{Fs, FsError, FsOptions, SetAttr, ROOT};
+use tegula_fs::{CleanKind, CleanPolicy, Fs, FsError, FsOptions, SetAttr, ROOT};
 
 #[test]
 fn unlinked_open_file_stays_readable_until_released_then_its_space_is_dead() {
@@ -170,7 +170,11 @@ fn statfs_reports_real_free_space_and_a_full_disk_gives_enospc_losing_nothing() 
 #[test]
 fn cleaner_picks_the_deadest_zone_relocates_live_data_and_resets_it() {
     let d = disk(12, 1);
-    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let opts = FsOptions {
+        clean: CleanPolicy::Whole,
+        ..small_opts()
+    };
+    let mut fs = Fs::mkfs(zoned(&d), opts.clone()).unwrap();
     let keep = fs.create(ROOT, b"keep", 0o644, 0, 0).unwrap().ino;
     let junk = fs.create(ROOT, b"junk", 0o644, 0, 0).unwrap().ino;
     for i in 0..16u64 {
@@ -183,10 +187,12 @@ fn cleaner_picks_the_deadest_zone_relocates_live_data_and_resets_it() {
     }
     fs.unlink(ROOT, b"junk").unwrap();
     fs.sync_all().unwrap();
-    let (victim, dead) = fs.clean_victim().unwrap();
+    let c = fs.clean_victim().unwrap();
+    let (victim, dead) = (c.zone, c.gain - c.live);
     assert!(dead >= 200_000, "{dead}");
     let r = fs.clean().unwrap().unwrap();
     assert_eq!(r.zone, victim);
+    assert_eq!(r.kind, CleanKind::Whole);
     let z = fs
         .zone_stats()
         .into_iter()
@@ -199,7 +205,7 @@ fn cleaner_picks_the_deadest_zone_relocates_live_data_and_resets_it() {
     d.power_cut();
     drop(fs);
     d.power_on();
-    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    let mut fs = Fs::open(zoned(&d), opts).unwrap();
     assert_eq!(fs.read(keep, 0, want.len()).unwrap(), want);
     assert!(fs.check(true).unwrap().problems.is_empty());
 }
@@ -256,7 +262,13 @@ fn a_long_overwrite_workload_on_a_small_disk_never_fills_it() {
         let len = 20_000 + (rng >> 13) % 200_000;
         let len = len.min(want_a.len() as u64 - off) as usize;
         let byte = (i % 251) as u8 + 1;
-        fs.write(a, off, &vec![byte; len], false).unwrap();
+        if let Err(e) = fs.write(a, off, &vec![byte; len], false) {
+            for z in fs.zone_stats() {
+                eprintln!("{z:?}");
+            }
+            eprintln!("{:?}", fs.clean_candidates());
+            panic!("write {i}: {e}");
+        }
         want_a[off as usize..off as usize + len].fill(byte);
         written += len as u64;
         if i % 7 == 0 {

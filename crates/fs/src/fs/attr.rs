@@ -30,6 +30,8 @@ pub struct Attr {
     pub ctime: i64,
     /// Bytes of mapped (stored) data.
     pub stored: u64,
+    /// Device number (device nodes; 0 otherwise).
+    pub rdev: u32,
 }
 
 /// Attribute changes for [`Fs::setattr`].
@@ -77,6 +79,7 @@ impl Fs {
             mtime: n.times.mtime,
             ctime: n.times.ctime,
             stored: n.map.values().map(|p| p.len).sum(),
+            rdev: n.rdev(),
         })
     }
 
@@ -89,7 +92,7 @@ impl Fs {
                 return Err(if kind == Kind::Dir {
                     FsError::IsDir
                 } else {
-                    FsError::Invalid("truncate of a symlink".into())
+                    FsError::Invalid("truncate of a special file".into())
                 });
             }
             self.truncate(ino, size, time)?;
@@ -120,7 +123,13 @@ impl Fs {
             f.buf.truncate(size);
             self.dirty -= before - f.buf.bytes();
             f.size = size;
+            if f.jobs > 0 {
+                // Data in flight past the new size must neither be read nor mapped.
+                f.inflight.truncate(size);
+                f.cut = Some(f.cut.map_or(size, |c| c.min(size)));
+            }
         }
+        self.out_of_space.remove(&ino);
         self.log(Op::Truncate { ino, size, time })
     }
 }

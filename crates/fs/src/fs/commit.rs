@@ -17,12 +17,51 @@ impl Fs {
     /// Applies an op to the state and queues it for the log.
     pub(crate) fn log(&mut self, op: Op) -> Result<()> {
         self.writable()?;
-        self.state
-            .apply(&op)
-            .map_err(|e| FsError::Invalid(e.to_string()))?;
+        if let Err(e) = self.state.apply(&op) {
+            // Every caller checks before it logs: an op that does not apply is a bug, and
+            // the state may be part-changed, so nothing more is written.
+            self.broken = Some(format!("internal error: {e}"));
+            return Err(FsError::Invalid(e.to_string()));
+        }
+        self.track_names(&op);
         self.pending_bytes += 64;
         self.pending.push(op);
         Ok(())
+    }
+
+    /// Keeps the readdir cookies of listed directories in step with a namespace op: each
+    /// name the op touched gets a cookie if it exists now and loses it otherwise.
+    fn track_names(&self, op: &Op) {
+        let mut c = self.cookie_map();
+        if c.is_empty() {
+            return;
+        }
+        let touched: [Option<(u64, &[u8])>; 2] = match op {
+            Op::Create { parent, name, .. }
+            | Op::Link { parent, name, .. }
+            | Op::Unlink { parent, name, .. } => [Some((*parent, name)), None],
+            Op::Rename {
+                parent,
+                name,
+                new_parent,
+                new_name,
+                ..
+            } => [Some((*parent, name)), Some((*new_parent, new_name))],
+            Op::Free { ino } => {
+                c.remove(ino);
+                [None, None]
+            }
+            _ => [None, None],
+        };
+        for (dir, name) in touched.into_iter().flatten() {
+            if let Some(d) = c.get_mut(&dir) {
+                if self.state.lookup(dir, name).is_some() {
+                    d.insert(name);
+                } else {
+                    d.remove(name);
+                }
+            }
+        }
     }
 
     /// Makes every applied op durable: one log record (or a checkpoint when the log is full).
@@ -34,6 +73,11 @@ impl Fs {
         let mut e = Enc::new();
         for op in &self.pending {
             op.encode(&mut e);
+        }
+        // The extents the ops refer to must be durable before the record that maps them.
+        if let Err(err) = self.pool.flush_data() {
+            self.broken = Some(err.to_string());
+            return Err(err);
         }
         let res = match self.journal.append(e.as_bytes()) {
             Ok(true) => Ok(()),
@@ -54,7 +98,10 @@ impl Fs {
     /// Writes a checkpoint now (shortens the next mount's replay).
     pub fn checkpoint(&mut self) -> Result<()> {
         self.writable()?;
-        let res = self.journal.checkpoint(&self.state.encode());
+        let res = self
+            .pool
+            .flush_data()
+            .and_then(|_| self.journal.checkpoint(&self.state.encode()));
         if let Err(e) = &res {
             self.broken = Some(e.to_string());
         }

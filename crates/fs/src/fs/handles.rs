@@ -18,8 +18,9 @@ impl Fs {
         Ok(())
     }
 
-    /// Releases a handle; the last release writes the file's buffer (without waiting for a
-    /// commit) or frees an unlinked file.
+    /// Releases a handle; the last release writes the file's buffer (or, write-behind,
+    /// queues it for the writer thread; either way without a commit) or frees an unlinked
+    /// file.
     pub fn release(&mut self, ino: u64) -> Result<()> {
         let last = match self.files.get_mut(&ino) {
             Some(f) => {
@@ -34,16 +35,20 @@ impl Fs {
         if self.state.get(ino).is_some_and(|n| n.nlink == 0) {
             self.maybe_free(ino)?;
         } else {
-            self.flush_file(ino)?;
+            self.flush_or_queue(ino)?;
         }
         self.maybe_commit()
     }
 
     /// Writes the file's buffer and commits all metadata: afterwards the file's data and
-    /// every metadata change made so far survive a crash.
+    /// every metadata change made so far survive a crash. In write-behind mode the caller
+    /// has had the writer thread write the buffer (after the file's earlier jobs, which an
+    /// inline write here could overtake), and this only commits.
     pub fn fsync(&mut self, ino: u64) -> Result<()> {
         self.inode(ino)?;
-        self.flush_file(ino)?;
+        if !self.opts.write_behind {
+            self.flush_file(ino)?;
+        }
         self.commit()
     }
 
@@ -53,7 +58,8 @@ impl Fs {
         self.commit()
     }
 
-    /// Writes every buffer and commits.
+    /// Writes every buffer and commits (with no flush job in flight: at unmount, or in the
+    /// library).
     pub fn sync_all(&mut self) -> Result<()> {
         let inos: Vec<u64> = self.files.keys().copied().collect();
         for ino in inos {

@@ -6,21 +6,26 @@
 
 mod attr;
 mod commit;
+pub(crate) mod cookies;
 mod handles;
 mod mount;
 mod namespace;
 mod space;
+pub(crate) mod zones;
 
 pub use attr::{Attr, SetAttr};
+pub use namespace::{DirEntry, NAME_MAX};
 pub use space::StatFs;
 
 use crate::buffer::WriteBuf;
+use crate::cleaner::{CleanJob, CleanPolicy};
 use crate::error::{FsError, Result};
 use crate::journal::Journal;
+use crate::placement::Placement;
 use crate::pool::Pool;
 use crate::state::{Inode, Kind, Op, State};
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tegula_device::ZonedDevice;
 
@@ -42,6 +47,19 @@ pub struct FsOptions {
     /// Mount read-only (default false): nothing is written, orphans are left for a
     /// read-write mount to free.
     pub read_only: bool,
+    /// Placement policy (default `None`: the one mkfs chose, stored in the checkpoint; mkfs
+    /// itself takes `None` as [`Placement::LastUsed`], the paper's default).
+    pub placement: Option<Placement>,
+    /// What the cleaner may do to a zone (default [`CleanPolicy::Auto`]: whole-zone or tail
+    /// cleaning, whichever frees the most space per byte moved).
+    pub clean: CleanPolicy,
+    /// Clean inside a write when no zone has room (default true). A mount that runs the
+    /// background cleaner turns it off: writers then wait for the cleaner instead.
+    pub foreground_cleaning: bool,
+    /// Leave writing buffers to a writer thread (default false): full buffers and closed
+    /// files are queued ([`Fs::take_flush_queue`]) instead of written inside `write` and
+    /// `release`. The FUSE mount turns it on (asynchronous close).
+    pub write_behind: bool,
 }
 
 impl Default for FsOptions {
@@ -53,14 +71,28 @@ impl Default for FsOptions {
             back_pointers: 8,
             commit_bytes: 1 << 20,
             read_only: false,
+            placement: None,
+            clean: CleanPolicy::Auto,
+            foreground_cleaning: true,
+            write_behind: false,
         }
     }
 }
-/// A file with buffered data or open handles.
+/// A file with buffered data, data in flight or open handles.
 #[derive(Debug, Default)]
 pub(crate) struct OpenFile {
+    /// Data written and not yet handed to a flush job.
     pub(crate) buf: WriteBuf,
+    /// Data of the file's flush jobs not yet finished (reads see it).
+    pub(crate) inflight: WriteBuf,
+    /// Flush jobs not yet finished.
+    pub(crate) jobs: u32,
+    /// Smallest size the file was truncated to while jobs were in flight: their bytes at or
+    /// past it are not mapped.
+    pub(crate) cut: Option<u64>,
+    /// Size including buffered data.
     pub(crate) size: u64,
+    /// Open handles.
     pub(crate) opens: u32,
 }
 
@@ -71,15 +103,40 @@ pub struct Fs {
     pub(crate) state: State,
     pub(crate) pending: Vec<Op>,
     pub(crate) pending_bytes: usize,
-    pub(crate) pool: Pool,
+    pub(crate) pool: Arc<Pool>,
     pub(crate) files: HashMap<u64, OpenFile>,
     pub(crate) dirty: usize,
     pub(crate) opts: FsOptions,
     pub(crate) broken: Option<String>,
-    pub(crate) active_user: Option<u32>,
-    pub(crate) active_gc: Option<u32>,
+    /// Placement policy in force.
+    pub(crate) placement: Placement,
+    /// The zone each stream wrote last.
+    pub(crate) streams: HashMap<zones::Stream, u32>,
+    /// Zones a writer holds while it writes outside the lock (no one else writes them).
+    pub(crate) leased: HashSet<u32>,
+    /// The zone being cleaned, if a cleaning is under way.
+    pub(crate) job: Option<CleanJob>,
+    /// Files whose buffers await the writer thread (write-behind mode).
+    pub(crate) flush_queue: Vec<u64>,
+    /// Files a write failed for lack of space (reported by `getattr` with a handle, so that
+    /// a program writing through the kernel's writeback cache learns of it at `write`).
+    pub(crate) out_of_space: HashSet<u64>,
     pub(crate) bad_zones: Vec<u32>,
+    /// Statistics since the mount.
     pub(crate) cleanings: u64,
+    /// Tail cleanings since the mount.
+    pub(crate) tail_cleanings: u64,
+    /// Bytes of new file data written since the mount.
+    pub(crate) user_bytes: u64,
+    /// Bytes moved by the cleaner since the mount.
+    pub(crate) moved_bytes: u64,
+    /// Bytes freed by the cleaner since the mount.
+    pub(crate) reclaimed_bytes: u64,
+    /// Readdir cookies of the directories listed since the mount (see `cookies.rs`).
+    pub(crate) cookies: Mutex<HashMap<u64, cookies::DirCookies>>,
+    /// The kernel's lookup count of each inode it holds (FUSE `lookup` minus `forget`): an
+    /// unlinked inode lives until the kernel lets go of it.
+    pub(crate) lookups: Mutex<HashMap<u64, u64>>,
 }
 
 /// Nanoseconds since the Unix epoch, from the host clock.
@@ -101,6 +158,16 @@ impl Fs {
 
     pub(super) fn inode(&self, ino: u64) -> Result<&Inode> {
         self.state.get(ino).ok_or(FsError::NotFound)
+    }
+
+    /// The readdir cookies (a poisoned lock is still usable: every change is one call).
+    pub(crate) fn cookie_map(&self) -> MutexGuard<'_, HashMap<u64, cookies::DirCookies>> {
+        self.cookies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The kernel's lookup counts (a poisoned lock is still usable: every change is one call).
+    pub(crate) fn lookup_counts(&self) -> MutexGuard<'_, HashMap<u64, u64>> {
+        self.lookups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub(super) fn dir(&self, ino: u64) -> Result<&Inode> {

@@ -20,7 +20,8 @@ impl Fs {
             return Err(FsError::NotFs("the device keeps no data".into()));
         }
         dev.zone_action(ZoneAction::Reset, ZoneTarget::All)?;
-        let state = State::new(info.zones as usize, now_ns());
+        let mut state = State::new(info.zones as usize, now_ns());
+        state.placement = opts.placement.unwrap_or_default();
         let fs_id = (now_ns() as u64) ^ ((std::process::id() as u64) << 32) ^ 0x7e9a_1a5f;
         Journal::format(
             dev.clone(),
@@ -53,28 +54,33 @@ impl Fs {
         let sb = rec.journal.superblock().clone();
         opts.back_pointers = sb.back_pointers as u16;
         let pool = Pool::open(dev.clone(), sb.first_seq_zone, opts.back_pointers)?;
+        let placement = opts.placement.unwrap_or(state.placement);
         let mut fs = Fs {
             dev,
             journal: rec.journal,
             state,
             pending: Vec::new(),
             pending_bytes: 0,
-            pool,
+            pool: Arc::new(pool),
             files: HashMap::new(),
             dirty: 0,
             opts,
             broken: None,
-            active_user: None,
-            active_gc: None,
+            placement,
+            streams: HashMap::new(),
+            leased: Default::default(),
+            job: None,
+            flush_queue: Vec::new(),
+            out_of_space: Default::default(),
             bad_zones: Vec::new(),
             cleanings: 0,
+            tail_cleanings: 0,
+            user_bytes: 0,
+            moved_bytes: 0,
+            reclaimed_bytes: 0,
+            cookies: Default::default(),
+            lookups: Default::default(),
         };
-        // Continue filling the emptiest partly written zone rather than opening a new one.
-        fs.active_user = fs
-            .pool
-            .seq_zones()
-            .filter(|&z| !fs.pool.is_empty(z) && fs.pool.max_put(z) > 0)
-            .max_by_key(|&z| fs.pool.max_put(z));
         if fs.opts.read_only {
             fs.broken = Some("mounted read-only".into());
             return Ok(fs);

@@ -1,23 +1,51 @@
 //! The namespace: lookups, directory listings, and creating, linking, unlinking and
 //! renaming names.
 
+use super::cookies::DirCookies;
 use super::{now_ns, Attr, Fs};
 use crate::error::{FsError, Result};
 use crate::state::{Kind, Op, ROOT};
 
-fn check_name(name: &[u8]) -> Result<()> {
-    if name.is_empty() || name == b"." || name == b".." {
-        return Err(FsError::Invalid("reserved name".into()));
-    }
-    if name.len() > 255 || name.iter().any(|&c| c == b'/' || c == 0) {
+/// Longest name in bytes (`NAME_MAX`).
+pub const NAME_MAX: usize = 255;
+
+/// A name that is looked up: too long is `ENAMETOOLONG` before anything else, as on ext4.
+fn check_len(name: &[u8]) -> Result<()> {
+    if name.len() > NAME_MAX {
         return Err(FsError::BadName);
     }
     Ok(())
 }
 
+/// A name that is created.
+fn check_name(name: &[u8]) -> Result<()> {
+    check_len(name)?;
+    if name.is_empty() || name == b"." || name == b".." {
+        return Err(FsError::Invalid("reserved name".into()));
+    }
+    if name.iter().any(|&c| c == b'/' || c == 0) {
+        return Err(FsError::BadName);
+    }
+    Ok(())
+}
+
+/// One directory entry as [`Fs::readdir_from`] hands it out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirEntry<'a> {
+    /// Offset to resume after this entry.
+    pub offset: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Kind.
+    pub kind: Kind,
+    /// Name.
+    pub name: &'a [u8],
+}
+
 impl Fs {
     /// Looks up `name` in `parent`.
     pub fn lookup(&self, parent: u64, name: &[u8]) -> Result<Attr> {
+        check_len(name)?;
         self.dir(parent)?;
         let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
         self.getattr(ino)
@@ -33,6 +61,51 @@ impl Fs {
                 (name.clone(), c, k)
             })
             .collect())
+    }
+
+    /// Lists a directory from `offset` (0 for the start; else the offset of the last entry
+    /// seen): `.`, `..`, then the names, each with the offset to resume after it. Offsets
+    /// stay valid while names are added and removed (see `cookies.rs`). `emit` returns true
+    /// when it can take no more.
+    pub fn readdir_from(
+        &self,
+        ino: u64,
+        offset: u64,
+        mut emit: impl FnMut(DirEntry<'_>) -> bool,
+    ) -> Result<()> {
+        let d = self.dir(ino)?;
+        let dots = [(1u64, ino, &b"."[..]), (2, d.parent, &b".."[..])];
+        for (off, i, name) in dots {
+            if offset < off
+                && emit(DirEntry {
+                    offset: off,
+                    ino: i,
+                    kind: Kind::Dir,
+                    name,
+                })
+            {
+                return Ok(());
+            }
+        }
+        let mut all = self.cookie_map();
+        let cookies = all
+            .entry(ino)
+            .or_insert_with(|| DirCookies::new(d.entries.keys()));
+        for (c, name) in cookies.after(offset) {
+            let Some(&child) = d.entries.get(name) else {
+                continue;
+            };
+            let kind = self.state.get(child).map_or(Kind::File, |n| n.kind);
+            if emit(DirEntry {
+                offset: c,
+                ino: child,
+                kind,
+                name,
+            }) {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// Parent of a directory.
@@ -116,6 +189,39 @@ impl Fs {
         )
     }
 
+    /// Creates a special file: a FIFO, a socket or a device node (`rdev` is kept for device
+    /// nodes). Their data and connections are the kernel's; the file system keeps the name
+    /// and the attributes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mknod(
+        &mut self,
+        parent: u64,
+        name: &[u8],
+        kind: Kind,
+        perm: u32,
+        rdev: u32,
+        uid: u32,
+        gid: u32,
+    ) -> Result<Attr> {
+        match kind {
+            Kind::File => self.create(parent, name, perm, uid, gid),
+            Kind::Fifo | Kind::Socket => {
+                self.make(parent, name, kind, perm, (uid, gid), Vec::new())
+            }
+            Kind::CharDev | Kind::BlockDev => self.make(
+                parent,
+                name,
+                kind,
+                perm,
+                (uid, gid),
+                rdev.to_le_bytes().to_vec(),
+            ),
+            Kind::Dir | Kind::Symlink => Err(FsError::Invalid(
+                "mknod makes files, FIFOs, sockets and device nodes".into(),
+            )),
+        }
+    }
+
     /// Target of a symbolic link.
     pub fn readlink(&self, ino: u64) -> Result<Vec<u8>> {
         let n = self.inode(ino)?;
@@ -145,11 +251,41 @@ impl Fs {
         self.getattr(ino)
     }
 
-    /// Frees `ino` if nothing names it and nothing has it open.
-    pub(super) fn maybe_free(&mut self, ino: u64) -> Result<()> {
+    /// Counts one more kernel reference to `ino` (a FUSE reply that hands out an entry). An
+    /// unlinked inode is kept until [`Fs::forget`] drops the last one.
+    pub fn remember(&self, ino: u64) {
+        *self.lookup_counts().entry(ino).or_default() += 1;
+    }
+
+    /// Drops `n` kernel references to `ino` (FUSE `forget`); frees an unlinked inode nothing
+    /// holds any more.
+    pub fn forget(&mut self, ino: u64, n: u64) -> Result<()> {
+        {
+            let mut l = self.lookup_counts();
+            if let Some(c) = l.get_mut(&ino) {
+                *c = c.saturating_sub(n);
+                if *c == 0 {
+                    l.remove(&ino);
+                }
+            }
+        }
+        if self.broken.is_some() {
+            return Ok(());
+        }
+        self.maybe_free(ino)?;
+        self.maybe_commit()
+    }
+
+    /// Frees `ino` if nothing names it, nothing has it open and the kernel holds no
+    /// reference to it.
+    pub(crate) fn maybe_free(&mut self, ino: u64) -> Result<()> {
         let unnamed = self.state.get(ino).is_some_and(|n| n.nlink == 0);
-        let open = self.files.get(&ino).is_some_and(|f| f.opens > 0);
-        if unnamed && !open {
+        let open = self
+            .files
+            .get(&ino)
+            .is_some_and(|f| f.opens > 0 || f.jobs > 0);
+        let held = self.lookup_counts().contains_key(&ino);
+        if unnamed && !open && !held {
             if let Some(f) = self.files.remove(&ino) {
                 self.dirty -= f.buf.bytes();
             }
@@ -160,6 +296,7 @@ impl Fs {
 
     /// Removes a non-directory name; the inode lives on while open.
     pub fn unlink(&mut self, parent: u64, name: &[u8]) -> Result<()> {
+        check_len(name)?;
         self.dir(parent)?;
         let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
         if self.inode(ino)?.kind == Kind::Dir {
@@ -176,6 +313,7 @@ impl Fs {
 
     /// Removes an empty directory.
     pub fn rmdir(&mut self, parent: u64, name: &[u8]) -> Result<()> {
+        check_len(name)?;
         self.dir(parent)?;
         let ino = self.state.lookup(parent, name).ok_or(FsError::NotFound)?;
         let n = self.inode(ino)?;
@@ -205,6 +343,7 @@ impl Fs {
         new_name: &[u8],
         no_replace: bool,
     ) -> Result<()> {
+        check_len(name)?;
         check_name(new_name)?;
         self.dir(parent)?;
         self.dir(new_parent)?;

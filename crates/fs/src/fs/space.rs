@@ -1,6 +1,7 @@
 //! Capacity and free space ([`StatFs`]).
 
 use super::Fs;
+use crate::triggers::Triggers;
 
 /// File-system wide numbers for statfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,5 +44,38 @@ impl Fs {
         let dirty = self.dirty as u64;
         let overhead = (live + dirty) / 64 + 2 * zb / 64;
         cap.saturating_sub(live + dirty + overhead)
+    }
+}
+
+impl Fs {
+    /// Bytes that can still be written ([`StatFs::free_blocks`] in bytes).
+    pub fn free_bytes(&self) -> u64 {
+        self.free_estimate()
+    }
+
+    /// Whether the drive is nearly full: less free than four times the dirty limit or a
+    /// twentieth of the capacity. The mount then keeps attributes uncached and opens files
+    /// for writing around the kernel's writeback cache, so that a write the drive cannot
+    /// hold fails at `write`.
+    pub fn space_is_low(&self) -> bool {
+        let cap = self.statfs().blocks * self.pool.sector();
+        self.free_estimate() < (4 * self.opts.dirty_limit as u64).max(cap / 20)
+    }
+
+    /// Whether a write to `ino` failed for lack of space since it was last truncated.
+    pub fn is_out_of_space(&self, ino: u64) -> bool {
+        self.out_of_space.contains(&ino)
+    }
+
+    /// Whether a new write should wait: the writer thread is behind (more than twice the
+    /// dirty limit buffered), or usable free space is below the high threshold and the
+    /// cleaner has something to clean (ShingledFS's high-priority cleaner makes writers
+    /// wait).
+    pub fn writers_must_wait(&self, t: &Triggers) -> bool {
+        if self.dirty > 2 * self.opts.dirty_limit {
+            return true;
+        }
+        self.usable_free_fraction() < t.high_free
+            && (self.job.is_some() || self.clean_victim().is_some())
     }
 }

@@ -27,6 +27,22 @@ pub(super) fn file_type(k: Kind) -> FileType {
         Kind::File => FileType::RegularFile,
         Kind::Dir => FileType::Directory,
         Kind::Symlink => FileType::Symlink,
+        Kind::Fifo => FileType::NamedPipe,
+        Kind::Socket => FileType::Socket,
+        Kind::CharDev => FileType::CharDevice,
+        Kind::BlockDev => FileType::BlockDevice,
+    }
+}
+
+/// The kind a `mknod` mode asks for (`S_IFREG` or no type bits: a regular file).
+pub(super) fn kind_of_mode(mode: u32) -> Option<Kind> {
+    match mode & libc::S_IFMT {
+        0 | libc::S_IFREG => Some(Kind::File),
+        libc::S_IFIFO => Some(Kind::Fifo),
+        libc::S_IFSOCK => Some(Kind::Socket),
+        libc::S_IFCHR => Some(Kind::CharDev),
+        libc::S_IFBLK => Some(Kind::BlockDev),
+        _ => None,
     }
 }
 
@@ -44,7 +60,7 @@ pub(super) fn attr(a: &Attr) -> FileAttr {
         nlink: a.nlink,
         uid: a.uid,
         gid: a.gid,
-        rdev: 0,
+        rdev: a.rdev,
         blksize: 4096,
         flags: 0,
     }

@@ -1,19 +1,38 @@
-//! The FUSE adapter: translates kernel requests into calls on [`Fs`]. fuser's session loop
-//! reads requests on one thread and hands each to a small pool of workers; the core sits
-//! behind a reader-writer lock, so reads, lookups and getattr run in parallel while
-//! operations that change the file system take it exclusively. One file per job: this one
-//! holds the worker pool and the state the workers share, `ops` translates each request,
-//! `convert` turns the core's attributes into fuser's.
+//! The FUSE adapter: translates kernel requests into calls on [`Fs`].
+//!
+//! fuser's session loop reads requests on one thread. Requests that only touch memory
+//! (lookups, attributes, the namespace, buffered writes, opens and closes) run right there:
+//! handing each to another thread cost more than the request itself (a metadata-heavy
+//! workload spent half its CPU in the scheduler). Requests that may wait for the drive
+//! (reads, fsync) go to a small pool of workers, so they neither block the loop nor each
+//! other. The core sits behind a reader-writer lock.
+//!
+//! Three background threads do the slow work outside any request:
+//! * the **writer** (`writer.rs`) writes buffered data as extents, holding the lock only to
+//!   choose a zone and to map what it wrote: a closed file's data is handed to it and the
+//!   `release` returns at once (ShingledFS's asynchronous close), and an `fsync` waits only
+//!   for that file's data;
+//! * the **cleaner** (`background.rs`) cleans when the idle or a free-space trigger fires
+//!   ([`crate::Triggers`]), in steps of a bounded size between which requests get the lock;
+//! * the profiler counts every request ([`crate::profile`]).
+//!
+//! One file per job: this one holds the shared state and the dispatch, `ops` translates the
+//! requests, `convert` turns the core's attributes into fuser's, `writer` and `background`
+//! are the threads.
 
+mod background;
 mod convert;
+mod writer;
 
 use crate::error::FsError;
 use crate::fs::Fs;
+use crate::profile::{Op, Profiler};
+use crate::triggers::Triggers;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{mpsc, Arc, Condvar, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const TTL: Duration = Duration::from_secs(1);
 /// Largest write the kernel is asked to send in one request.
@@ -23,7 +42,8 @@ pub const MAX_WRITE: u32 = 1 << 20;
 /// write and truncate), so cached pages never go stale; without it each open of a file
 /// (RocksDB reopens every SST it just wrote) would send all reads to the drive.
 const KEEP_CACHE: u32 = fuser::consts::FOPEN_KEEP_CACHE;
-/// Worker threads that serve requests (default of [`FuseFs::with_threads`]).
+/// Worker threads that serve requests that may wait for the drive (default of
+/// [`FuseFs::with_threads`]).
 pub const DEFAULT_THREADS: usize = 4;
 
 struct Handle {
@@ -34,8 +54,37 @@ struct Handle {
 /// A job for a worker: runs with the shared state.
 type Job = Box<dyn FnOnce(&Shared) + Send>;
 
-/// State the workers share.
-struct Shared {
+/// What the background threads tell waiters: a counter that grows with each finished flush
+/// job or cleaning step.
+#[derive(Default)]
+struct Progress {
+    ticks: Mutex<u64>,
+    cv: Condvar,
+}
+
+impl Progress {
+    fn tick(&self) {
+        let mut t = self.ticks.lock().unwrap_or_else(|e| e.into_inner());
+        *t += 1;
+        self.cv.notify_all();
+    }
+
+    fn now(&self) -> u64 {
+        *self.ticks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until the counter passes `seen` or `timeout` passes.
+    fn wait_past(&self, seen: u64, timeout: Duration) {
+        let g = self.ticks.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .cv
+            .wait_timeout_while(g, timeout, |t| *t <= seen)
+            .map(|(g, _)| drop(g));
+    }
+}
+
+/// State the session thread, the workers and the background threads share.
+pub(crate) struct Shared {
     fs: RwLock<Option<Fs>>,
     handles: Mutex<HashMap<u64, Handle>>,
     next_fh: AtomicU64,
@@ -43,14 +92,29 @@ struct Shared {
     max_write_seen: AtomicU64,
     /// Requests served.
     requests: AtomicU64,
+    /// Requests being served now.
+    busy: AtomicU64,
+    /// When the last request arrived (ns since `epoch`).
+    last_request: AtomicU64,
+    epoch: Instant,
     /// Whether the kernel runs its writeback cache for this mount (see
     /// [`FuseFs::writeback_cache`]): it then keeps written pages, sends page-sized writes at
     /// explicit offsets, and handles `O_APPEND` itself.
     writeback: AtomicBool,
+    /// Flush jobs for the writer thread.
+    writer: Mutex<Option<mpsc::Sender<writer::Msg>>>,
+    /// Ticks when the writer finishes a job or the cleaner a step.
+    progress: Progress,
+    /// The cleaner's controls.
+    cleaner: background::Control,
+    /// Cleaning triggers.
+    triggers: Triggers,
+    /// Per-operation counters.
+    profiler: Arc<Profiler>,
 }
 
 impl Shared {
-    // A worker that panicked while holding a lock has already failed its request; the file
+    // A thread that panicked while holding a lock has already failed its request; the file
     // system refuses writes after an error itself, so a poisoned lock is still usable.
     fn r(&self) -> RwLockReadGuard<'_, Option<Fs>> {
         self.fs.read().unwrap_or_else(|e| e.into_inner())
@@ -77,15 +141,70 @@ impl Shared {
         );
         fh
     }
+
+    fn since_epoch(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Waits while new writes must (see [`Fs::writers_must_wait`]): for the writer to catch
+    /// up, or for the cleaner to make room (not when it cannot).
+    fn wait_until_writable(&self) {
+        let start = Instant::now();
+        loop {
+            let (wait, dirty_high) = {
+                let g = self.r();
+                match g.as_ref() {
+                    Some(fs) => (
+                        fs.writers_must_wait(&self.triggers),
+                        fs.dirty_bytes() > 2 * fs.options().dirty_limit,
+                    ),
+                    None => return,
+                }
+            };
+            // A cleaner that makes no headway must not hold writers forever.
+            if !wait || start.elapsed() > Duration::from_secs(600) {
+                return;
+            }
+            if !dirty_high {
+                self.cleaner.ask();
+            }
+            let seen = self.progress.now();
+            self.progress.wait_past(seen, Duration::from_millis(100));
+        }
+    }
+
+    /// Hands the files the core queued for writing to the writer thread.
+    fn send_flushes(&self, fs: &mut Fs) {
+        let q = fs.take_flush_queue();
+        if q.is_empty() {
+            return;
+        }
+        let w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        match w.as_ref() {
+            Some(tx) => {
+                for ino in q {
+                    let _ = tx.send(writer::Msg::Flush(ino));
+                }
+            }
+            // No writer (unmounting): write them here.
+            None => {
+                for ino in q {
+                    if let Err(e) = fs.flush_file(ino) {
+                        eprintln!("tegula-fs: writing inode {ino}: {e}");
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn unmounted() -> FsError {
     FsError::Broken("unmounted".into())
 }
 
-/// A mounted [`Fs`] as a fuser file system whose requests are served by worker threads.
-/// When the session ends (unmount) it waits for the workers, writes every buffer,
-/// checkpoints, and reports the outcome on the `done` channel.
+/// A mounted [`Fs`] as a fuser file system. When the session ends (unmount) it stops the
+/// background threads, writes every buffer, checkpoints, and reports the outcome on the
+/// `done` channel.
 pub struct FuseFs {
     shared: Arc<Shared>,
     tx: Option<mpsc::Sender<Job>>,
@@ -93,8 +212,12 @@ pub struct FuseFs {
     threads: usize,
     /// Ask the kernel for its writeback cache at `init`.
     want_writeback: bool,
+    /// Run the background cleaner.
+    clean_in_background: bool,
+    background: Vec<JoinHandle<()>>,
     done: Option<mpsc::Sender<Result<(), String>>>,
 }
+
 impl FuseFs {
     /// Wraps a mounted file system with [`DEFAULT_THREADS`] workers; `done` receives the
     /// unmount's outcome.
@@ -103,14 +226,28 @@ impl FuseFs {
     }
 
     /// Wraps a mounted file system with `threads` workers (at least one).
-    pub fn with_threads(fs: Fs, done: mpsc::Sender<Result<(), String>>, threads: usize) -> Self {
+    pub fn with_threads(
+        mut fs: Fs,
+        done: mpsc::Sender<Result<(), String>>,
+        threads: usize,
+    ) -> Self {
+        // Buffers are written by the writer thread (asynchronous close).
+        fs.opts.write_behind = true;
         let shared = Arc::new(Shared {
             fs: RwLock::new(Some(fs)),
             handles: Mutex::new(HashMap::new()),
             next_fh: AtomicU64::new(1),
             max_write_seen: AtomicU64::new(0),
             requests: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
+            last_request: AtomicU64::new(0),
+            epoch: Instant::now(),
             writeback: AtomicBool::new(false),
+            writer: Mutex::new(None),
+            progress: Progress::default(),
+            cleaner: background::Control::default(),
+            triggers: Triggers::default(),
+            profiler: Arc::new(Profiler::new("tegula")),
         });
         let (tx, rx) = mpsc::channel::<Job>();
         let rx = Arc::new(Mutex::new(rx));
@@ -137,6 +274,8 @@ impl FuseFs {
             workers,
             threads,
             want_writeback: true,
+            clean_in_background: true,
+            background: Vec::new(),
             done: Some(done),
         }
     }
@@ -156,12 +295,97 @@ impl FuseFs {
         self
     }
 
-    /// Queues a request for the workers (runs it here if they are gone).
-    fn spawn(&self, job: impl FnOnce(&Shared) + Send + 'static) {
-        self.shared.requests.fetch_add(1, Ordering::Relaxed);
-        let job: Job = Box::new(job);
+    /// Cleaning triggers of the background cleaner (default [`Triggers::default`]).
+    pub fn triggers(mut self, t: Triggers) -> Self {
+        if let Some(sh) = Arc::get_mut(&mut self.shared) {
+            sh.triggers = t;
+        }
+        self
+    }
+
+    /// Whether a background thread cleans when a trigger fires (default: yes). Without it
+    /// the file system cleans inside a write that finds no room, as the library does.
+    pub fn background_cleaning(mut self, on: bool) -> Self {
+        self.clean_in_background = on;
+        self
+    }
+
+    /// Whether to let an emulated drive's virtual clock run through idle periods (default:
+    /// no; see [`crate::MountOptions::device_idle`]).
+    pub fn device_idle(self, on: bool) -> Self {
+        self.shared.cleaner.device_idle.store(on, Ordering::Relaxed);
+        self
+    }
+
+    /// The profiler that counts this mount's requests.
+    pub fn profiler(&self) -> Arc<Profiler> {
+        self.shared.profiler.clone()
+    }
+
+    /// Starts the writer and cleaner threads (at `init`).
+    fn start_background(&mut self) {
+        let (tx, rx) = mpsc::channel();
+        *self.shared.writer.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        let sh = self.shared.clone();
+        self.background
+            .push(std::thread::spawn(move || writer::run(&sh, rx)));
+        if self.clean_in_background {
+            if let Some(fs) = self.shared.w().as_mut() {
+                fs.opts.foreground_cleaning = false;
+            }
+            let sh = self.shared.clone();
+            self.background
+                .push(std::thread::spawn(move || background::run(&sh)));
+        }
+    }
+
+    /// Stops the background threads; the writer finishes the jobs queued first.
+    fn stop_background(&mut self) {
+        self.shared.cleaner.stop();
+        let tx = self
+            .shared
+            .writer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(tx);
+        for h in self.background.drain(..) {
+            if h.join().is_err() {
+                eprintln!("tegula-fs: a background thread panicked");
+            }
+        }
+    }
+
+    fn begin(&self, op: Op) -> Instant {
+        let sh = &self.shared;
+        sh.profiler.arrive(op);
+        sh.requests.fetch_add(1, Ordering::Relaxed);
+        sh.busy.fetch_add(1, Ordering::AcqRel);
+        sh.last_request.store(sh.since_epoch(), Ordering::Relaxed);
+        Instant::now()
+    }
+
+    /// Runs a request now, on the session thread, counting it in the profiler: `f` returns
+    /// whether it succeeded and the bytes it moved.
+    fn inline(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64)) {
+        let start = self.begin(op);
+        let sh = &self.shared;
+        let (ok, bytes) = f(sh);
+        sh.profiler.record(op, ok, bytes, start.elapsed());
+        sh.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Runs a request on a worker (see [`FuseFs::inline`]).
+    fn worker(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64) + Send + 'static) {
+        let start = self.begin(op);
+        let job = move |sh: &Shared| {
+            let (ok, bytes) = f(sh);
+            sh.profiler.record(op, ok, bytes, start.elapsed());
+            sh.busy.fetch_sub(1, Ordering::AcqRel);
+        };
         match &self.tx {
             Some(tx) => {
+                let job: Job = Box::new(job);
                 if let Err(mpsc::SendError(job)) = tx.send(job) {
                     job(&self.shared);
                 }
@@ -171,6 +395,7 @@ impl FuseFs {
     }
 }
 
+/// Replies with the error of `$e` and returns `(false, 0)` from the request's closure.
 macro_rules! tryr {
     ($reply:expr, $e:expr) => {
         match $e {
@@ -181,16 +406,17 @@ macro_rules! tryr {
                     eprintln!("tegula-fs: {e}");
                 }
                 $reply.error(e.errno());
-                return;
+                return (false, 0);
             }
         }
     };
 }
 
-/// Runs `$body` with `$fs` bound to the file system under a read lock.
+/// Runs `$body` with `$fs` bound to the file system under the read lock, `inline` or on a
+/// `worker`.
 macro_rules! with_read {
-    ($self:ident, $reply:ident, |$fs:ident| $body:block) => {
-        $self.spawn(move |sh: &Shared| {
+    ($self:ident, $lane:ident, $op:expr, $reply:ident, |$fs:ident| $body:block) => {
+        $self.$lane($op, move |sh: &Shared| {
             let g = sh.r();
             let $fs: &Fs = tryr!($reply, g.as_ref().ok_or_else(unmounted));
             $body
@@ -198,13 +424,17 @@ macro_rules! with_read {
     };
 }
 
-/// Runs `$body` with `$fs` bound to the file system under the write lock.
+/// Runs `$body` with `$fs` bound to the file system under the write lock, `inline` or on
+/// a `worker`, then hands the buffers it queued to the writer.
 macro_rules! with_write {
-    ($self:ident, $reply:ident, |$sh:ident, $fs:ident| $body:block) => {
-        $self.spawn(move |$sh: &Shared| {
+    ($self:ident, $lane:ident, $op:expr, $reply:ident, |$sh:ident, $fs:ident| $body:block) => {
+        $self.$lane($op, move |$sh: &Shared| {
             let mut g = $sh.w();
             let $fs: &mut Fs = tryr!($reply, g.as_mut().ok_or_else(unmounted));
-            $body
+            #[allow(clippy::redundant_closure_call)]
+            let out = (|| $body)();
+            $sh.send_flushes($fs);
+            out
         })
     };
 }

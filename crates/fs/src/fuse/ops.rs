@@ -1,19 +1,34 @@
-//! The requests: each fuser call becomes a job for the workers that calls the core under
-//! the read or the write lock and replies.
+//! The requests: each fuser call runs on the session thread when it only touches memory,
+//! or on a worker when it may wait for the drive, calling the core under the read or the
+//! write lock and replying.
 
-use super::convert::{attr, file_type, ns};
-use super::{unmounted, FuseFs, Shared, KEEP_CACHE, MAX_WRITE, TTL};
+use super::convert::{attr, file_type, kind_of_mode, ns};
+use super::{unmounted, writer, FuseFs, Shared, KEEP_CACHE, MAX_WRITE, TTL};
 use crate::error::FsError;
 use crate::fs::{Fs, SetAttr};
+use crate::profile::op;
 use fuser::{
-    FileType, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, Request, TimeOrNow,
+    Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
 };
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::time::SystemTime;
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+/// Attribute lifetime for a file system low on space: zero, so that the kernel asks again at
+/// every `write` call and a write the drive cannot hold fails there (see `getattr`).
+const NO_TTL: Duration = Duration::ZERO;
+
+fn ttl(fs: &Fs) -> &'static Duration {
+    if fs.space_is_low() {
+        &NO_TTL
+    } else {
+        &TTL
+    }
+}
 
 impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
@@ -25,19 +40,21 @@ impl Filesystem for FuseFs {
                 .add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE)
                 .is_ok();
         self.shared.writeback.store(wb, Ordering::Relaxed);
+        self.start_background();
         Ok(())
     }
 
     fn destroy(&mut self) {
-        // Let queued requests finish before the final flush.
+        // Let queued requests finish, then the background threads, before the final flush.
         drop(self.tx.take());
         for w in self.workers.drain(..) {
             if w.join().is_err() {
                 eprintln!("tegula-fs: a worker thread panicked");
             }
         }
+        self.stop_background();
         eprintln!(
-            "tegula-fs: {} requests served by {} workers; largest write request {} bytes",
+            "tegula-fs: {} requests served ({} workers); largest write request {} bytes",
             self.shared.requests.load(Ordering::Relaxed),
             self.threads,
             self.shared.max_write_seen.load(Ordering::Relaxed)
@@ -56,17 +73,59 @@ impl Filesystem for FuseFs {
     }
 
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
-        let name = name.as_bytes().to_vec();
-        with_read!(self, reply, |fs| {
-            let a = tryr!(reply, fs.lookup(parent, &name));
-            reply.entry(&TTL, &attr(&a), 0);
+        let name = name.as_bytes();
+        with_read!(self, inline, op::LOOKUP, reply, |fs| {
+            let a = tryr!(reply, fs.lookup(parent, name));
+            fs.remember(a.ino);
+            reply.entry(ttl(fs), &attr(&a), 0);
+            (true, 0)
         });
     }
 
-    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        with_read!(self, reply, |fs| {
+    fn forget(&mut self, _req: &Request<'_>, ino: u64, nlookup: u64) {
+        self.inline(op::FORGET, |sh: &Shared| {
+            let mut g = sh.w();
+            let Some(fs) = g.as_mut() else {
+                return (false, 0);
+            };
+            if let Err(e) = fs.forget(ino, nlookup) {
+                eprintln!("tegula-fs: forget of inode {ino}: {e}");
+                return (false, 0);
+            }
+            (true, 0)
+        });
+    }
+
+    fn batch_forget(&mut self, _req: &Request<'_>, nodes: &[fuser::fuse_forget_one]) {
+        self.inline(op::BATCH_FORGET, |sh: &Shared| {
+            let mut g = sh.w();
+            let Some(fs) = g.as_mut() else {
+                return (false, 0);
+            };
+            let mut ok = true;
+            for n in nodes {
+                if let Err(e) = fs.forget(n.nodeid, n.nlookup) {
+                    eprintln!("tegula-fs: forget of inode {}: {e}", n.nodeid);
+                    ok = false;
+                }
+            }
+            (ok, 0)
+        });
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, fh: Option<u64>, reply: ReplyAttr) {
+        with_read!(self, inline, op::GETATTR, reply, |fs| {
+            // With the writeback cache a `write` call only fills the page cache; the kernel
+            // asks for the attributes first (with the handle) once they expire, and an error
+            // here fails the call: so a file whose data found no room fails its writer at
+            // `write`, not only at `close`.
+            if fh.is_some() && fs.is_out_of_space(ino) {
+                reply.error(libc::ENOSPC);
+                return (false, 0);
+            }
             let a = tryr!(reply, fs.getattr(ino));
-            reply.attr(&TTL, &attr(&a));
+            reply.attr(ttl(fs), &attr(&a));
+            (true, 0)
         });
     }
 
@@ -96,16 +155,18 @@ impl Filesystem for FuseFs {
             atime: atime.map(ns),
             mtime: mtime.map(ns),
         };
-        with_write!(self, reply, |_sh, fs| {
+        with_write!(self, inline, op::SETATTR, reply, |_sh, fs| {
             let a = tryr!(reply, fs.setattr(ino, &sa));
-            reply.attr(&TTL, &attr(&a));
+            reply.attr(ttl(fs), &attr(&a));
+            (true, 0)
         });
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        with_read!(self, reply, |fs| {
+        with_read!(self, inline, op::READLINK, reply, |fs| {
             let t = tryr!(reply, fs.readlink(ino));
             reply.data(&t);
+            (true, 0)
         });
     }
 
@@ -116,17 +177,22 @@ impl Filesystem for FuseFs {
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        if mode & libc::S_IFMT != libc::S_IFREG && mode & libc::S_IFMT != 0 {
-            reply.error(libc::EPERM);
+        let Some(kind) = kind_of_mode(mode) else {
+            reply.error(libc::EINVAL);
             return;
-        }
-        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
-        with_write!(self, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
-            reply.entry(&TTL, &attr(&a), 0);
+        };
+        let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
+        with_write!(self, inline, op::MKNOD, reply, |_sh, fs| {
+            let a = tryr!(
+                reply,
+                fs.mknod(parent, name, kind, mode & !umask, rdev, uid, gid)
+            );
+            fs.remember(a.ino);
+            reply.entry(ttl(fs), &attr(&a), 0);
+            (true, 0)
         });
     }
 
@@ -139,26 +205,30 @@ impl Filesystem for FuseFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
-        with_write!(self, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.mkdir(parent, &name, mode & !umask, uid, gid));
-            reply.entry(&TTL, &attr(&a), 0);
+        let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
+        with_write!(self, inline, op::MKDIR, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.mkdir(parent, name, mode & !umask, uid, gid));
+            fs.remember(a.ino);
+            reply.entry(ttl(fs), &attr(&a), 0);
+            (true, 0)
         });
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let name = name.as_bytes().to_vec();
-        with_write!(self, reply, |_sh, fs| {
-            tryr!(reply, fs.unlink(parent, &name));
+        let name = name.as_bytes();
+        with_write!(self, inline, op::UNLINK, reply, |_sh, fs| {
+            tryr!(reply, fs.unlink(parent, name));
             reply.ok();
+            (true, 0)
         });
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        let name = name.as_bytes().to_vec();
-        with_write!(self, reply, |_sh, fs| {
-            tryr!(reply, fs.rmdir(parent, &name));
+        let name = name.as_bytes();
+        with_write!(self, inline, op::RMDIR, reply, |_sh, fs| {
+            tryr!(reply, fs.rmdir(parent, name));
             reply.ok();
+            (true, 0)
         });
     }
 
@@ -170,11 +240,13 @@ impl Filesystem for FuseFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let (name, uid, gid) = (link_name.as_bytes().to_vec(), req.uid(), req.gid());
-        let target = target.as_os_str().as_bytes().to_vec();
-        with_write!(self, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.symlink(parent, &name, &target, uid, gid));
-            reply.entry(&TTL, &attr(&a), 0);
+        let (name, uid, gid) = (link_name.as_bytes(), req.uid(), req.gid());
+        let target = target.as_os_str().as_bytes();
+        with_write!(self, inline, op::SYMLINK, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.symlink(parent, name, target, uid, gid));
+            fs.remember(a.ino);
+            reply.entry(ttl(fs), &attr(&a), 0);
+            (true, 0)
         });
     }
 
@@ -193,13 +265,14 @@ impl Filesystem for FuseFs {
             return;
         }
         let no_replace = flags & libc::RENAME_NOREPLACE != 0;
-        let (name, newname) = (name.as_bytes().to_vec(), newname.as_bytes().to_vec());
-        with_write!(self, reply, |_sh, fs| {
+        let (name, newname) = (name.as_bytes(), newname.as_bytes());
+        with_write!(self, inline, op::RENAME, reply, |_sh, fs| {
             tryr!(
                 reply,
-                fs.rename(parent, &name, newparent, &newname, no_replace)
+                fs.rename(parent, name, newparent, newname, no_replace)
             );
             reply.ok();
+            (true, 0)
         });
     }
 
@@ -211,17 +284,20 @@ impl Filesystem for FuseFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        let newname = newname.as_bytes().to_vec();
-        with_write!(self, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.link(ino, newparent, &newname));
-            reply.entry(&TTL, &attr(&a), 0);
+        let newname = newname.as_bytes();
+        with_write!(self, inline, op::LINK, reply, |_sh, fs| {
+            let a = tryr!(reply, fs.link(ino, newparent, newname));
+            fs.remember(a.ino);
+            reply.entry(ttl(fs), &attr(&a), 0);
+            (true, 0)
         });
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
-        with_write!(self, reply, |sh, fs| {
+        with_write!(self, inline, op::OPEN, reply, |sh, fs| {
             tryr!(reply, fs.open_file(ino));
-            if flags & libc::O_TRUNC != 0 && flags & libc::O_ACCMODE != libc::O_RDONLY {
+            let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+            if flags & libc::O_TRUNC != 0 && writing {
                 // The kernel normally sends a setattr for O_TRUNC; this covers atomic_o_trunc.
                 let sa = SetAttr {
                     size: Some(0),
@@ -230,7 +306,8 @@ impl Filesystem for FuseFs {
                 tryr!(reply, fs.setattr(ino, &sa));
             }
             let fh = sh.handle(ino, flags);
-            reply.opened(fh, KEEP_CACHE);
+            reply.opened(fh, open_flags(fs, writing));
+            (true, 0)
         });
     }
 
@@ -245,9 +322,10 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        with_read!(self, reply, |fs| {
+        with_read!(self, worker, op::READ, reply, |fs| {
             let d = tryr!(reply, fs.read(ino, offset.max(0) as u64, size as usize));
             reply.data(&d);
+            (true, d.len() as u64)
         });
     }
 
@@ -263,20 +341,46 @@ impl Filesystem for FuseFs {
         _lock_owner: Option<u64>,
         reply: ReplyWrite,
     ) {
-        let data = data.to_vec();
         self.shared
             .max_write_seen
             .fetch_max(data.len() as u64, Ordering::Relaxed);
-        with_write!(self, reply, |sh, fs| {
+        let off = offset.max(0) as u64;
+        // Buffering costs only memory; when the writer falls behind (twice the dirty limit
+        // buffered) or the cleaner must free space first, the write waits on a worker.
+        let must_wait = {
+            let g = self.shared.r();
+            g.as_ref()
+                .is_some_and(|fs| fs.writers_must_wait(&self.shared.triggers))
+        };
+        if !must_wait {
+            with_write!(self, inline, op::WRITE, reply, |sh, fs| {
+                let append = sh.handles().get(&fh).is_some_and(|h| h.append);
+                tryr!(reply, fs.write(ino, off, data, append));
+                reply.written(data.len() as u32);
+                (true, data.len() as u64)
+            });
+            return;
+        }
+        let data = data.to_vec();
+        self.worker(op::WRITE, move |sh: &Shared| {
+            sh.wait_until_writable();
+            let mut g = sh.w();
+            let fs: &mut Fs = tryr!(reply, g.as_mut().ok_or_else(unmounted));
             let append = sh.handles().get(&fh).is_some_and(|h| h.append);
-            tryr!(reply, fs.write(ino, offset.max(0) as u64, &data, append));
+            let res = fs.write(ino, off, &data, append);
+            sh.send_flushes(fs);
+            tryr!(reply, res);
             reply.written(data.len() as u32);
+            (true, data.len() as u64)
         });
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
         // close() does not wait for the disk (as on a page-cache file system); fsync does.
-        reply.ok();
+        self.inline(op::FLUSH, |_sh| {
+            reply.ok();
+            (true, 0)
+        });
     }
 
     fn release(
@@ -289,13 +393,15 @@ impl Filesystem for FuseFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        with_write!(self, reply, |sh, fs| {
+        // The last release hands the file's buffer to the writer thread and returns.
+        with_write!(self, inline, op::RELEASE, reply, |sh, fs| {
             let Some(h) = sh.handles().remove(&fh) else {
                 reply.ok();
-                return;
+                return (true, 0);
             };
             tryr!(reply, fs.release(h.ino));
             reply.ok();
+            (true, 0)
         });
     }
 
@@ -308,10 +414,35 @@ impl Filesystem for FuseFs {
         reply: ReplyEmpty,
     ) {
         // fdatasync gets the same treatment: the size and the extent map are metadata the
-        // data needs, and committing the rest of the batch costs nothing extra.
-        with_write!(self, reply, |_sh, fs| {
+        // data needs, and committing the rest of the batch costs nothing extra. The file's
+        // data goes through the writer (after the file's earlier jobs), then one commit.
+        self.worker(op::FSYNC, move |sh: &Shared| {
+            let (tx, rx) = mpsc::channel();
+            let sent = sh
+                .writer
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(|w| w.send(writer::Msg::Sync(ino, tx.clone())).is_ok());
+            let written = if sent {
+                rx.recv()
+                    .unwrap_or_else(|_| Err(FsError::Broken("the writer stopped".into())))
+            } else {
+                writer::write_file(sh, ino)
+            };
+            tryr!(reply, written);
+            let mut g = sh.w();
+            let fs: &mut Fs = tryr!(reply, g.as_mut().ok_or_else(unmounted));
             tryr!(reply, fs.fsync(ino));
             reply.ok();
+            (true, 0)
+        });
+    }
+
+    fn opendir(&mut self, _req: &Request<'_>, _ino: u64, _flags: i32, reply: ReplyOpen) {
+        self.inline(op::OPENDIR, |_sh| {
+            reply.opened(0, 0);
+            (true, 0)
         });
     }
 
@@ -323,32 +454,47 @@ impl Filesystem for FuseFs {
         offset: i64,
         mut reply: ReplyDirectory,
     ) {
-        with_read!(self, reply, |fs| {
-            let parent = tryr!(reply, fs.parent(ino));
-            let entries = tryr!(reply, fs.readdir(ino));
-            let mut all: Vec<(u64, FileType, Vec<u8>)> = vec![
-                (ino, FileType::Directory, b".".to_vec()),
-                (parent, FileType::Directory, b"..".to_vec()),
-            ];
-            all.extend(entries.into_iter().map(|(n, i, k)| (i, file_type(k), n)));
-            for (i, (ino, kind, name)) in all.iter().enumerate().skip(offset.max(0) as usize) {
-                if reply.add(*ino, (i + 1) as i64, *kind, OsStr::from_bytes(name)) {
-                    break;
-                }
-            }
+        with_read!(self, inline, op::READDIR, reply, |fs| {
+            tryr!(
+                reply,
+                fs.readdir_from(ino, offset.max(0) as u64, |e| {
+                    reply.add(
+                        e.ino,
+                        e.offset as i64,
+                        file_type(e.kind),
+                        OsStr::from_bytes(e.name),
+                    )
+                })
+            );
             reply.ok();
+            (true, 0)
+        });
+    }
+
+    fn releasedir(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _fh: u64,
+        _flags: i32,
+        reply: ReplyEmpty,
+    ) {
+        self.inline(op::RELEASEDIR, |_sh| {
+            reply.ok();
+            (true, 0)
         });
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
-        with_write!(self, reply, |_sh, fs| {
+        with_write!(self, worker, op::FSYNCDIR, reply, |_sh, fs| {
             tryr!(reply, fs.fsync_dir(ino));
             reply.ok();
+            (true, 0)
         });
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
-        with_read!(self, reply, |fs| {
+        with_read!(self, inline, op::STATFS, reply, |fs| {
             let s = fs.statfs();
             reply.statfs(
                 s.blocks,
@@ -357,9 +503,32 @@ impl Filesystem for FuseFs {
                 s.files + s.free_files,
                 s.free_files,
                 s.block_size as u32,
-                255,
+                crate::fs::NAME_MAX as u32,
                 s.block_size as u32,
             );
+            (true, 0)
+        });
+    }
+
+    fn getxattr(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        _name: &OsStr,
+        _size: u32,
+        reply: ReplyXattr,
+    ) {
+        // Extended attributes are not supported; ENOSYS tells the kernel not to ask again.
+        self.inline(op::GETXATTR, |_sh| {
+            reply.error(libc::ENOSYS);
+            (false, 0)
+        });
+    }
+
+    fn listxattr(&mut self, _req: &Request<'_>, _ino: u64, _size: u32, reply: ReplyXattr) {
+        self.inline(op::LISTXATTR, |_sh| {
+            reply.error(libc::ENOSYS);
+            (false, 0)
         });
     }
 
@@ -373,12 +542,15 @@ impl Filesystem for FuseFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        let (name, uid, gid) = (name.as_bytes().to_vec(), req.uid(), req.gid());
-        with_write!(self, reply, |sh, fs| {
-            let a = tryr!(reply, fs.create(parent, &name, mode & !umask, uid, gid));
+        let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
+        with_write!(self, inline, op::CREATE, reply, |sh, fs| {
+            let a = tryr!(reply, fs.create(parent, name, mode & !umask, uid, gid));
             tryr!(reply, fs.open_file(a.ino));
+            fs.remember(a.ino);
             let fh = sh.handle(a.ino, flags);
-            reply.created(&TTL, &attr(&a), 0, fh, KEEP_CACHE);
+            let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
+            reply.created(ttl(fs), &attr(&a), 0, fh, open_flags(fs, writing));
+            (true, 0)
         });
     }
 
@@ -394,18 +566,18 @@ impl Filesystem for FuseFs {
     ) {
         // Space is allocated when data is written; preallocation that keeps the size is a
         // no-op, plain mode only extends the size.
-        if mode == libc::FALLOC_FL_KEEP_SIZE {
-            reply.ok();
-            return;
-        }
-        if mode != 0 {
+        if mode != 0 && mode != libc::FALLOC_FL_KEEP_SIZE {
             reply.error(libc::EOPNOTSUPP);
             return;
         }
-        with_write!(self, reply, |_sh, fs| {
+        with_write!(self, inline, op::FALLOCATE, reply, |_sh, fs| {
             let a = tryr!(reply, fs.getattr(ino));
-            let end = (offset.saturating_add(length)).max(0) as u64;
-            if end > a.size {
+            let end = offset.saturating_add(length).max(0) as u64;
+            if end > fs.free_bytes().saturating_add(a.size) {
+                reply.error(libc::ENOSPC);
+                return (false, 0);
+            }
+            if mode == 0 && end > a.size {
                 let sa = SetAttr {
                     size: Some(end),
                     ..SetAttr::default()
@@ -413,13 +585,26 @@ impl Filesystem for FuseFs {
                 tryr!(reply, fs.setattr(ino, &sa));
             }
             reply.ok();
+            (true, 0)
         });
     }
 
     fn access(&mut self, _req: &Request<'_>, ino: u64, _mask: i32, reply: ReplyEmpty) {
-        with_read!(self, reply, |fs| {
+        with_read!(self, inline, op::ACCESS, reply, |fs| {
             tryr!(reply, fs.getattr(ino));
             reply.ok();
+            (true, 0)
         });
+    }
+}
+
+/// Open flags: keep the page cache; and when the drive is nearly full, write around the
+/// kernel's writeback cache (each write then reaches the file system, which can refuse
+/// what the drive cannot hold).
+fn open_flags(fs: &Fs, writing: bool) -> u32 {
+    if writing && fs.space_is_low() {
+        KEEP_CACHE | fuser::consts::FOPEN_DIRECT_IO
+    } else {
+        KEEP_CACHE
     }
 }

@@ -100,7 +100,10 @@ impl State {
         }
     }
 
-    /// Applies one op. On error nothing changed.
+    /// Applies one op. An op that does not apply is refused before anything changes, except
+    /// for a zone-log inconsistency found midway (bytes unmapped that no append record holds),
+    /// which leaves the state part-changed: replay refuses the log, and the live file system
+    /// refuses further writes.
     pub fn apply(&mut self, op: &Op) -> Result<(), ApplyError> {
         match op {
             Op::Create {
@@ -121,7 +124,9 @@ impl State {
                 self.check_name_free(*parent, name)?;
                 let mut n = Inode::new(*kind, *perm, *uid, *gid, *time);
                 n.target = target.clone();
-                n.size = target.len() as u64;
+                if *kind == Kind::Symlink {
+                    n.size = target.len() as u64;
+                }
                 n.parent = *parent;
                 self.inodes.insert(*ino, n);
                 let d = self.dir_mut(*parent)?;
@@ -221,9 +226,7 @@ impl State {
                 n.size = *size;
                 n.times.mtime = *time;
                 n.times.ctime = *time;
-                for p in removed {
-                    self.live_sub(p.zone, p.len);
-                }
+                self.unmapped(&removed)?;
             }
             Op::Map {
                 ino,
@@ -251,10 +254,20 @@ impl State {
                     n.times.mtime = *t;
                     n.times.ctime = *t;
                 }
-                for p in removed {
-                    self.live_sub(p.zone, p.len);
-                }
+                self.unmapped(&removed)?;
                 self.live_add(piece.zone, piece.len);
+                let c = &mut self.counters;
+                match mtime {
+                    Some(t) => {
+                        c.written = c.written.saturating_add(piece.len);
+                        if c.first_write == 0 {
+                            c.first_write = *t;
+                        }
+                        c.last_write = c.last_write.max(*t);
+                    }
+                    None => c.moved = c.moved.saturating_add(piece.len),
+                }
+                self.zlogs.append(*ino, *off, piece).map_err(|e| bad(e.0))?;
             }
             Op::Free { ino } => {
                 match self.get(*ino) {
@@ -262,11 +275,28 @@ impl State {
                     _ => return Err(bad(format!("free of linked inode {ino}"))),
                 }
                 if let Some(n) = self.inodes.remove(ino) {
-                    for p in n.map.values() {
-                        self.live_sub(p.zone, p.len);
-                    }
+                    let pieces: Vec<Piece> = n.map.values().copied().collect();
+                    self.unmapped(&pieces)?;
                 }
             }
+            Op::ZoneReset { zone } => {
+                self.zlogs.reset(*zone).map_err(|e| bad(e.0))?;
+                self.counters.resets += 1;
+            }
+            Op::ZoneRewind { zone, lba } => {
+                self.zlogs.rewind(*zone, *lba).map_err(|e| bad(e.0))?;
+                self.counters.rewinds += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Accounts unmapped pieces: live bytes and delete records.
+    fn unmapped(&mut self, removed: &[Piece]) -> Result<(), ApplyError> {
+        for p in removed {
+            self.live_sub(p.zone, p.len);
+            self.counters.deleted = self.counters.deleted.saturating_add(p.len);
+            self.zlogs.delete(p).map_err(|e| bad(e.0))?;
         }
         Ok(())
     }

@@ -2,9 +2,17 @@
 //! "Checkpoint payload").
 
 use super::inode::{decode_piece, encode_piece, Inode, Kind};
-use super::State;
+use super::zonelog::ZoneLogs;
+use super::{Counters, State};
+use crate::placement::Placement;
 use std::collections::BTreeMap;
+use tegula_codec::frame::Format;
 use tegula_codec::{Dec, DecodeError, Enc};
+
+/// The frame of the per-zone append and delete logs (`docs/formats/fs-zone-logs.md`).
+pub const ZONE_LOGS: Format = Format::slot("fs zone logs", b"TGLFSZLG", 1);
+/// The frame of the file-system parameters chosen by mkfs (`docs/formats/fs.md`).
+pub const PARAMS: Format = Format::slot("fs parameters", b"TGLFSPRM", 1);
 
 impl State {
     /// Serializes the whole state (a checkpoint payload).
@@ -37,6 +45,18 @@ impl State {
                 encode_piece(&mut e, p);
             }
         }
+        let mut p = Enc::new();
+        p.u8(self.placement.code());
+        let c = &self.counters;
+        for v in [c.written, c.moved, c.deleted, c.resets, c.rewinds] {
+            p.u64(v);
+        }
+        p.i64(c.first_write);
+        p.i64(c.last_write);
+        e.raw(&PARAMS.encode(0, 0, p.as_bytes()));
+        let mut z = Enc::new();
+        self.zlogs.encode(&mut z);
+        e.raw(&ZONE_LOGS.encode(0, 0, z.as_bytes()));
         e.into_bytes()
     }
 
@@ -52,6 +72,9 @@ impl State {
             inodes: BTreeMap::new(),
             next_ino,
             zone_live: vec![0; zones as usize],
+            zlogs: ZoneLogs::new(zones as usize),
+            placement: Placement::default(),
+            counters: Counters::default(),
         };
         let n = d.count(60)?;
         for _ in 0..n {
@@ -89,9 +112,46 @@ impl State {
             }
             s.inodes.insert(ino, node);
         }
+        // The framed sections: parameters, then the zone logs.
+        let f = PARAMS
+            .decode(d.rest())
+            .map_err(|_| d.invalid("parameters frame"))?;
+        let mut p = Dec::new(f.payload);
+        s.placement = Placement::from_code(p.u8()?).ok_or_else(|| p.invalid("placement policy"))?;
+        s.counters = Counters {
+            written: p.u64()?,
+            moved: p.u64()?,
+            deleted: p.u64()?,
+            resets: p.u64()?,
+            rewinds: p.u64()?,
+            first_write: p.i64()?,
+            last_write: p.i64()?,
+        };
+        if p.remaining() != 0 {
+            return Err(p.invalid("trailing bytes in the parameters"));
+        }
+        d.take(f.total)?;
+        let f = ZONE_LOGS
+            .decode(d.rest())
+            .map_err(|_| d.invalid("zone logs frame"))?;
+        let mut z = Dec::new(f.payload);
+        let zlogs = ZoneLogs::decode(&mut z)?;
+        if z.remaining() != 0 {
+            return Err(z.invalid("trailing bytes in the zone logs"));
+        }
+        d.take(f.total)?;
         if d.remaining() != 0 {
             return Err(d.invalid("trailing bytes"));
         }
+        if zlogs.len() != s.zone_live.len() {
+            return Err(d.invalid("zone logs of another zone count"));
+        }
+        for (i, &live) in s.zone_live.iter().enumerate() {
+            if zlogs.zone(i as u32).map(|l| l.live_bytes()) != Some(live) {
+                return Err(d.invalid("zone logs that disagree with the extent maps"));
+            }
+        }
+        s.zlogs = zlogs;
         Ok(s)
     }
 }

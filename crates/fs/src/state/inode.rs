@@ -17,10 +17,31 @@ pub enum Kind {
     Dir = 2,
     /// Symbolic link.
     Symlink = 3,
+    /// Named pipe (FIFO); the kernel serves its data.
+    Fifo = 4,
+    /// UNIX domain socket; the kernel serves its connections.
+    Socket = 5,
+    /// Character device node (its device number in [`crate::Attr::rdev`]).
+    CharDev = 6,
+    /// Block device node (its device number in [`crate::Attr::rdev`]).
+    BlockDev = 7,
 }
 
 impl Kind {
-    const ALL: [Kind; 3] = [Kind::File, Kind::Dir, Kind::Symlink];
+    const ALL: [Kind; 7] = [
+        Kind::File,
+        Kind::Dir,
+        Kind::Symlink,
+        Kind::Fifo,
+        Kind::Socket,
+        Kind::CharDev,
+        Kind::BlockDev,
+    ];
+
+    /// Whether the kind is a device node, whose `target` holds the device number.
+    pub fn is_device(self) -> bool {
+        matches!(self, Kind::CharDev | Kind::BlockDev)
+    }
 
     /// The byte stored for this kind.
     pub(super) fn code(self) -> u8 {
@@ -99,8 +120,18 @@ pub struct Inode {
     pub entries: BTreeMap<Vec<u8>, u64>,
     /// Parent directory (directories only).
     pub parent: u64,
-    /// Link target (symlinks only).
+    /// Link target (symlinks); the device number as 4 little-endian bytes (device nodes).
     pub target: Vec<u8>,
+}
+
+impl Inode {
+    /// The device number of a device node (0 for other kinds).
+    pub fn rdev(&self) -> u32 {
+        match (self.kind.is_device(), self.target.as_slice()) {
+            (true, &[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+            _ => 0,
+        }
+    }
 }
 
 impl Inode {

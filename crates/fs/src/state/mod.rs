@@ -8,10 +8,14 @@ mod apply;
 mod checkpoint;
 mod inode;
 mod op;
+mod zonelog;
 
+pub use checkpoint::ZONE_LOGS;
 pub use inode::{Inode, Kind, Piece, ROOT};
 pub use op::Op;
+pub use zonelog::{LivePiece, ZoneLogs};
 
+use crate::placement::Placement;
 use std::collections::BTreeMap;
 
 /// All metadata.
@@ -23,6 +27,32 @@ pub struct State {
     pub next_ino: u64,
     /// Live (mapped) bytes per zone, derived from the maps.
     pub zone_live: Vec<u64>,
+    /// Per-zone append and delete logs (`zonelog.rs`).
+    pub zlogs: ZoneLogs,
+    /// Placement policy chosen by mkfs (a mount may override it).
+    pub placement: Placement,
+    /// Totals since mkfs, derived from the ops (so replay reproduces them).
+    pub counters: Counters,
+}
+
+/// Totals since mkfs: what was written, moved and deleted, and when (the input of the
+/// cleaning cost estimate, ShingledFS §8.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counters {
+    /// Bytes of new file data mapped.
+    pub written: u64,
+    /// Bytes moved by the cleaner.
+    pub moved: u64,
+    /// Bytes unmapped (deleted, truncated, overwritten or moved away).
+    pub deleted: u64,
+    /// Zones reset by the cleaner.
+    pub resets: u64,
+    /// Write pointers set back by the cleaner.
+    pub rewinds: u64,
+    /// Time of the first new data (ns since the epoch; 0 before any).
+    pub first_write: i64,
+    /// Time of the latest new data.
+    pub last_write: i64,
 }
 
 impl State {
@@ -36,6 +66,9 @@ impl State {
             inodes,
             next_ino: ROOT + 1,
             zone_live: vec![0; zones],
+            zlogs: ZoneLogs::new(zones),
+            placement: Placement::default(),
+            counters: Counters::default(),
         }
     }
 

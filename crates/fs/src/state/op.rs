@@ -104,6 +104,21 @@ pub enum Op {
         /// Inode.
         ino: u64,
     },
+    /// Empties a zone's append and delete logs: the zone holds no live byte and is about to
+    /// be reset (committed before the reset, so that no record names an LBA the zone may
+    /// reuse).
+    ZoneReset {
+        /// Zone.
+        zone: u32,
+    },
+    /// A zone's write pointer is about to be set back to `lba` (tail cleaning): no live byte
+    /// is stored at or after it.
+    ZoneRewind {
+        /// Zone.
+        zone: u32,
+        /// The new write pointer.
+        lba: u64,
+    },
 }
 
 /// The tag byte that starts an encoded [`Op`]. The values are on disk: never reuse or
@@ -127,11 +142,15 @@ pub enum OpTag {
     Map = 7,
     /// [`Op::Free`].
     Free = 8,
+    /// [`Op::ZoneReset`].
+    ZoneReset = 9,
+    /// [`Op::ZoneRewind`].
+    ZoneRewind = 10,
 }
 
 impl OpTag {
     /// Every tag, in order.
-    pub const ALL: [OpTag; 8] = [
+    pub const ALL: [OpTag; 10] = [
         OpTag::Create,
         OpTag::Link,
         OpTag::Unlink,
@@ -140,6 +159,8 @@ impl OpTag {
         OpTag::Truncate,
         OpTag::Map,
         OpTag::Free,
+        OpTag::ZoneReset,
+        OpTag::ZoneRewind,
     ];
 
     /// The tag stored as byte `b`, if any.
@@ -182,6 +203,8 @@ impl Op {
             Op::Truncate { .. } => OpTag::Truncate,
             Op::Map { .. } => OpTag::Map,
             Op::Free { .. } => OpTag::Free,
+            Op::ZoneReset { .. } => OpTag::ZoneReset,
+            Op::ZoneRewind { .. } => OpTag::ZoneRewind,
         }
     }
 
@@ -275,6 +298,13 @@ impl Op {
             Op::Free { ino } => {
                 e.u64(*ino);
             }
+            Op::ZoneReset { zone } => {
+                e.u32(*zone);
+            }
+            Op::ZoneRewind { zone, lba } => {
+                e.u32(*zone);
+                e.u64(*lba);
+            }
         }
     }
 
@@ -335,6 +365,11 @@ impl Op {
                 mtime: get_opt_i64(d)?,
             },
             OpTag::Free => Op::Free { ino: d.u64()? },
+            OpTag::ZoneReset => Op::ZoneReset { zone: d.u32()? },
+            OpTag::ZoneRewind => Op::ZoneRewind {
+                zone: d.u32()?,
+                lba: d.u64()?,
+            },
         })
     }
 }
@@ -370,6 +405,8 @@ mod tests {
                 mtime: None,
             },
             Op::Free { ino: 12 },
+            Op::ZoneReset { zone: 4 },
+            Op::ZoneRewind { zone: 5, lba: 77 },
         ];
         for op in ops {
             let mut e = Enc::new();
@@ -381,7 +418,7 @@ mod tests {
     }
 
     /// The tags are on disk (`docs/formats/fs.md`): each op starts with its documented byte,
-    /// and bytes outside 1..=8 are not ops.
+    /// and bytes outside 1..=10 are not ops.
     #[test]
     fn op_tags_are_the_documented_bytes() {
         let documented = [
@@ -393,6 +430,8 @@ mod tests {
             (OpTag::Truncate, 6),
             (OpTag::Map, 7),
             (OpTag::Free, 8),
+            (OpTag::ZoneReset, 9),
+            (OpTag::ZoneRewind, 10),
         ];
         for (tag, byte) in documented {
             assert_eq!(tag as u8, byte);
@@ -402,7 +441,7 @@ mod tests {
         let mut e = Enc::new();
         free.encode(&mut e);
         assert_eq!(e.as_bytes()[0], 8);
-        for bad in [0u8, 9, 0xff] {
+        for bad in [0u8, 11, 0xff] {
             let mut b = vec![bad];
             b.extend_from_slice(&12u64.to_le_bytes());
             assert!(Op::decode(&mut Dec::new(&b)).is_err(), "tag {bad}");

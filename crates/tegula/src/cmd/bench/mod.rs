@@ -16,12 +16,12 @@
 //! given to `--engine` run one after the other, each in a process of its own (its peak RSS
 //! measured alone), and a ratio table closes the run.
 
-mod args;
+pub(crate) mod args;
 mod children;
 mod db;
 mod disk_check;
 mod paper;
-mod printer;
+pub(crate) mod printer;
 mod report;
 mod session;
 mod ycsb;

@@ -1,6 +1,9 @@
-//! `tegula fs …`: mkfs, mount (foreground or background), stats, check, clean.
+//! `tegula fs …`: mkfs, mount (foreground or background; the file system or a
+//! pass-through of a directory), profile, stats, check, clean.
 
+mod experiment;
 mod mount;
+mod profile;
 mod stats;
 
 use crate::device::{self, Access, Spec};
@@ -10,8 +13,8 @@ use clap::Subcommand;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tegula_device::{format_size, parse_size, ZonedDevice};
-use tegula_fs::{Fs, FsOptions};
+use tegula_device::{format_size, ZonedDevice};
+use tegula_fs::{CleanPolicy, Fs, FsOptions, Placement};
 
 /// `tegula fs` subcommands.
 #[derive(Debug, Clone, Subcommand)]
@@ -24,34 +27,31 @@ pub enum FsCommand {
         /// ZEA back pointers per extent.
         #[arg(long, default_value_t = 8)]
         back_pointers: u16,
+        /// Placement policy stored as the default of every mount: last-used (the paper's
+        /// default), first-fit, best-fit or age-fit.
+        #[arg(long, default_value = "last-used")]
+        placement: Placement,
         /// Erase whatever the image holds.
         #[arg(long)]
         force: bool,
     },
     /// Mount with FUSE. Runs in the background unless --foreground; unmount with
-    /// `fusermount3 -u MOUNTPOINT` or SIGINT/SIGTERM to the mount process.
-    Mount {
-        /// Disk image.
-        image: PathBuf,
-        /// Empty directory to mount on.
+    /// `fusermount3 -u MOUNTPOINT` or SIGINT/SIGTERM to the mount process. SIGUSR1 (or
+    /// `tegula fs profile MOUNTPOINT`) dumps the per-operation profile and resets it.
+    Mount(mount::MountArgs),
+    /// Dump (and reset) the per-operation profile of a mount as JSON (SIGUSR1 to its
+    /// process).
+    Profile {
+        /// Mount point of a `tegula fs mount`.
         mountpoint: PathBuf,
-        /// Stay in the foreground until unmounted.
-        #[arg(long)]
-        foreground: bool,
-        /// Per-file write buffer.
-        #[arg(long, default_value = "5MiB")]
-        buffer: String,
-        /// Log file of the background mount process (default: `/tmp/tegula-fs-<pid>.log`).
-        #[arg(long)]
-        log: Option<PathBuf>,
-        /// Worker threads serving FUSE requests.
-        #[arg(long, default_value_t = tegula_fs::fuse::DEFAULT_THREADS)]
-        threads: usize,
-        /// Do not use the kernel's writeback cache (every write call becomes a request, and
-        /// pages written in pieces are not kept in the page cache).
-        #[arg(long)]
-        no_writeback_cache: bool,
+        /// Seconds to wait for the mount process to dump.
+        #[arg(long, default_value_t = 10.0)]
+        wait: f64,
     },
+    /// The cleaning experiment in device time: every placement policy, cleaning choice and
+    /// trigger on a drive kept 70-90 % full by a workload that deletes and overwrites;
+    /// table, JSON and plots.
+    Experiment(experiment::ExperimentArgs),
     /// Live and dead bytes per zone (the analogue of ShingledFS's edistats).
     Stats {
         /// Disk image.
@@ -74,13 +74,17 @@ pub enum FsCommand {
         #[arg(long)]
         repair: bool,
     },
-    /// Clean zones now (most dead bytes first).
+    /// Clean zones now.
     Clean {
         /// Disk image.
         image: PathBuf,
         /// How many zones to clean at most.
         #[arg(long, default_value_t = 1)]
         zones: u32,
+        /// What the cleaner may do: whole (most dead bytes first), tail (best profit S/L
+        /// behind the last hole) or auto (best profit of both).
+        #[arg(long, default_value = "auto")]
+        policy: CleanPolicy,
     },
 }
 
@@ -111,33 +115,12 @@ pub fn run(cmd: FsCommand) -> Result<()> {
         FsCommand::Mkfs {
             image,
             back_pointers,
+            placement,
             force,
-        } => mkfs(&image, back_pointers, force),
-        FsCommand::Mount {
-            image,
-            mountpoint,
-            foreground,
-            buffer,
-            log,
-            threads,
-            no_writeback_cache,
-        } => {
-            let buffer = parse_size(&buffer).map_err(|e| anyhow::anyhow!("--buffer: {e}"))?;
-            if threads == 0 {
-                bail!("--threads must be at least 1");
-            }
-            if foreground {
-                mount::foreground(
-                    &image,
-                    &mountpoint,
-                    buffer as usize,
-                    threads,
-                    !no_writeback_cache,
-                )
-            } else {
-                mount::background(&mountpoint, log)
-            }
-        }
+        } => mkfs(&image, back_pointers, placement, force),
+        FsCommand::Mount(args) => mount::run(args),
+        FsCommand::Profile { mountpoint, wait } => profile::run(&mountpoint, wait),
+        FsCommand::Experiment(args) => experiment::run(args),
         FsCommand::Stats { image, json } => stats::run(&image, json),
         FsCommand::Check {
             image,
@@ -145,13 +128,26 @@ pub fn run(cmd: FsCommand) -> Result<()> {
             json,
             repair,
         } => check(&image, quick, json, repair),
-        FsCommand::Clean { image, zones } => {
-            let mut fs = open_fs(&image, false)?;
+        FsCommand::Clean {
+            image,
+            zones,
+            policy,
+        } => {
+            let dev = open_dev(&image, Access::ReadWrite)?;
+            let mut fs = Fs::open(
+                dev,
+                FsOptions {
+                    clean: policy,
+                    ..FsOptions::default()
+                },
+            )
+            .with_context(|| format!("mounting {}", image.display()))?;
             for _ in 0..zones {
                 match fs.clean()? {
                     Some(r) => println!(
-                        "cleaned zone {}: moved {}, reclaimed {}",
+                        "cleaned zone {} ({}): moved {}, reclaimed {}",
                         r.zone,
+                        r.kind.name(),
                         format_size(r.moved),
                         format_size(r.reclaimed)
                     ),
@@ -167,7 +163,7 @@ pub fn run(cmd: FsCommand) -> Result<()> {
     }
 }
 
-fn mkfs(image: &Path, back_pointers: u16, force: bool) -> Result<()> {
+fn mkfs(image: &Path, back_pointers: u16, placement: Placement, force: bool) -> Result<()> {
     let dev = open_dev(image, Access::ReadWrite)?;
     let found = signature::of_zoned(dev.as_ref())?;
     signature::refuse_unless_forced(image, &found, "mkfs", force)?;
@@ -179,6 +175,7 @@ fn mkfs(image: &Path, back_pointers: u16, force: bool) -> Result<()> {
         dev,
         FsOptions {
             back_pointers,
+            placement: Some(placement),
             ..FsOptions::default()
         },
     )
@@ -186,7 +183,7 @@ fn mkfs(image: &Path, back_pointers: u16, force: bool) -> Result<()> {
     let s = fs.statfs();
     fs.close()?;
     println!(
-        "mkfs {}: {} zones of {}, {} conventional (metadata), data capacity {}",
+        "mkfs {}: {} zones of {}, {} conventional (metadata), data capacity {}, placement {placement}",
         image.display(),
         info.zones,
         format_size(info.zone_sectors * info.sector_size as u64),
