@@ -5,6 +5,7 @@ mod dm;
 mod dump;
 mod inspect;
 mod io;
+mod tracks;
 mod zones;
 
 use crate::device::{self, Opened, Spec};
@@ -39,6 +40,8 @@ pub enum DiskCommand {
     Finish(zones::ZoneArgs),
     /// Device statistics: per-zone bytes written and totals.
     Stats(inspect::StatsArgs),
+    /// List the tracks of an interlaced (imr) drive: kind, LBA range, neighbours.
+    Tracks(tracks::TracksArgs),
     /// Dump the image's header and state slots.
     Dump(dump::DumpArgs),
     /// List the built-in drive profiles.
@@ -60,6 +63,7 @@ impl DiskCommand {
             DiskCommand::Close(a) => zones::run(A::Close, a),
             DiskCommand::Finish(a) => zones::run(A::Finish, a),
             DiskCommand::Stats(a) => inspect::stats(a),
+            DiskCommand::Tracks(a) => tracks::run(a),
             DiskCommand::Dump(a) => dump::run(a),
             DiskCommand::Profiles(a) => inspect::profiles(a),
         }
