@@ -17,6 +17,7 @@ impl Inner {
     pub fn flush(&mut self) -> Result<()> {
         self.dev.flush()?;
         self.media_dirty = false;
+        self.dirty_bottoms.clear();
         self.stats.syncs += 1;
         Ok(())
     }

@@ -246,6 +246,12 @@ impl Layout {
         out
     }
 
+    /// The track whose first LBA is `lba`.
+    pub fn track_of_lba(&self, lba: u64) -> Option<u32> {
+        let i = self.tracks.partition_point(|t| t.lba <= lba).checked_sub(1)?;
+        (self.tracks[i].lba == lba).then_some(i as u32)
+    }
+
     /// Largest track in sectors.
     pub fn max_track_sectors(&self) -> u64 {
         self.tracks

@@ -244,6 +244,7 @@ fn replay(inner: &mut Inner) -> Result<()> {
         pos += sectors;
     }
     inner.rmw_seq = newest;
+    inner.stats.recovered_rmw = replayed;
     if replayed > 0 {
         inner.flush()?;
         inner.applied_rmw = newest;

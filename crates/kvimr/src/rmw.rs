@@ -123,14 +123,39 @@ impl Inner {
         }
     }
 
+    /// Writes to top track `t` must not overtake a write to a neighbouring bottom still in
+    /// the write cache: flush first if there is one (an ordering sync).
+    fn order_before_top(&mut self, t: u32) -> Result<()> {
+        if !self.layout.damages || self.opts.unsafe_skip_bottom_sync {
+            return Ok(());
+        }
+        if self
+            .layout
+            .track(t)
+            .neighbours()
+            .any(|n| self.dirty_bottoms.contains(&n))
+        {
+            self.flush()?;
+            self.stats.rmw_syncs += 1;
+        }
+        Ok(())
+    }
+
     fn write_piece(&mut self, p: &Piece, data: &[u8], level: Option<u8>) -> Result<()> {
         let ss = self.layout.ss;
         let bytes = &data[p.at..p.at + (p.sectors * ss) as usize];
+        let bottom = self.layout.track(p.track).bottom;
+        if bottom {
+            if self.layout.damages && !self.dirty_bottoms.contains(&p.track) {
+                self.dirty_bottoms.push(p.track);
+            }
+        } else {
+            self.order_before_top(p.track)?;
+        }
         self.dev_write(p.lba, bytes)?;
         let w = &mut self.state.written[p.track as usize];
         *w = (*w).max((p.first + p.sectors) as u32);
         let n = p.sectors * ss;
-        let bottom = self.layout.track(p.track).bottom;
         let lv = self.stats.level_mut(level);
         if bottom {
             lv.bottom_bytes += n;
@@ -182,18 +207,9 @@ impl Inner {
             .iter()
             .partition(|p| self.layout.track(p.track).bottom);
         if self.victims(&bottoms).is_empty() {
+            // Bottoms first; a top next to one of them waits for a flush (write_piece).
             for p in &bottoms {
                 self.write_piece(p, data, level)?;
-            }
-            let touching = tops.iter().any(|t| {
-                self.layout
-                    .track(t.track)
-                    .neighbours()
-                    .any(|n| bottoms.iter().any(|b| b.track == n))
-            });
-            if touching && !self.opts.unsafe_skip_bottom_sync {
-                self.flush()?;
-                self.stats.rmw_syncs += 1;
             }
             for p in &tops {
                 self.write_piece(p, data, level)?;
@@ -221,12 +237,8 @@ impl Inner {
                 for p in &g {
                     self.write_piece(p, data, level)?;
                 }
-                if !extra.is_empty() {
-                    self.flush()?;
-                    self.stats.rmw_syncs += 1;
-                    for p in extra {
-                        self.write_piece(p, data, level)?;
-                    }
+                for p in extra {
+                    self.write_piece(p, data, level)?;
                 }
             } else {
                 self.rmw(&g, extra, data, level)?;
@@ -295,6 +307,9 @@ impl Inner {
             match piece {
                 Some(p) => self.write_piece(&p, data, level)?,
                 None => {
+                    if let Some(t) = self.layout.track_of_lba(lba) {
+                        self.order_before_top(t)?;
+                    }
                     self.dev_write(lba, &staged[i].data)?;
                     bytes += staged[i].data.len() as u64;
                 }

@@ -52,6 +52,9 @@ pub struct Stats {
     /// Device time spent in read-modify-writes beyond writing the bottoms themselves
     /// (backup reads, staging writes, restores and their syncs).
     pub rmw_ns: u64,
+    /// Staging records restored when the store was opened (read-modify-writes a power cut
+    /// interrupted).
+    pub recovered_rmw: u64,
     /// Data placement per level (`L0` … and `none` for files without a level).
     pub levels: BTreeMap<String, Placement>,
 }

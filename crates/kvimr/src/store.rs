@@ -116,6 +116,9 @@ pub(crate) struct Inner {
     pub map_dirty: bool,
     /// Writes since the last flush.
     pub media_dirty: bool,
+    /// Bottom tracks written since the last flush: a write to a top track next to one of them
+    /// waits for a flush, or the write cache could put it on the media first.
+    pub dirty_bottoms: Vec<u32>,
     pub poisoned: Option<String>,
     pub stats: Stats,
 }
@@ -159,6 +162,7 @@ impl Inner {
             staging_pos: 0,
             map_dirty: true,
             media_dirty: false,
+            dirty_bottoms: Vec::new(),
             poisoned: None,
             stats: Stats::default(),
         }
