@@ -248,7 +248,10 @@ impl Layout {
 
     /// The track whose first LBA is `lba`.
     pub fn track_of_lba(&self, lba: u64) -> Option<u32> {
-        let i = self.tracks.partition_point(|t| t.lba <= lba).checked_sub(1)?;
+        let i = self
+            .tracks
+            .partition_point(|t| t.lba <= lba)
+            .checked_sub(1)?;
         (self.tracks[i].lba == lba).then_some(i as u32)
     }
 

@@ -63,9 +63,9 @@ pub struct Options {
     pub policy: Policy,
     /// Read-modify-write scheme. Default [`RmwMode::Merged`].
     pub rmw: RmwMode,
-    /// Compaction-aware allocation: files of levels below this are "hot" (short-lived) and go
-    /// to top tracks; deeper levels and files without a level go to bottom tracks. Default 2
-    /// (L0 and L1, which LevelDB-style engines compact the most often).
+    /// Compaction-aware allocation: files of levels below this (and files without a level,
+    /// such as a log) are "hot" (short-lived) and go to top tracks; deeper levels go to bottom
+    /// tracks. Default 2 (L0 and L1, which LevelDB-style engines compact the most often).
     pub hot_levels: u8,
     /// Skip the sync between writing bottom tracks and restoring the top tracks. Default
     /// false. **Unsafe**: with the write cache on, a restore can then reach the media before

@@ -69,6 +69,17 @@ impl ZonedOptions {
 enum Use {
     Empty,
     File(u64),
+    /// A log in a safe file: written through, never buffered.
+    Safe(u64),
+}
+
+impl Use {
+    fn id(self) -> Option<u64> {
+        match self {
+            Use::Empty => None,
+            Use::File(id) | Use::Safe(id) => Some(id),
+        }
+    }
 }
 
 struct State {
@@ -79,6 +90,8 @@ struct State {
     hints: Vec<Option<ZoneHint>>,
     /// Data zones written since their last persist.
     open: BTreeSet<u32>,
+    /// Device time of persists a level hint started, for level-0 files and deeper ones.
+    hint_ns: [u64; 2],
 }
 
 /// A zoned device over a [`Store`]: zones are SSTable slots.
@@ -147,10 +160,11 @@ impl ZonedAdapter {
             ));
         }
         let conv = (f.raw_bytes / ss / zone_sectors) as u32;
-        // Every sequential zone may become an SSTable: the data tracks must hold that many,
-        // each wasting at most one track at its end.
-        let per = zone_sectors + layout.max_track_sectors();
-        let seq = (layout.data_sectors / per) as u32;
+        // Every sequential zone but the logs may become an SSTable: the data tracks should hold
+        // that many, each wasting half a track at its end on average (a full data region makes
+        // the store report no space).
+        let per = zone_sectors + layout.max_track_sectors() / 2;
+        let seq = (layout.data_sectors / per) as u32 + f.safe_files;
         if seq < 4 {
             return Err(Error::Invalid(format!(
                 "the data tracks hold only {seq} SSTable slots of {zone_sectors} sectors"
@@ -164,6 +178,7 @@ impl ZonedAdapter {
             finished: vec![false; n],
             hints: vec![None; n],
             open: BTreeSet::new(),
+            hint_ns: [0; 2],
         };
         for fi in store.files() {
             let z = fi.name;
@@ -180,11 +195,16 @@ impl ZonedAdapter {
             if state.uses[i] != Use::Empty {
                 return Err(Error::corrupt("map", format!("zone {z} holds two files")));
             }
-            state.uses[i] = Use::File(fi.id);
-            state.wp[i] = match fi.place {
-                Place::Data { .. } => fi.len.div_ceil(ss),
-                Place::Safe { .. } => zone_sectors,
-            };
+            match fi.place {
+                Place::Data { .. } => {
+                    state.uses[i] = Use::File(fi.id);
+                    state.wp[i] = fi.len.div_ceil(ss);
+                }
+                Place::Safe { .. } => {
+                    state.uses[i] = Use::Safe(fi.id);
+                    state.wp[i] = zone_sectors;
+                }
+            }
         }
         Ok(ZonedAdapter {
             store,
@@ -200,6 +220,14 @@ impl ZonedAdapter {
     /// The store underneath (statistics, files).
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// Device time spent persisting bands when the engine opened its next output band
+    /// (inside no engine I/O call, so the engine's own timings miss it): for level-0 bands
+    /// (memtable flushes) and for deeper ones (compaction outputs), in nanoseconds.
+    pub fn hint_persist_ns(&self) -> (u64, u64) {
+        let st = self.state.lock();
+        (st.hint_ns[0], st.hint_ns[1])
     }
 
     fn seq_index(&self, zone: u32) -> Option<usize> {
@@ -255,7 +283,10 @@ impl ZonedAdapter {
         for z in open {
             if let Some(i) = self.seq_index(z) {
                 if let Use::File(id) = st.uses[i] {
+                    let t0 = self.dev.now();
                     self.store.persist(id).map_err(dev_err)?;
+                    let deep = !matches!(st.hints[i], Some(ZoneHint::Level(0)));
+                    st.hint_ns[deep as usize] += self.dev.now() - t0;
                 }
             }
             st.open.remove(&z);
@@ -334,21 +365,42 @@ impl ZonedAdapter {
             });
         }
         let id = match st.uses[i] {
-            Use::File(id) => id,
+            Use::File(id) | Use::Safe(id) => id,
             Use::Empty => {
-                let kind = match st.hints[i] {
-                    Some(ZoneHint::Log) => NewFile::Safe,
-                    Some(ZoneHint::Level(l)) => NewFile::Data { level: Some(l) },
-                    None => NewFile::Data { level: None },
+                let safe = match st.hints[i] {
+                    Some(ZoneHint::Log) => match self.store.create(zone, NewFile::Safe) {
+                        Ok(id) => Some(id),
+                        // Every safe slot holds a log: this one goes to data tracks as a file
+                        // without a level (hot: placed on top tracks by compaction-aware
+                        // allocation), buffered and persisted at flushes like an SSTable.
+                        Err(Error::NoSpace(_)) => None,
+                        Err(e) => return Err(dev_err(e)),
+                    },
+                    _ => None,
                 };
-                let id = self.store.create(zone, kind).map_err(dev_err)?;
-                st.uses[i] = Use::File(id);
-                id
+                match safe {
+                    Some(id) => {
+                        st.uses[i] = Use::Safe(id);
+                        id
+                    }
+                    None => {
+                        let level = match st.hints[i] {
+                            Some(ZoneHint::Level(l)) => Some(l),
+                            _ => None,
+                        };
+                        let id = self
+                            .store
+                            .create(zone, NewFile::Data { level })
+                            .map_err(dev_err)?;
+                        st.uses[i] = Use::File(id);
+                        id
+                    }
+                }
             }
         };
         self.store.append(id, data).map_err(dev_err)?;
         st.wp[i] += n;
-        if matches!(st.hints[i], Some(ZoneHint::Log)) {
+        if matches!(st.uses[i], Use::Safe(_)) {
             return Ok(());
         }
         st.open.insert(zone);
@@ -391,7 +443,7 @@ impl ZonedAdapter {
                         (st.uses[i], st.wp[i])
                     };
                     out.fill(0);
-                    if let Use::File(id) = id {
+                    if let Some(id) = id.id() {
                         let have = wp.saturating_sub(off).min(k);
                         if have > 0 {
                             let len = (have * ss) as usize;
@@ -420,7 +472,7 @@ impl ZonedAdapter {
             });
         };
         let mut st = self.state.lock();
-        if let Use::File(id) = st.uses[i] {
+        if let Some(id) = st.uses[i].id() {
             self.store.delete(id).map_err(dev_err)?;
         }
         st.uses[i] = Use::Empty;

@@ -73,7 +73,10 @@ fn every_file_reads_back_under_every_scheme_and_after_reopening() {
             let model = workload(&s, 7, 150, 96 * SS as usize);
             verify(&s, &model);
             let st = s.stats();
-            assert!(st.data_bytes_top > 0 && st.data_bytes_bottom > 0, "{policy:?}");
+            assert!(
+                st.data_bytes_top > 0 && st.data_bytes_bottom > 0,
+                "{policy:?}"
+            );
             drop(s);
             let s = reopen(&d, opts(policy, rmw));
             verify(&s, &model);
@@ -88,7 +91,11 @@ fn every_file_reads_back_under_every_scheme_and_after_reopening() {
 #[test]
 fn the_cmr_twin_needs_no_read_modify_write() {
     let d = disk(config(BOTTOM, 8192, true).cmr_twin());
-    let s = format(&d, small_format(BOTTOM, 96 * SS), opts(Policy::Seq, RmwMode::Naive));
+    let s = format(
+        &d,
+        small_format(BOTTOM, 96 * SS),
+        opts(Policy::Seq, RmwMode::Naive),
+    );
     let model = workload(&s, 3, 200, 96 * SS as usize);
     verify(&s, &model);
     assert_eq!(s.stats().rmw_ops, 0);
@@ -125,16 +132,29 @@ fn merged_rmw_needs_fewer_syncs_and_top_rewrites_than_naive() {
     }
     let (naive, merged) = (&st[0], &st[1]);
     // Seq gives each file alternating tracks: naive rewrites the file's own tops.
-    assert!(naive.rmw_ops > 3 * merged.rmw_ops, "{merged:?} vs {naive:?}");
-    assert!(merged.top_rewrites * 3 < naive.top_rewrites, "{merged:?} vs {naive:?}");
-    assert!(merged.rmw_syncs * 2 < naive.rmw_syncs, "{merged:?} vs {naive:?}");
+    assert!(
+        naive.rmw_ops > 3 * merged.rmw_ops,
+        "{merged:?} vs {naive:?}"
+    );
+    assert!(
+        merged.top_rewrites * 3 < naive.top_rewrites,
+        "{merged:?} vs {naive:?}"
+    );
+    assert!(
+        merged.rmw_syncs * 2 < naive.rmw_syncs,
+        "{merged:?} vs {naive:?}"
+    );
     assert!(merged.syncs < naive.syncs);
 }
 
 #[test]
 fn three_phase_writes_only_bottom_tracks_below_half_usage() {
     let d = disk(config(BOTTOM, 8192, false));
-    let s = format(&d, small_format(BOTTOM, 96 * SS), opts(Policy::ThreePhase, RmwMode::Naive));
+    let s = format(
+        &d,
+        small_format(BOTTOM, 96 * SS),
+        opts(Policy::ThreePhase, RmwMode::Naive),
+    );
     let layout = s.layout();
     let mut i = 0;
     while s.usage() < 0.45 {
@@ -143,7 +163,11 @@ fn three_phase_writes_only_bottom_tracks_below_half_usage() {
     }
     for f in s.files() {
         for t in f.tracks {
-            assert!(layout.track(t).bottom, "track {t} of file {} is a top", f.name);
+            assert!(
+                layout.track(t).bottom,
+                "track {t} of file {} is a top",
+                f.name
+            );
         }
     }
     assert_eq!(s.stats().rmw_ops, 0);
@@ -153,27 +177,46 @@ fn three_phase_writes_only_bottom_tracks_below_half_usage() {
 #[test]
 fn seq_takes_tracks_in_physical_order() {
     let d = disk(config(BOTTOM, 8192, false));
-    let s = format(&d, small_format(BOTTOM, 96 * SS), opts(Policy::Seq, RmwMode::Naive));
+    let s = format(
+        &d,
+        small_format(BOTTOM, 96 * SS),
+        opts(Policy::Seq, RmwMode::Naive),
+    );
     let a = put(&s, 0, Some(3), &content(0, 80 * SS as usize));
     let b = put(&s, 1, Some(0), &content(1, 80 * SS as usize));
     let layout = s.layout();
     let ta = s.file(a).unwrap().tracks;
     let tb = s.file(b).unwrap().tracks;
-    let pos: Vec<u32> = ta.iter().chain(&tb).map(|&t| layout.data_pos[t as usize]).collect();
+    let pos: Vec<u32> = ta
+        .iter()
+        .chain(&tb)
+        .map(|&t| layout.data_pos[t as usize])
+        .collect();
     assert!(pos.windows(2).all(|w| w[1] == w[0] + 1), "{pos:?}");
-    assert!(ta.iter().any(|&t| layout.track(t).bottom) && ta.iter().any(|&t| !layout.track(t).bottom));
+    assert!(
+        ta.iter().any(|&t| layout.track(t).bottom) && ta.iter().any(|&t| !layout.track(t).bottom)
+    );
 }
 
 #[test]
 fn compaction_aware_puts_hot_levels_on_tops_and_cold_levels_on_bottoms() {
     let d = disk(config(BOTTOM, 8192, false));
-    let s = format(&d, small_format(BOTTOM, 96 * SS), opts(Policy::CompactionAware, RmwMode::Merged));
+    let s = format(
+        &d,
+        small_format(BOTTOM, 96 * SS),
+        opts(Policy::CompactionAware, RmwMode::Merged),
+    );
     let layout = s.layout();
     let mut cold = Vec::new();
     let mut hot = Vec::new();
     for i in 0..6 {
         cold.push(put(&s, i, Some(3), &content(i as u64, 64 * SS as usize)));
-        hot.push(put(&s, 100 + i, Some(i as u8 % 2), &content(100 + i as u64, 50 * SS as usize)));
+        hot.push(put(
+            &s,
+            100 + i,
+            Some(i as u8 % 2),
+            &content(100 + i as u64, 50 * SS as usize),
+        ));
     }
     for id in cold {
         let t = s.file(id).unwrap().tracks;
@@ -183,7 +226,12 @@ fn compaction_aware_puts_hot_levels_on_tops_and_cold_levels_on_bottoms() {
         assert!(pos.windows(2).all(|w| w[1] - w[0] <= 3), "{pos:?}");
     }
     for id in hot {
-        assert!(s.file(id).unwrap().tracks.iter().all(|&t| !layout.track(t).bottom));
+        assert!(s
+            .file(id)
+            .unwrap()
+            .tracks
+            .iter()
+            .all(|&t| !layout.track(t).bottom));
     }
     // Nothing needed a read-modify-write: the hot tops are far from the cold bottoms.
     assert_eq!(s.stats().rmw_ops, 0);

@@ -36,9 +36,17 @@ fn data_top_sectors(s: &Store) -> u64 {
 
 /// The drive after the base state: file 0 (level 0, as many bytes as the data tops hold)
 /// written and synced.
-fn base(policy: Policy, rmw: RmwMode, staging_tracks: u64) -> (Arc<Disk>, Store, BTreeMap<u32, Vec<u8>>) {
+fn base(
+    policy: Policy,
+    rmw: RmwMode,
+    staging_tracks: u64,
+) -> (Arc<Disk>, Store, BTreeMap<u32, Vec<u8>>) {
     let d = disk(config(BOTTOM, 4096, true));
-    let s = format(&d, small_format(staging_tracks * BOTTOM, 4 << 20), opts(policy, rmw));
+    let s = format(
+        &d,
+        small_format(staging_tracks * BOTTOM, 4 << 20),
+        opts(policy, rmw),
+    );
     let a = content(1, (data_top_sectors(&s) * SS) as usize);
     put(&s, 0, Some(0), &a);
     s.sync().unwrap();
@@ -74,17 +82,27 @@ fn every_cut_inside_naive_and_merged_rmw_loses_nothing() {
     let mut cuts = 0;
     let mut replays = 0;
     for policy in [Policy::CompactionAware, Policy::Seq, Policy::ThreePhase] {
-        for (rmw, staging) in [(RmwMode::Naive, 1), (RmwMode::Merged, 1), (RmwMode::Merged, 4)] {
+        for (rmw, staging) in [
+            (RmwMode::Naive, 1),
+            (RmwMode::Merged, 1),
+            (RmwMode::Merged, 4),
+        ] {
             let (n, st) = dry_run(policy, rmw, staging);
             if policy == Policy::CompactionAware || (policy, rmw) == (Policy::Seq, RmwMode::Naive) {
-                assert!(st.rmw_ops > 0, "{policy:?} {rmw:?}: the operation needs no RMW");
+                assert!(
+                    st.rmw_ops > 0,
+                    "{policy:?} {rmw:?}: the operation needs no RMW"
+                );
             }
             for seed in 0..12 {
                 for at in 1..=n {
                     let (d, s, mut model) = base(policy, rmw, staging);
                     d.arm_power_cut(at, seed);
                     let r = op(&s);
-                    assert!(r.is_err(), "{policy:?} {rmw:?}: cut at write {at} of {n} missed");
+                    assert!(
+                        r.is_err(),
+                        "{policy:?} {rmw:?}: cut at write {at} of {n} missed"
+                    );
                     drop(s);
                     d.power_on();
                     let s = reopen(&d, opts(policy, rmw));
@@ -108,7 +126,10 @@ fn every_cut_inside_naive_and_merged_rmw_loses_nothing() {
         }
     }
     assert!(cuts >= 1000, "only {cuts} cuts");
-    assert!(replays > 0, "no cut hit a read-modify-write between backup and restore");
+    assert!(
+        replays > 0,
+        "no cut hit a read-modify-write between backup and restore"
+    );
 }
 
 #[test]

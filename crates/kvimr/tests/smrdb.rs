@@ -41,7 +41,10 @@ fn value(k: u32, v: u32) -> Vec<u8> {
     b
 }
 
-fn run(policy: Policy, rmw: RmwMode) -> (Arc<Disk>, BTreeMap<Vec<u8>, Vec<u8>>, tegula_kvimr::Stats) {
+fn run(
+    policy: Policy,
+    rmw: RmwMode,
+) -> (Arc<Disk>, BTreeMap<Vec<u8>, Vec<u8>>, tegula_kvimr::Stats) {
     let d = disk(config(64, 128 << 10, true));
     let dev: Arc<dyn BlockDevice> = d.clone();
     let o = Options {
@@ -76,7 +79,12 @@ fn run(policy: Policy, rmw: RmwMode) -> (Arc<Disk>, BTreeMap<Vec<u8>, Vec<u8>>, 
     let a = Arc::new(ZonedAdapter::open(dev, &tracks(&d), o).unwrap());
     let db = Db::open(a.clone(), db_opts()).unwrap();
     for (k, v) in &model {
-        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{}", String::from_utf8_lossy(k));
+        assert_eq!(
+            db.get(k).unwrap().as_ref(),
+            Some(v),
+            "{}",
+            String::from_utf8_lossy(k)
+        );
     }
     assert_eq!(db.get(b"key99999999").unwrap(), None);
     let n = db.scan(b"", None).unwrap().count();
@@ -103,7 +111,13 @@ fn smrdb_loc_runs_on_every_scheme_and_survives_a_reopen() {
 fn compaction_aware_puts_level_zero_on_tops_and_deep_levels_on_bottoms() {
     let (_, _, st) = run(Policy::CompactionAware, RmwMode::Merged);
     let l0 = st.levels["L0"];
-    assert!(l0.top_bytes > 0 && l0.bottom_bytes * 10 < l0.top_bytes, "{l0:?}");
+    assert!(
+        l0.top_bytes > 0 && l0.bottom_bytes * 10 < l0.top_bytes,
+        "{l0:?}"
+    );
     let l2 = st.levels["L2"];
-    assert!(l2.bottom_bytes > 0 && l2.top_bytes * 10 < l2.bottom_bytes, "{l2:?}");
+    assert!(
+        l2.bottom_bytes > 0 && l2.top_bytes * 10 < l2.bottom_bytes,
+        "{l2:?}"
+    );
 }

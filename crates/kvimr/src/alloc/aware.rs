@@ -11,7 +11,8 @@
 //! neighbouring top (no RMW now); free top tracks whose neighbouring bottoms are all in use
 //! (no RMW now, and only when one of those bottoms is rewritten); free bottoms with valid
 //! neighbours (an RMW, merged per file in KVIMR-M); then anything free. A hot file takes free
-//! top tracks, then anything free. A file's tracks are used in physical order.
+//! top tracks, then anything free. A file's tracks are used in physical order. Files
+//! without a level (a log that found no safe slot) count as hot.
 
 use super::{walk, Allocator, Request, View};
 
@@ -61,7 +62,8 @@ fn walk_down(
 impl Allocator for CompactionAware {
     fn pick(&mut self, view: &View<'_>, req: &Request) -> Vec<u32> {
         let n = view.data_len();
-        let hot = req.level.is_some_and(|l| l < self.hot_levels);
+        // Files without a level (a log that found no safe slot) are the hottest of all.
+        let hot = req.level.is_none_or(|l| l < self.hot_levels);
         let slot = Self::slot(req.level);
         let mut need = req.sectors;
         let mut got = Vec::new();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tegula_device::{profile, BlockDevice, DiskConfig, Disk, TrackLayout};
+use tegula_device::{profile, BlockDevice, Disk, DiskConfig, TrackLayout};
 use tegula_kvimr::{FormatOptions, NewFile, Options, Store};
 
 /// Sector size.
