@@ -67,6 +67,11 @@ pub struct Options {
     /// such as a log) are "hot" (short-lived) and go to top tracks; deeper levels go to bottom
     /// tracks. Default 2 (L0 and L1, which LevelDB-style engines compact the most often).
     pub hot_levels: u8,
+    /// Compaction-aware allocation: below this space usage every file, hot or cold, takes
+    /// bottom tracks with no valid neighbouring top (nothing is damaged, and bottom tracks are
+    /// the faster ones); beyond it bottoms are kept for the cold levels. Default 0.5
+    /// (three-phase's first phase).
+    pub bottom_share: f64,
     /// Skip the sync between writing bottom tracks and restoring the top tracks. Default
     /// false. **Unsafe**: with the write cache on, a restore can then reach the media before
     /// the bottom write it must follow and be destroyed again; it exists so that a test can
@@ -80,6 +85,7 @@ impl Default for Options {
             policy: Policy::default(),
             rmw: RmwMode::default(),
             hot_levels: 2,
+            bottom_share: 0.5,
             unsafe_skip_bottom_sync: false,
         }
     }

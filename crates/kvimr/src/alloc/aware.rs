@@ -1,17 +1,23 @@
-//! KVIMR's compaction-aware track allocation. Files of the small, often compacted ("hot")
-//! levels go to top tracks, which are written without damaging anything; files of the larger,
-//! longer-lived ("cold") levels go to bottom tracks, so that the bottom writes that need a
-//! read-modify-write are the rare ones. Each level is one stream whose files follow each
-//! other physically, so the outputs of one compaction (created together, compacted together
-//! later) are as sequential as the free space allows.
+//! KVIMR's compaction-aware track allocation. The LSM level of a file tells how long it will
+//! live: files of the small, often compacted ("hot") levels die soon, files of the large
+//! ("cold") levels live long. Bottom-track writes are what can need a read-modify-write, so:
 //!
-//! The two kinds grow toward each other: cold bottoms from the outer diameter inward, hot tops
-//! from the inner diameter outward, so that hot tops rarely sit next to the bottoms cold files
-//! are written to. In order of preference a cold file takes: free bottom tracks with no valid
-//! neighbouring top (no RMW now); free top tracks whose neighbouring bottoms are all in use
-//! (no RMW now, and only when one of those bottoms is rewritten); free bottoms with valid
-//! neighbours (an RMW, merged per file in KVIMR-M); then anything free. A hot file takes free
-//! top tracks, then anything free. A file's tracks are used in physical order. Files
+//! * While bottom tracks with no valid neighbouring top are plentiful (space usage below
+//!   `bottom_share`, as three-phase's first phase), every file takes them: nothing is damaged
+//!   and the faster bottom tracks carry all the data.
+//! * Beyond, bottom tracks are kept for the cold levels (key idea 1): a cold file takes free
+//!   bottoms with no valid neighbour (no RMW), then the top tracks between its own bottoms
+//!   (they die with the file, so the file's next tenant finds bottom and top free together),
+//!   then tops whose neighbouring bottoms are all in use (no RMW now), then bottoms with valid
+//!   neighbours (an RMW, merged per file in KVIMR-M), then anything. A hot file takes tops
+//!   whose neighbouring bottoms are in use (writing a top damages nothing, and it blocks no
+//!   free bottom), then any top, then anything.
+//! * Each level is a stream whose files follow one another physically from where the level's
+//!   last file ended, so the outputs of one compaction — created together, compacted together
+//!   later — are as sequential as the free space allows (key idea 2).
+//!
+//! A file's tracks are ordered bottoms first, then tops, each in physical order: its bottoms
+//! are written before its own tops, which therefore never need a read-modify-write. Files
 //! without a level (a log that found no safe slot) count as hot.
 
 use super::{walk, Allocator, Request, View};
@@ -20,88 +26,72 @@ use super::{walk, Allocator, Request, View};
 #[derive(Debug)]
 pub struct CompactionAware {
     hot_levels: u8,
-    /// Per level: where its next file starts (data positions; hot levels count down).
+    bottom_share: f64,
+    /// Per level (256: no level): where its next file starts (a data position).
     cursor: Vec<Option<usize>>,
 }
 
 impl CompactionAware {
-    /// Levels below `hot_levels` are hot.
-    pub fn new(hot_levels: u8) -> Self {
+    /// Levels below `hot_levels` are hot; below `bottom_share` space usage every file takes
+    /// bottom tracks.
+    pub fn new(hot_levels: u8, bottom_share: f64) -> Self {
         CompactionAware {
             hot_levels,
+            bottom_share,
             cursor: vec![None; 257],
-        }
-    }
-
-    fn slot(level: Option<u8>) -> usize {
-        level.map_or(256, |l| l as usize)
-    }
-}
-
-/// Like [`walk`], downward from `start`.
-fn walk_down(
-    view: &View<'_>,
-    start: usize,
-    need: &mut u64,
-    got: &mut Vec<u32>,
-    mut take: impl FnMut(u32) -> bool,
-) {
-    let n = view.data_len();
-    for i in 0..n {
-        if *need == 0 {
-            return;
-        }
-        let t = view.at(start + n - (i % n));
-        if view.free(t) && !got.contains(&t) && take(t) {
-            got.push(t);
-            *need = need.saturating_sub(view.layout.track(t).sectors as u64);
         }
     }
 }
 
 impl Allocator for CompactionAware {
     fn pick(&mut self, view: &View<'_>, req: &Request) -> Vec<u32> {
-        let n = view.data_len();
-        // Files without a level (a log that found no safe slot) are the hottest of all.
         let hot = req.level.is_none_or(|l| l < self.hot_levels);
-        let slot = Self::slot(req.level);
+        let slot = req.level.map_or(256, |l| l as usize);
+        let start = match req.prev {
+            Some(t) => view.pos(t) + 1,
+            None => self.cursor[slot].unwrap_or(0),
+        };
+        let plenty = view.usage() < self.bottom_share;
         let mut need = req.sectors;
-        let mut got = Vec::new();
+        let mut got: Vec<u32> = Vec::new();
+        // Neighbours of `t` that are free and not taken by this file already.
+        let free_outside = |t: u32, got: &[u32]| {
+            view.layout
+                .track(t)
+                .neighbours()
+                .filter(|&n| view.free(n) && !got.contains(&n))
+                .count()
+        };
+        let clean_bottom = |t: u32| view.bottom(t) && view.valid_neighbours(t) == 0;
+        if plenty || !hot {
+            walk(view, start, &mut need, &mut got, clean_bottom);
+        }
         if hot {
-            // Downward from the level's cursor (the inner end at first); a file continuing
-            // after an earlier persist looks just above its last track first.
-            let start = match req.prev {
-                Some(t) => view.pos(t) + 1,
-                None => self.cursor[slot].unwrap_or(n - 1),
-            };
-            if req.prev.is_some() {
-                walk(view, start, &mut need, &mut got, |t| {
-                    !view.bottom(t) && view.pos(t) >= start
-                });
-            }
-            walk_down(view, start, &mut need, &mut got, |t| !view.bottom(t));
-            walk_down(view, start, &mut need, &mut got, |_| true);
-            if let Some(low) = got.iter().map(|&t| view.pos(t)).min() {
-                self.cursor[slot] = Some(low.saturating_sub(1));
-            }
-        } else {
-            let start = match req.prev {
-                Some(t) => view.pos(t) + 1,
-                None => self.cursor[slot].unwrap_or(0),
-            };
+            let g = got.clone();
             walk(view, start, &mut need, &mut got, |t| {
-                view.bottom(t) && view.valid_neighbours(t) == 0
+                !view.bottom(t) && free_outside(t, &g) == 0
+            });
+            walk(view, start, &mut need, &mut got, |t| !view.bottom(t));
+        } else {
+            // Tops between this file's own bottoms, then tops over bottoms in use.
+            let g = got.clone();
+            walk(view, start, &mut need, &mut got, |t| {
+                !view.bottom(t) && view.layout.track(t).neighbours().all(|n| g.contains(&n))
+            });
+            let g = got.clone();
+            walk(view, start, &mut need, &mut got, |t| {
+                !view.bottom(t) && free_outside(t, &g) == 0
             });
             walk(view, start, &mut need, &mut got, |t| {
-                !view.bottom(t) && view.free_neighbours(t) == 0
+                view.bottom(t) && view.valid_neighbours(t) <= 1
             });
             walk(view, start, &mut need, &mut got, |t| view.bottom(t));
-            walk(view, start, &mut need, &mut got, |_| true);
-            if let Some(high) = got.iter().map(|&t| view.pos(t)).max() {
-                self.cursor[slot] = Some(high + 1);
-            }
         }
-        got.sort_by_key(|&t| view.pos(t));
+        walk(view, start, &mut need, &mut got, |_| true);
+        if let Some(high) = got.iter().map(|&t| view.pos(t)).max() {
+            self.cursor[slot] = Some(high + 1);
+        }
+        got.sort_by_key(|&t| (!view.bottom(t), view.pos(t)));
         got
     }
 }

@@ -117,6 +117,9 @@ pub fn new(opts: &Options) -> Box<dyn Allocator> {
     match opts.policy {
         Policy::Seq => Box::new(seq::Seq::default()),
         Policy::ThreePhase => Box::new(three_phase::ThreePhase::default()),
-        Policy::CompactionAware => Box::new(aware::CompactionAware::new(opts.hot_levels)),
+        Policy::CompactionAware => Box::new(aware::CompactionAware::new(
+            opts.hot_levels,
+            opts.bottom_share,
+        )),
     }
 }
