@@ -29,12 +29,12 @@ fn engine<E: std::error::Error + Send + Sync + 'static>(
 }
 
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
-/// the run's), LevelDB-style levels of `level1_bands` bands growing tenfold.
+/// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold.
 pub(super) fn db_options(s: &KvimrSizes) -> DbOptions {
     DbOptions {
         background_compaction: false,
         loc_level1_bands: s.level1_bands,
-        loc_level_multiplier: 10,
+        loc_level_multiplier: s.level_multiplier,
         ..DbOptions::default()
     }
 }

@@ -171,12 +171,13 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## KVIMR (seed 002) on `imr-paper`, scale {}: a {} MiB drive, {} MiB SSTables, {}-byte values, SMRDB-LOC (level 1 = {} SSTables, ×10 per level), modelled device time\n",
+        "## KVIMR (seed 002) on `imr-paper`, scale {}: a {} MiB drive, {} MiB SSTables, {}-byte values, SMRDB-LOC (level 1 = {} SSTables, ×{} per level), modelled device time\n",
         opts.scale.name(),
         s.capacity / MIB,
         s.zone_bytes / MIB,
         s.value_bytes,
-        s.level1_bands
+        s.level1_bands,
+        s.level_multiplier
     );
     let _ = writeln!(
         md,

@@ -245,10 +245,10 @@ impl StlSpeedArgs {
 fn kvimr_scales() -> PossibleValuesParser {
     PossibleValuesParser::new([
         PossibleValue::new("tiny")
-            .help("Seconds: a 128 MiB drive, 2 MiB SSTables (the tests use it)"),
+            .help("Seconds: a 192 MiB drive, 2 MiB SSTables, levels ×4 (the tests use it)"),
         PossibleValue::new("small")
-            .help("Minutes in a release build: a 2 GiB drive, 16 MiB SSTables"),
-        PossibleValue::new("full").help("Longer: a 4 GiB drive, 32 MiB SSTables"),
+            .help("Minutes in a release build: a 3 GiB drive, 16 MiB SSTables"),
+        PossibleValue::new("full").help("Longer: a 6 GiB drive, 32 MiB SSTables"),
     ])
 }
 
