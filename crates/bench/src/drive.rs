@@ -27,6 +27,10 @@ pub fn zoned_for_smrdb(cfg: &mut DiskConfig, profile_name: &str) -> Result<()> {
              conventional one (cmr-7200), which the harness bands into zones of its zone size"
         ))),
         DriveKind::HmSmr | DriveKind::HaSmr => Ok(()),
+        DriveKind::Imr => Err(Error::invalid(format!(
+            "profile {profile_name} is interlaced media (IMR) managed at track level; SMRDB \
+             runs on it through the KVIMR middleware: use `tegula bench paper kvimr`"
+        ))),
     }
 }
 

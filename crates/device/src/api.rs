@@ -55,6 +55,16 @@ pub enum ZoneTarget {
     All,
 }
 
+/// What the layer above tells a zoned device about a zone it is about to fill, so that a
+/// device that places data itself (the KVIMR middleware's zoned adapter) can place it well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneHint {
+    /// The zone will hold an SSTable (band) of this LSM level.
+    Level(u8),
+    /// The zone will hold a write-ahead log.
+    Log,
+}
+
 /// A block device: read, write, flush, discard at an LBA, with modelled completion times.
 pub trait BlockDevice: Send + Sync {
     /// Device facts.
@@ -118,6 +128,11 @@ pub trait ZonedDevice: BlockDevice {
             "setting a write pointer back",
         ))
     }
+    /// Tells the device what the empty zone `index` is about to hold (call before its first
+    /// write). Devices that do not place data ignore it (the default).
+    fn hint_zone(&self, index: u32, hint: ZoneHint) {
+        let _ = (index, hint);
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -165,5 +180,8 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
         (**self).rewind_write_pointer(index, lba)
+    }
+    fn hint_zone(&self, index: u32, hint: ZoneHint) {
+        (**self).hint_zone(index, hint)
     }
 }

@@ -24,6 +24,10 @@ pub enum DriveKind {
     /// Raw shingled media behind the block interface with no translation: writes that break
     /// the shingling rule destroy data (what a translation layer is built on).
     SmrRaw,
+    /// Raw interlaced media (IMR) behind the block interface, managed by the host at track
+    /// level: narrow top tracks over the seams of wide bottom tracks; writing a bottom track
+    /// destroys the overlapping span of its two neighbouring top tracks.
+    Imr,
 }
 
 impl DriveKind {
@@ -34,6 +38,7 @@ impl DriveKind {
             DriveKind::HmSmr => "hm-smr",
             DriveKind::HaSmr => "ha-smr",
             DriveKind::SmrRaw => "smr-raw",
+            DriveKind::Imr => "imr",
         }
     }
 }
@@ -108,6 +113,18 @@ pub struct ShingleParams {
     pub unshingled_prefix: u64,
 }
 
+/// Interlaced recording parameters (drive kind `imr` only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterlaceParams {
+    /// Sectors of a bottom track per sector of a top track at the same radius (IMRSim: 568 /
+    /// 456 ≈ 1.246). Bottom tracks hold `media.od_track_bytes` at the outer diameter.
+    pub bottom_top_ratio: f64,
+    /// Whether writing a bottom track destroys its neighbouring top tracks. `false` is the
+    /// "CMR twin": the same geometry and timing with no damage (the paper's CMR baseline).
+    pub damage: bool,
+}
+
 /// Volatile write cache parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -151,10 +168,23 @@ pub struct DiskConfig {
     pub shingle: ShingleParams,
     /// Volatile write cache.
     pub cache: CacheParams,
+    /// Interlaced recording (kind `imr`); absent on every other kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interlace: Option<InterlaceParams>,
 }
 
 /// Names of the built-in profiles.
-pub const PROFILES: [&str; 4] = ["cmr-7200", "hm-smr", "ha-smr", "smr-5900"];
+pub const PROFILES: [&str; 6] = [
+    "cmr-7200",
+    "hm-smr",
+    "ha-smr",
+    "smr-5900",
+    "imr",
+    "imr-paper",
+];
+
+/// Bottom / top sectors per track of IMRSim (568 and 456 blocks of 4 KiB).
+pub const IMRSIM_RATIO: f64 = 568.0 / 456.0;
 
 fn cmr_timing() -> TimingParams {
     TimingParams {
@@ -219,6 +249,7 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 write_cache: true,
                 size: 32 * mib,
             },
+            interlace: None,
         },
         "hm-smr" | "ha-smr" => DiskConfig {
             profile: name.into(),
@@ -260,6 +291,7 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 write_cache: true,
                 size: 32 * mib,
             },
+            interlace: None,
         },
         "smr-5900" => DiskConfig {
             profile: name.into(),
@@ -313,7 +345,57 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 write_cache: false,
                 size: 32 * mib,
             },
+            interlace: None,
         },
+        "imr" | "imr-paper" => {
+            let paper = name == "imr-paper";
+            DiskConfig {
+                profile: name.into(),
+                kind: DriveKind::Imr,
+                capacity: 0,
+                sector_size: 4096,
+                span: Span::Scaled,
+                store_data: true,
+                seed: 0,
+                media: MediaParams {
+                    rpm: 7200,
+                    heads: 8,
+                    // imr: ≈560,000 tracks per surface; imr-paper: the slides' 100 GB drive.
+                    cylinders: if paper { 6_000 } else { 560_000 },
+                    od_track_bytes: 568 * 4096,
+                    // imr-paper has one recording zone: every track pair holds 2 MiB.
+                    od_id_ratio: if paper { 1.0 } else { 175.0 / 83.0 },
+                    recording_zones: if paper { 1 } else { 30 },
+                    stroke_tracks: Some(18),
+                    strokes_per_surface: None,
+                    serpentine: true,
+                },
+                timing: TimingParams {
+                    track_switch_ms: Some(0.9),
+                    ..cmr_timing()
+                },
+                zones: ZoneParams {
+                    zone_size: 256 * mib,
+                    conventional_fraction: 1.0,
+                    conventional_zones: None,
+                    max_open: 0,
+                    unrestricted_reads: true,
+                },
+                shingle: ShingleParams {
+                    overlap_tracks: 1,
+                    band_tracks: None,
+                    unshingled_prefix: 0,
+                },
+                cache: CacheParams {
+                    write_cache: true,
+                    size: 32 * mib,
+                },
+                interlace: Some(InterlaceParams {
+                    bottom_top_ratio: IMRSIM_RATIO,
+                    damage: true,
+                }),
+            }
+        }
         other => {
             return Err(DeviceError::Config(format!(
                 "unknown profile {other:?} (one of: {})",
@@ -458,6 +540,29 @@ impl DiskConfig {
         if self.media.stroke_tracks == Some(0) || self.media.strokes_per_surface == Some(0) {
             return bad("stroke_tracks and strokes_per_surface must be positive".into());
         }
+        match (&self.interlace, self.kind) {
+            (None, DriveKind::Imr) => {
+                return bad("kind = \"imr\" needs an [interlace] table".into());
+            }
+            (Some(_), k) if k != DriveKind::Imr => {
+                return bad(format!(
+                    "[interlace] applies to kind = \"imr\" only, not {}",
+                    k.name()
+                ));
+            }
+            (Some(i), _) => {
+                if !(i.bottom_top_ratio.is_finite() && (1.0..=4.0).contains(&i.bottom_top_ratio)) {
+                    return bad(format!(
+                        "interlace.bottom_top_ratio {} out of range 1..4",
+                        i.bottom_top_ratio
+                    ));
+                }
+                if self.shingle.overlap_tracks != 1 {
+                    return bad("an imr drive is not shingled (overlap_tracks = 1)".into());
+                }
+            }
+            (None, _) => {}
+        }
         Ok(())
     }
 
@@ -477,6 +582,7 @@ impl DiskConfig {
             recording_zones: self.media.recording_zones,
             stroke: stroke.clamp(1, cylinders),
             serpentine: self.media.serpentine,
+            interlace: self.interlace.as_ref().map(|i| i.bottom_top_ratio),
         }
     }
 
@@ -529,6 +635,16 @@ impl DiskConfig {
             .map_err(DeviceError::Config)
     }
 
+    /// The "CMR twin" of an interlaced configuration: the same geometry and timing with
+    /// bottom-track writes damaging nothing (the paper's CMR baseline). Other kinds unchanged.
+    pub fn cmr_twin(&self) -> DiskConfig {
+        let mut c = self.clone();
+        if let Some(i) = &mut c.interlace {
+            i.damage = false;
+        }
+        c
+    }
+
     /// Zone size in sectors.
     pub fn zone_sectors(&self) -> u64 {
         self.zones.zone_size / self.sector_size as u64
@@ -543,7 +659,7 @@ impl DiskConfig {
     pub fn conventional_zones(&self) -> u32 {
         let n = self.zone_count();
         match self.kind {
-            DriveKind::Cmr | DriveKind::SmrRaw => n,
+            DriveKind::Cmr | DriveKind::SmrRaw | DriveKind::Imr => n,
             DriveKind::HmSmr | DriveKind::HaSmr => {
                 let c = self.zones.conventional_zones.unwrap_or_else(|| {
                     ((n as f64 * self.zones.conventional_fraction).ceil() as u32).max(1)
@@ -568,7 +684,7 @@ impl DiskConfig {
         }
         let ss = self.sector_size as u64;
         match self.kind {
-            DriveKind::Cmr => BandLayout::None,
+            DriveKind::Cmr | DriveKind::Imr => BandLayout::None,
             DriveKind::HmSmr | DriveKind::HaSmr => BandLayout::Lba {
                 unshingled_sectors: self.conventional_zones() as u64 * self.zone_sectors(),
                 band_sectors: self.zone_sectors(),
@@ -591,7 +707,12 @@ mod tests {
             let c = profile(p).expect("profile");
             c.validate().expect("valid");
             let tb = c.capacity as f64 / 1e12;
-            assert!(tb > 3.0 && tb < 16.0, "{p}: {tb} TB");
+            if p == "imr-paper" {
+                // The slides' emulated 100 GB drive.
+                assert!(tb > 0.09 && tb < 0.11, "{p}: {tb} TB");
+            } else {
+                assert!(tb > 3.0 && tb < 16.0, "{p}: {tb} TB");
+            }
         }
     }
 
@@ -619,6 +740,28 @@ mod tests {
         assert_eq!(c.zones.zone_size, 64 << 20);
         assert!(c.set("media.nope", "1").is_err());
         assert!(c.set("media.rpm", "fast").is_err());
+    }
+
+    #[test]
+    fn interlace_is_checked_and_round_trips() {
+        let c = profile("imr").expect("profile");
+        let back = DiskConfig::from_toml(&c.to_toml()).expect("round trip");
+        assert_eq!(back, c);
+        let mut t = c.cmr_twin();
+        assert_eq!(t.interlace.as_ref().map(|i| i.damage), Some(false));
+        t.set("interlace.damage", "true").expect("set");
+        assert_eq!(t, c);
+        let mut bad = c.clone();
+        bad.interlace = None;
+        assert!(bad.validate().is_err());
+        let mut bad = profile("cmr-7200").expect("profile");
+        bad.interlace = c.interlace.clone();
+        assert!(bad.validate().is_err());
+        // A configuration of another kind has no [interlace] table in its TOML.
+        assert!(!profile("hm-smr")
+            .expect("profile")
+            .to_toml()
+            .contains("interlace"));
     }
 
     #[test]

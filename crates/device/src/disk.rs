@@ -5,6 +5,7 @@ use crate::api::{BlockDevice, DeviceInfo, WriteFlags, ZoneTarget, ZonedDevice};
 use crate::config::DiskConfig;
 use crate::error::{DeviceError, Result};
 use crate::image::{ImageFile, ImageState};
+use crate::interlace::{Interlacing, TrackLayout};
 use crate::media::{ClockMode, Completion, IoDone, Media, PowerOnReport, Request};
 use crate::shingle::Shingling;
 use crate::stats::Stats;
@@ -28,6 +29,7 @@ pub struct Disk {
     inner: Mutex<Inner>,
     config: DiskConfig,
     info: DeviceInfo,
+    tracks: Option<TrackLayout>,
 }
 
 impl std::fmt::Debug for Disk {
@@ -51,7 +53,17 @@ impl Disk {
         let capacity = config.zone_count() as u64 * config.zone_sectors();
         let shingle = Shingling::new(config.band_layout(), config.shingle.overlap_tracks);
         let cache = config.cache.write_cache.then_some(config.cache.size);
-        let media = Media::new(mech, store, capacity, shingle, cache, config.seed)?;
+        let tracks = config
+            .interlace
+            .as_ref()
+            .map(|i| TrackLayout::new(mech.geometry().clone(), capacity, i.damage));
+        let mut media = Media::new(mech, store, capacity, shingle, cache, config.seed)?;
+        media.set_interlace(
+            config
+                .interlace
+                .as_ref()
+                .map(|i| Interlacing { damage: i.damage }),
+        );
         let zones = ZoneTable::new(
             capacity,
             config.zone_sectors(),
@@ -84,6 +96,7 @@ impl Disk {
             }),
             config,
             info,
+            tracks,
         })
     }
 
@@ -180,6 +193,12 @@ impl Disk {
     /// The resolved configuration.
     pub fn config(&self) -> &DiskConfig {
         &self.config
+    }
+
+    /// The track-level interface of an interlaced drive (kind `imr`): tracks, their LBA
+    /// ranges, kinds and neighbours. `None` for every other kind.
+    pub fn track_layout(&self) -> Option<&TrackLayout> {
+        self.tracks.as_ref()
     }
 
     fn snapshot_state(&self) -> ImageState {

@@ -167,6 +167,8 @@ pub enum DeviceError {
 pub enum MediaErrorCause {
     /// Overwritten by a shingled write to an earlier track of its band.
     ShingleDamage,
+    /// A top track destroyed by a write to a neighbouring bottom track (interlaced media).
+    InterlaceDamage,
     /// Injected by the fault plan.
     Injected,
 }
@@ -176,6 +178,9 @@ impl std::fmt::Display for MediaErrorCause {
         f.write_str(match self {
             MediaErrorCause::ShingleDamage => {
                 "sector destroyed by a shingled write to a preceding track"
+            }
+            MediaErrorCause::InterlaceDamage => {
+                "top-track sector destroyed by a write to a neighbouring bottom track"
             }
             MediaErrorCause::Injected => "injected media error",
         })

@@ -37,6 +37,10 @@ pub struct GeometryParams {
     pub stroke: u64,
     /// Alternate the direction of consecutive surface runs.
     pub serpentine: bool,
+    /// Interlaced recording: even cylinders are wide bottom tracks, odd cylinders narrow top
+    /// tracks holding this many times fewer sectors (bottom / top, ≥ 1). `None`: every track
+    /// of a recording zone holds the same number of sectors.
+    pub interlace: Option<f64>,
 }
 
 /// Time the mechanics need for the three kinds of track transitions of a sequential transfer.
@@ -53,9 +57,29 @@ pub struct SkewTimes {
 #[derive(Debug, Clone)]
 struct RecZone {
     first_cyl: u64,
+    /// Sectors per track of the even (bottom) cylinders.
     spt: u64,
+    /// Sectors per track of the odd (top) cylinders; `spt` unless interlaced.
+    spt_odd: u64,
     /// Sectors per surface before `first_cyl`.
     cum: u64,
+}
+
+impl RecZone {
+    fn spt_of(&self, cyl: u64) -> u64 {
+        if cyl.is_multiple_of(2) {
+            self.spt
+        } else {
+            self.spt_odd
+        }
+    }
+
+    /// Sectors per surface in cylinders `[first_cyl, c)`.
+    fn sectors_before(&self, c: u64) -> u64 {
+        let evens = c.div_ceil(2) - self.first_cyl.div_ceil(2);
+        let odds = (c - self.first_cyl) - evens;
+        evens * self.spt + odds * self.spt_odd
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +114,21 @@ pub struct Location {
     pub run_len: u64,
 }
 
+/// Where one track lies: its number, first LBA, sectors, cylinder and head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackPlace {
+    /// Track number in LBA order.
+    pub track: u64,
+    /// First LBA of the track.
+    pub lba: u64,
+    /// Sectors on the track.
+    pub spt: u64,
+    /// Cylinder (0 = outer diameter).
+    pub cyl: u64,
+    /// Head (surface).
+    pub head: u32,
+}
+
 /// A built geometry.
 #[derive(Debug, Clone)]
 pub struct Geometry {
@@ -118,6 +157,13 @@ impl Geometry {
         if !(p.od_id_ratio >= 1.0 && p.od_id_ratio.is_finite()) {
             return Err(format!("od_id_ratio must be ≥ 1, got {}", p.od_id_ratio));
         }
+        if let Some(r) = p.interlace {
+            if !(r.is_finite() && (1.0..=4.0).contains(&r)) {
+                return Err(format!(
+                    "interlace bottom/top ratio must be within 1..4, got {r}"
+                ));
+            }
+        }
         let nz = (p.recording_zones.max(1) as u64).min(p.cylinders);
         let mut zones = Vec::with_capacity(nz as usize);
         let mut cum = 0u64;
@@ -137,12 +183,18 @@ impl Geometry {
                     p.sector_size
                 ));
             }
-            zones.push(RecZone {
+            let spt_odd = match p.interlace {
+                Some(r) => ((spt as f64 / r).round() as u64).max(1),
+                None => spt,
+            };
+            let z = RecZone {
                 first_cyl,
                 spt,
+                spt_odd,
                 cum,
-            });
-            cum += (next - first_cyl) * spt;
+            };
+            cum += z.sectors_before(next);
+            zones.push(z);
         }
         let mut g = Geometry {
             params,
@@ -210,7 +262,12 @@ impl Geometry {
 
     /// Sectors per track at a cylinder.
     pub fn spt_at(&self, cyl: u64) -> u64 {
-        self.zones[self.zone_of_cyl(cyl)].spt
+        self.zones[self.zone_of_cyl(cyl)].spt_of(cyl)
+    }
+
+    /// Whether the tracks are interlaced (even cylinders bottom, odd cylinders top).
+    pub fn interlaced(&self) -> bool {
+        self.params.interlace.is_some()
     }
 
     /// Cylinders per section (the length of a surface run).
@@ -218,7 +275,7 @@ impl Geometry {
         self.params.stroke
     }
 
-    /// Recording zones as (first cylinder, sectors per track).
+    /// Recording zones as (first cylinder, sectors per track of its even cylinders).
     pub fn recording_zones(&self) -> Vec<(u64, u64)> {
         self.zones.iter().map(|z| (z.first_cyl, z.spt)).collect()
     }
@@ -232,14 +289,17 @@ impl Geometry {
     /// Sectors per surface before cylinder `c`.
     fn cum(&self, c: u64) -> u64 {
         let z = &self.zones[self.zone_of_cyl(c)];
-        z.cum + (c - z.first_cyl) * z.spt
+        z.cum + z.sectors_before(c)
     }
 
     /// Cylinder holding per-surface sector offset `v`.
     fn cyl_at(&self, v: u64) -> u64 {
         let zi = self.zones.partition_point(|z| z.cum <= v).saturating_sub(1);
         let z = &self.zones[zi];
-        z.first_cyl + (v - z.cum) / z.spt
+        let off = v - z.cum;
+        let first = z.spt_of(z.first_cyl);
+        let pair = z.spt + z.spt_odd;
+        z.first_cyl + 2 * (off / pair) + u64::from(off % pair >= first)
     }
 
     /// Maps an LBA to its physical location. `lba` must be below [`Self::total_sectors`].
@@ -334,6 +394,69 @@ impl Geometry {
         }
     }
 
+    /// Number of tracks (`heads × cylinders`), numbered in LBA order as [`Location::track`].
+    pub fn track_count(&self) -> u64 {
+        self.params.heads as u64 * self.params.cylinders
+    }
+
+    /// Track number `t` (in LBA order) as its physical place, or `None` past the last track.
+    pub fn track(&self, t: u64) -> Option<TrackPlace> {
+        let heads = self.params.heads as u64;
+        let per_section = heads * self.params.stroke;
+        let si = t / per_section;
+        let s = self.sections.get(si as usize)?;
+        let rem = t - si * per_section;
+        let k = rem / s.cyls;
+        let j = rem % s.cyls;
+        if k >= heads {
+            return None;
+        }
+        let (lba, spt) = self.run_track(si * heads + k, j)?;
+        let ascending = !self.params.serpentine || k.is_multiple_of(2);
+        let cyl = if ascending {
+            s.first_cyl + j
+        } else {
+            s.first_cyl + s.cyls - 1 - j
+        };
+        let head = if si.is_multiple_of(2) {
+            k
+        } else {
+            heads - 1 - k
+        } as u32;
+        Some(TrackPlace {
+            track: t,
+            lba,
+            spt,
+            cyl,
+            head,
+        })
+    }
+
+    /// The track at cylinder `cyl` under head `head`, or `None` outside the surface.
+    pub fn track_at(&self, cyl: u64, head: u32) -> Option<TrackPlace> {
+        let heads = self.params.heads as u64;
+        if cyl >= self.params.cylinders || head as u64 >= heads {
+            return None;
+        }
+        let si = self
+            .sections
+            .partition_point(|s| s.first_cyl <= cyl)
+            .saturating_sub(1);
+        let s = &self.sections[si];
+        let k = if si % 2 == 0 {
+            head as u64
+        } else {
+            heads - 1 - head as u64
+        };
+        let ascending = !self.params.serpentine || k.is_multiple_of(2);
+        let j = if ascending {
+            cyl - s.first_cyl
+        } else {
+            s.first_cyl + s.cyls - 1 - cyl
+        };
+        self.track(si as u64 * heads * self.params.stroke + k * s.cyls + j)
+    }
+
     /// Media transfer rate in bytes per second at an LBA, ignoring track switches.
     pub fn media_rate_at(&self, lba: u64) -> f64 {
         let loc = self.locate(lba);
@@ -356,6 +479,7 @@ mod tests {
             recording_zones: 10,
             stroke: 64,
             serpentine,
+            interlace: None,
         }
     }
 
@@ -393,6 +517,32 @@ mod tests {
             assert_eq!(a.run, b.run);
             assert_eq!(a.cyl.abs_diff(b.cyl), 1);
             assert_eq!(b.track, a.track + 1);
+        }
+    }
+
+    #[test]
+    fn interlaced_tracks_alternate_in_size_and_map_back() {
+        for serp in [false, true] {
+            let mut p = params(serp);
+            p.interlace = Some(1.25);
+            let g = Geometry::new(p, skew()).expect("geometry");
+            assert_eq!(g.spt_at(0), 256);
+            assert_eq!(g.spt_at(1), 205);
+            let mut lba = 0;
+            let mut seen = std::collections::HashSet::new();
+            while lba < g.total_sectors() {
+                let l = g.locate(lba);
+                assert_eq!(l.spt, g.spt_at(l.cyl));
+                assert!(seen.insert((l.cyl, l.head, l.sector)));
+                let t = g.track(l.track).expect("track");
+                assert_eq!(
+                    (t.lba, t.spt, t.cyl, t.head),
+                    (l.track_lba, l.spt, l.cyl, l.head)
+                );
+                assert_eq!(g.track_at(l.cyl, l.head), Some(t));
+                lba += l.spt - l.sector;
+            }
+            assert_eq!(g.track(g.track_count()), None);
         }
     }
 

@@ -60,6 +60,12 @@ impl Shingling {
         &self.destroyed
     }
 
+    /// The destroyed set, for other physics that destroy sectors (interlaced recording keeps
+    /// its damage here too, so that images persist both alike).
+    pub fn destroyed_mut(&mut self) -> &mut RangeSet {
+        &mut self.destroyed
+    }
+
     /// Replaces the destroyed set (when loading a disk image).
     pub fn set_destroyed(&mut self, set: RangeSet) {
         self.destroyed = set;

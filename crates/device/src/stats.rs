@@ -38,6 +38,21 @@ pub struct Stats {
     pub mech: MechStats,
     /// Host bytes written per zone.
     pub zone_bytes_written: Vec<u64>,
+    /// Interlaced media: bytes written to top tracks (host write-through and destage).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub top_bytes_written: u64,
+    /// Interlaced media: bytes written to bottom tracks.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bottom_bytes_written: u64,
+    /// Interlaced media: readable top-track sectors destroyed by bottom-track writes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interlace_destroyed_sectors: u64,
+}
+
+// Zero-valued interlace counters are left out so that the statistics of other drives (and the
+// state slots of existing images) keep their bytes.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl Stats {

@@ -377,3 +377,21 @@ fn version_1_log_chunks_of_older_images_are_replayed() {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(v));
     }
 }
+
+/// A chunk's first sector zeroed with valid chunks behind it: zeros end a log only where
+/// nothing valid follows (a finished zone), so this is corruption, not the end of the log.
+#[test]
+fn a_zeroed_chunk_with_valid_chunks_after_it_is_corruption() {
+    let (disk, dev) = three_synced_puts();
+    let (z, first, _, _) = find_in_log(dev.as_ref(), b"a");
+    assert!(chunks(dev.as_ref(), &z).len() >= 2);
+    let s = sector(&disk, first);
+    for (i, b) in s.iter().enumerate() {
+        if *b != 0 {
+            flip(&disk, first, i, *b);
+        }
+    }
+    assert!(sector(&disk, first).iter().all(|&b| b == 0));
+    let e = expect_corruption(&disk, &z, first);
+    assert!(e.contains("zeroed sector"), "{e}");
+}

@@ -252,6 +252,11 @@ pub fn tracks(disk: &Disk) -> (u64, u64, u64) {
     })
 }
 
+/// Sectors of `disk` that read back as media errors now (shingled or interlaced damage).
+pub fn destroyed_sectors(disk: &Disk) -> u64 {
+    disk.with_media(|m| m.shingling().destroyed().total())
+}
+
 /// The geometry summary `disk create`, `disk info` and `demo` print.
 pub fn disk_summary(disk: &Disk, path: Option<&Path>) -> Vec<(String, String)> {
     let cfg = disk.config();
@@ -265,6 +270,9 @@ pub fn disk_summary(disk: &Disk, path: Option<&Path>) -> Vec<(String, String)> {
         tegula_device::DriveKind::HmSmr => "hm-smr (host-managed SMR, zoned)",
         tegula_device::DriveKind::HaSmr => "ha-smr (host-aware SMR, zoned)",
         tegula_device::DriveKind::SmrRaw => "smr-raw (raw shingled media, block device)",
+        tegula_device::DriveKind::Imr => {
+            "imr (raw interlaced media, block device managed at track level)"
+        }
     };
     let seq_type = cfg.seq_zone_type().name();
     let mut v: Vec<(String, String)> = vec![
@@ -353,6 +361,23 @@ pub fn disk_summary(disk: &Disk, path: Option<&Path>) -> Vec<(String, String)> {
             },
         ),
     ];
+    if let (Some(l), Some(il)) = (disk.track_layout(), cfg.interlace.as_ref()) {
+        let (bottom, top) = l.kind_counts();
+        v.push((
+            "interlace".into(),
+            format!(
+                "{} tracks: {bottom} bottom, {top} top (bottom/top sectors {:.3}); bottom writes \
+                 {}",
+                l.track_count(),
+                il.bottom_top_ratio,
+                if il.damage {
+                    "destroy the neighbouring top tracks"
+                } else {
+                    "damage nothing (the CMR twin)"
+                }
+            ),
+        ));
+    }
     if let Some(p) = path {
         v.push(("image".into(), p.display().to_string()));
     }

@@ -558,7 +558,14 @@ fn damaged_images_give_clear_errors() {
 #[test]
 fn profiles_are_listed() {
     let out = stdout(&ok(&["disk", "profiles"]));
-    for p in ["cmr-7200", "hm-smr", "ha-smr", "smr-5900"] {
+    for p in [
+        "cmr-7200",
+        "hm-smr",
+        "ha-smr",
+        "smr-5900",
+        "imr",
+        "imr-paper",
+    ] {
         assert!(out.contains(p), "{out}");
     }
     // The drive-managed drives are built in too (no repository files needed).
@@ -566,7 +573,7 @@ fn profiles_are_listed() {
         assert!(out.contains(p), "{out}");
     }
     let j = json(&ok(&["disk", "profiles", "--json"]));
-    assert_eq!(j["zoned"].as_array().expect("array").len(), 4);
+    assert_eq!(j["zoned"].as_array().expect("array").len(), 6);
     assert_eq!(j["dm_smr"].as_array().expect("array").len(), 5);
 }
 

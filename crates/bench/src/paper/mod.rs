@@ -3,6 +3,8 @@
 //! numbers (JSON) and its plots (SVG, through [`crate::plot`]) into an output directory and
 //! returns a [`PaperReport`] naming them.
 
+#[cfg(feature = "smrdb")]
+pub mod kvimr;
 pub mod smrdb;
 pub mod stl;
 pub mod zea;

@@ -50,7 +50,11 @@ impl Media {
             let cands = [
                 (
                     self.shingle.first_destroyed(a, b - a),
-                    MediaErrorCause::ShingleDamage,
+                    if self.interlace.is_some() {
+                        MediaErrorCause::InterlaceDamage
+                    } else {
+                        MediaErrorCause::ShingleDamage
+                    },
                 ),
                 (
                     self.faults.injected.first_in(a, b),
@@ -309,7 +313,21 @@ impl Media {
                         })?;
                 }
             }
-            self.shingle.on_write(self.mech.geometry(), lba, persisted);
+            match &self.interlace {
+                Some(il) => {
+                    let t = il.on_write(
+                        self.mech.geometry(),
+                        self.capacity,
+                        lba,
+                        persisted,
+                        self.shingle.destroyed_mut(),
+                    );
+                    self.stats.top_bytes_written += t.top * self.sector;
+                    self.stats.bottom_bytes_written += t.bottom * self.sector;
+                    self.stats.interlace_destroyed_sectors += t.destroyed;
+                }
+                None => self.shingle.on_write(self.mech.geometry(), lba, persisted),
+            }
             self.faults.injected.remove(lba, lba + persisted);
             self.push_event(super::MediaEvent::Write {
                 lba,

@@ -21,6 +21,7 @@ pub use queue::{Completion, Request};
 
 use crate::cache::WriteCache;
 use crate::error::{DeviceError, Result};
+use crate::interlace::Interlacing;
 use crate::mechanics::Mechanics;
 use crate::shingle::Shingling;
 use crate::stats::Stats;
@@ -35,6 +36,8 @@ pub struct Media {
     sector: u64,
     capacity: u64,
     shingle: Shingling,
+    /// Interlaced physics (drive kind `imr`); its damage lives in `shingle`'s destroyed set.
+    interlace: Option<Interlacing>,
     cache: Option<(WriteCache, u64)>,
     faults: FaultState,
     stats: Stats,
@@ -84,6 +87,7 @@ impl Media {
             sector: ss as u64,
             capacity,
             shingle,
+            interlace: None,
             cache,
             faults: FaultState::new(seed),
             stats: Stats::default(),
@@ -156,5 +160,16 @@ impl Media {
     /// Mutable shingled state (loading images).
     pub fn shingling_mut(&mut self) -> &mut Shingling {
         &mut self.shingle
+    }
+
+    /// Makes the media interlaced (drive kind `imr`): bottom-track writes destroy the
+    /// neighbouring top tracks' overlapping span unless `damage` is off (the CMR twin).
+    pub fn set_interlace(&mut self, interlace: Option<Interlacing>) {
+        self.interlace = interlace;
+    }
+
+    /// The interlaced physics, if the media is interlaced.
+    pub fn interlacing(&self) -> Option<&Interlacing> {
+        self.interlace.as_ref()
     }
 }

@@ -92,6 +92,10 @@ impl Inner {
                     (z, id)
                 };
                 zones_out.push(z);
+                // The level hint: a device that places bands by level (KVIMR) uses it.
+                self.dev
+                    .dev
+                    .hint_zone(z, tegula_device::ZoneHint::Level(level));
                 cur = Some((BandWriter::new(&self.dev, z, kind, cfg), id));
             }
             if let Some((w, _)) = cur.as_mut() {

@@ -247,6 +247,8 @@ impl Inner {
         self.dev.flush(IoKind::Log)?;
         let mut ms = self.meta.lock();
         let z = self.alloc(&mut ms, self.log_keep())?;
+        // A device that places zones by what they hold (KVIMR) keeps logs out of harm's way.
+        self.dev.dev.hint_zone(z, tegula_device::ZoneHint::Log);
         ms.m.log_zones.push(z);
         if let Err(e) = self.commit(&mut ms) {
             ms.m.log_zones.pop();

@@ -17,6 +17,11 @@
 //!   whether or not valid chunks follow. A flipped bit in the last chunk of the log is no more
 //!   a torn write than one in the first.
 //!
+//! One exception: a sector of zeros where a chunk must start, with no valid chunk after it in
+//! the band, ends the log cleanly: the zone was finished (its write pointer moved to its end
+//! over sectors never written) or the device keeps whole zones. Zeros with a valid chunk
+//! behind them are corruption like any other damage.
+//!
 //! Version 1 chunks (see [`super::chunk`]) have no header checksum, so a damaged length field
 //! can make one claim to run past the write pointer; such a chunk is taken for the torn tail
 //! only if no valid chunk starts after it in the band.
@@ -76,6 +81,22 @@ pub fn replay_zone(
         let at = ((pos - buf_start) * ss) as usize;
         let head = read_head(&buf[at..]);
         let version = match head {
+            Head::Missing if buf[at..at + ss as usize].iter().all(|&b| b == 0) => {
+                // A never-written sector below the write pointer: a finished zone, or a device
+                // that keeps whole zones (kvimr's safe slots). The log ends here unless a valid
+                // chunk follows, which would make this a damaged one.
+                if let Some(next) = valid_chunk_after(dev, zone, pos + 1, wp_sectors)? {
+                    return Err(damaged(
+                        pos,
+                        format!("a zeroed sector, but a valid chunk follows at sector {next}"),
+                    ));
+                }
+                return Ok(LogEnd {
+                    end_sector: pos,
+                    torn: false,
+                    stopped: false,
+                });
+            }
             Head::Missing => return Err(damaged(pos, "no chunk magic".into())),
             Head::Damaged(w) => return Err(damaged(pos, w)),
             Head::Chunk { version, .. } => version,
@@ -127,7 +148,8 @@ pub fn replay_zone(
 }
 
 /// The first sector in `from..wp_sectors` of log band `zone` at which a whole, valid chunk
-/// starts (asked only about version 1 chunks, whose length has no checksum of its own).
+/// starts (asked about version 1 chunks, whose length has no checksum of its own, and about
+/// a zeroed sector where a chunk must start).
 fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result<Option<u64>> {
     let ss = dev.ss;
     let piece = (1u64 << 20).div_ceil(ss).max(1);

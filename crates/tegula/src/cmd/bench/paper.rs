@@ -6,6 +6,7 @@ use anyhow::Result;
 use clap::builder::{BoolishValueParser, PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, Args, Subcommand};
 use std::path::PathBuf;
+use tegula_bench::paper::kvimr::{self, KvimrOptions, KvimrScale, Parts, Scheme};
 use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
 use tegula_bench::paper::stl::signatures::{self, SignatureOptions};
 use tegula_bench::paper::stl::speed::{self, SpeedOptions};
@@ -31,6 +32,10 @@ pub enum PaperCommand {
     /// How many emulated 4 KiB random writes per wall second the journal STL sustains, in
     /// memory and on a drive image.
     StlSpeed(StlSpeedArgs),
+    /// KVIMR (seed 002): SMRDB-LOC on interlaced media through the KVIMR middleware: Seq,
+    /// three-phase, KVIMR-N, KVIMR-M and the CMR twin; random load, usage sweep, YCSB, in
+    /// device time.
+    Kvimr(KvimrArgs),
 }
 
 impl PaperCommand {
@@ -49,6 +54,9 @@ impl PaperCommand {
             }
             PaperCommand::StlSpeed(a) => {
                 speed::run(&a.options(), &Printer::new(!a.no_progress, None))?
+            }
+            PaperCommand::Kvimr(a) => {
+                kvimr::run(&a.options()?, &Printer::new(!a.no_progress, None))?
             }
         };
         print!("{}", report.markdown);
@@ -231,6 +239,67 @@ impl StlSpeedArgs {
             config: self.config.clone(),
             out: self.out.clone(),
         }
+    }
+}
+
+fn kvimr_scales() -> PossibleValuesParser {
+    PossibleValuesParser::new([
+        PossibleValue::new("tiny")
+            .help("Seconds: a 192 MiB drive, 2 MiB SSTables, levels ×4 (the tests use it)"),
+        PossibleValue::new("small")
+            .help("Minutes in a release build: a 3 GiB drive, 16 MiB SSTables"),
+        PossibleValue::new("full").help("Longer: a 6 GiB drive, 32 MiB SSTables"),
+    ])
+}
+
+/// `tegula bench paper kvimr`.
+#[derive(Debug, Clone, Args)]
+pub struct KvimrArgs {
+    /// Amount of work.
+    #[arg(long, value_parser = kvimr_scales(), default_value = KvimrScale::default().name())]
+    pub scale: String,
+    /// Output directory (kvimr.json, kvimr.md, kvimr-{timeline,sweep,ycsb,counts}.svg).
+    #[arg(long, value_name = "DIR", default_value_os_t = KvimrOptions::default().out)]
+    pub out: PathBuf,
+    /// Schemes, comma-separated: seq, three-phase, kvimr-n, kvimr-m, cmr.
+    #[arg(long, default_value = "seq,three-phase,kvimr-n,kvimr-m,cmr")]
+    pub schemes: String,
+    /// Parts, comma-separated: load, sweep, ycsb (ycsb runs after the load).
+    #[arg(long, default_value = "load,sweep,ycsb")]
+    pub parts: String,
+    /// Random seed.
+    #[arg(long, default_value_t = KvimrOptions::default().seed)]
+    pub seed: u64,
+    /// Never show a progress bar.
+    #[arg(long = "no_progress", alias = "no-progress", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub no_progress: bool,
+}
+
+impl KvimrArgs {
+    /// The library's options of these flags.
+    pub fn options(&self) -> Result<KvimrOptions> {
+        let schemes = list(&self.schemes)
+            .iter()
+            .map(|s| Scheme::parse(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        let parts = list(&self.parts);
+        for p in &parts {
+            if !["load", "sweep", "ycsb"].contains(&p.as_str()) {
+                anyhow::bail!("--parts: unknown part {p:?} (load, sweep, ycsb)");
+            }
+        }
+        Ok(KvimrOptions {
+            // The value parser admits only the scales' names.
+            scale: KvimrScale::parse(&self.scale).unwrap_or_default(),
+            out: self.out.clone(),
+            schemes,
+            parts: Parts {
+                load: parts.iter().any(|p| p == "load"),
+                sweep: parts.iter().any(|p| p == "sweep"),
+                ycsb: parts.iter().any(|p| p == "ycsb"),
+            },
+            seed: self.seed,
+        })
     }
 }
 

@@ -25,6 +25,11 @@ struct GeometryJson {
     cylinders: u64,
     od_sectors_per_track: u64,
     id_sectors_per_track: u64,
+    /// Interlaced drives: whole tracks of each kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bottom_tracks: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_tracks: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -52,6 +57,7 @@ pub fn info(a: InfoArgs) -> Result<()> {
             *counts.entry(z.condition.name()).or_insert(0) += 1;
         }
         let info = disk.info();
+        let kinds = disk.track_layout().map(|l| l.kind_counts());
         return output::print_json(&InfoJson {
             path: a.img.image.display().to_string(),
             capacity_bytes: info.capacity_bytes(),
@@ -60,6 +66,8 @@ pub fn info(a: InfoArgs) -> Result<()> {
                 cylinders,
                 od_sectors_per_track: od,
                 id_sectors_per_track: id,
+                bottom_tracks: kinds.map(|k| k.0),
+                top_tracks: kinds.map(|k| k.1),
             },
             zone_conditions: counts,
             now_ns: disk.now(),
@@ -180,6 +188,8 @@ struct StatsJson {
     path: String,
     now_ns: u64,
     stats: tegula_device::Stats,
+    /// Sectors that read back as media errors now (shingled or interlaced damage).
+    destroyed_sectors: u64,
     zones: Vec<ZoneStat>,
 }
 
@@ -221,6 +231,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             path: a.img.image.display().to_string(),
             now_ns: disk.now(),
             stats: s,
+            destroyed_sectors: output::destroyed_sectors(&disk),
             zones: zs,
         });
     }
@@ -238,7 +249,21 @@ pub fn stats(a: StatsArgs) -> Result<()> {
         );
     }
     println!();
-    output::print_kv(&output::stats_summary(&s, disk.now()));
+    let mut kv = output::stats_summary(&s, disk.now());
+    if disk.track_layout().is_some() {
+        kv.push((
+            "interlaced tracks".into(),
+            format!(
+                "{} to top tracks, {} to bottom tracks; {} top sectors destroyed by bottom \
+                 writes, {} sectors unreadable now",
+                tegula_device::format_size(s.top_bytes_written),
+                tegula_device::format_size(s.bottom_bytes_written),
+                s.interlace_destroyed_sectors,
+                output::destroyed_sectors(&disk)
+            ),
+        ));
+    }
+    output::print_kv(&kv);
     Ok(())
 }
 
@@ -293,7 +318,9 @@ pub fn profiles(a: ProfilesArgs) -> Result<()> {
     ]);
     for c in &cfgs {
         let conv = match c.kind {
-            tegula_device::DriveKind::Cmr | tegula_device::DriveKind::SmrRaw => "all".to_string(),
+            tegula_device::DriveKind::Cmr
+            | tegula_device::DriveKind::SmrRaw
+            | tegula_device::DriveKind::Imr => "all".to_string(),
             _ => format!("{:.2}%", c.zones.conventional_fraction * 100.0),
         };
         t.row(vec![

@@ -151,6 +151,10 @@ pub fn write(a: WriteArgs) -> Result<()> {
     interrupt::install()?;
     let opened = device::open(&Spec::new(&path, Access::ReadWrite))?;
     let t0 = opened.now();
+    let destroyed_before = match &opened {
+        Opened::Disk(d) => d.stats().interlace_destroyed_sectors,
+        _ => 0,
+    };
     let result = match &opened {
         Opened::Disk(d) => start_lba(d, a.lba, a.zone)
             .and_then(|first| write_all(d, &a, first, &mut *input, total)),
@@ -167,6 +171,12 @@ pub fn write(a: WriteArgs) -> Result<()> {
         (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1, t0),
         _ => None,
     };
+    let damage_note = match (&opened, &result) {
+        (Opened::Disk(d), Ok(t)) => {
+            super::tracks::damage_note(d, t.lba_start, t.lba_end, destroyed_before)
+        }
+        _ => None,
+    };
     // Whatever happened, persist what the drive completed.
     let closed = opened
         .close()
@@ -176,6 +186,9 @@ pub fn write(a: WriteArgs) -> Result<()> {
     if a.json {
         output::print_json(&t)?;
     } else if let Some(n) = zone_note {
+        eprintln!("{n}");
+    }
+    if let Some(n) = damage_note {
         eprintln!("{n}");
     }
     if t.interrupted {

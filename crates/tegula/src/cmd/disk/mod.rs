@@ -6,6 +6,7 @@ mod dm;
 mod dump;
 mod inspect;
 mod io;
+mod tracks;
 mod zones;
 
 use crate::device::{self, Opened, Spec};
@@ -42,6 +43,8 @@ pub enum DiskCommand {
     Stats(inspect::StatsArgs),
     /// Check an image without modifying it (state slots, metadata log, damage map).
     Check(check::CheckArgs),
+    /// List the tracks of an interlaced (imr) drive: kind, LBA range, neighbours.
+    Tracks(tracks::TracksArgs),
     /// Dump the image's header and state slots.
     Dump(dump::DumpArgs),
     /// List the built-in drive profiles.
@@ -64,6 +67,7 @@ impl DiskCommand {
             DiskCommand::Finish(a) => zones::run(A::Finish, a),
             DiskCommand::Stats(a) => inspect::stats(a),
             DiskCommand::Check(a) => check::run(a),
+            DiskCommand::Tracks(a) => tracks::run(a),
             DiskCommand::Dump(a) => dump::run(a),
             DiskCommand::Profiles(a) => inspect::profiles(a),
         }

@@ -1,0 +1,359 @@
+//! `tegula bench paper kvimr`: seed 002's evaluation (KVIMR, USENIX ATC 2021) on the modelled
+//! `imr-paper` drive (uniform tracks averaging 2 MiB, as the slides), in virtual device time,
+//! scaled to run in minutes. SMRDB's LevelDB-style mode (one SSTable per band) runs on the
+//! KVIMR middleware through its zoned adapter, passing each band's level down.
+//!
+//! | part | experiment | file |
+//! | --- | --- | --- |
+//! | load | random load of 1 KB values to high space usage, throughput per usage step (the slides' timeline and bar charts (a)-(e)) | `load.rs` |
+//! | sweep | overwrites of random keys at steady space usage, 40% to 85% | `sweep.rs` |
+//! | ycsb | YCSB A, B, C, F, D, E run phases after the load | `ycsb.rs` |
+//!
+//! Schemes: `seq` (tracks in order, naive RMW), `three-phase` (naive RMW), `kvimr-n`
+//! (compaction-aware allocation, naive RMW), `kvimr-m` (compaction-aware, merged RMW) and
+//! `cmr` (three-phase on the CMR twin: the same drive with no damage). The output directory
+//! receives `kvimr.json` (one object per scheme and step), `kvimr.md` (the tables) and
+//! `kvimr-{timeline,sweep,ycsb,counts}.svg`. Everything is deterministic for a seed.
+
+mod bed;
+mod load;
+mod report;
+mod sweep;
+mod ycsb;
+
+use crate::error::{Error, Result};
+use crate::observer::Observer;
+use crate::paper::PaperReport;
+use serde::Serialize;
+use std::path::PathBuf;
+use tegula_kvimr::{Policy, RmwMode};
+
+const MIB: u64 = 1 << 20;
+
+/// How much work the experiment does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KvimrScale {
+    /// Seconds: a 192 MiB drive, 2 MiB SSTables, levels growing fourfold (a smoke run; the
+    /// tests use it).
+    Tiny,
+    /// Minutes in a release build: a 3 GiB drive, 16 MiB SSTables (8 tracks).
+    #[default]
+    Small,
+    /// Longer: a 6 GiB drive, 32 MiB SSTables (16 tracks; the paper's 64 MiB are 32).
+    Full,
+}
+
+impl KvimrScale {
+    /// Every scale's name, smallest first.
+    pub const NAMES: [&'static str; 3] = ["tiny", "small", "full"];
+
+    /// Parses `tiny`, `small` or `full`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "tiny" => Ok(KvimrScale::Tiny),
+            "small" => Ok(KvimrScale::Small),
+            "full" => Ok(KvimrScale::Full),
+            o => Err(Error::invalid(format!(
+                "unknown scale {o:?} (tiny, small, full)"
+            ))),
+        }
+    }
+
+    /// The name [`KvimrScale::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            KvimrScale::Tiny => "tiny",
+            KvimrScale::Small => "small",
+            KvimrScale::Full => "full",
+        }
+    }
+
+    /// The sizes of this scale.
+    pub fn sizes(self) -> KvimrSizes {
+        let base = KvimrSizes {
+            capacity: 3072 * MIB,
+            zone_bytes: 16 * MIB,
+            value_bytes: 1000,
+            load_usage: 0.8,
+            step: 0.05,
+            sweep: vec![0.4, 0.5, 0.6, 0.7, 0.8],
+            sweep_ops: 30_000,
+            ycsb_ops: 20_000,
+            staging_bytes: 20 * MIB,
+            log_zones: 3,
+            level1_bands: 4,
+            level_multiplier: 10,
+        };
+        match self {
+            KvimrScale::Tiny => KvimrSizes {
+                capacity: 192 * MIB,
+                zone_bytes: 2 * MIB,
+                load_usage: 0.6,
+                step: 0.2,
+                sweep: vec![0.4],
+                sweep_ops: 500,
+                ycsb_ops: 300,
+                staging_bytes: 6 * MIB,
+                log_zones: 2,
+                level1_bands: 2,
+                level_multiplier: 4,
+                ..base
+            },
+            KvimrScale::Small => base,
+            KvimrScale::Full => KvimrSizes {
+                capacity: 6144 * MIB,
+                zone_bytes: 32 * MIB,
+                sweep_ops: 60_000,
+                ycsb_ops: 50_000,
+                staging_bytes: 40 * MIB,
+                ..base
+            },
+        }
+    }
+}
+
+/// The sizes of one scale.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvimrSizes {
+    /// Drive capacity in bytes.
+    pub capacity: u64,
+    /// SSTable (band, zone) size in bytes.
+    pub zone_bytes: u64,
+    /// Value size in bytes (the paper's 1 KB).
+    pub value_bytes: usize,
+    /// The load stops when the data inserted reaches this fraction of the data tracks.
+    pub load_usage: f64,
+    /// Width of a timeline step as a fraction of the data tracks.
+    pub step: f64,
+    /// Space usages of the sweep.
+    pub sweep: Vec<f64>,
+    /// Overwrites measured at each sweep point.
+    pub sweep_ops: u64,
+    /// Operations of each YCSB run phase.
+    pub ycsb_ops: u64,
+    /// Staging area for RMW backups.
+    pub staging_bytes: u64,
+    /// Zones that may hold a log at once.
+    pub log_zones: u32,
+    /// SMRDB-LOC's level-1 size in bands.
+    pub level1_bands: u64,
+    /// Size ratio of adjacent levels (LevelDB's 10).
+    pub level_multiplier: u64,
+}
+
+/// One storage scheme of the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// Tracks in physical order, naive RMW.
+    Seq,
+    /// Three-phase allocation, naive RMW.
+    ThreePhase,
+    /// Compaction-aware allocation, naive RMW.
+    KvimrN,
+    /// Compaction-aware allocation, merged RMW.
+    KvimrM,
+    /// Three-phase allocation on the CMR twin (no damage, no RMW).
+    Cmr,
+}
+
+impl Scheme {
+    /// Every scheme, in the slides' order.
+    pub const ALL: [Scheme; 5] = [
+        Scheme::Seq,
+        Scheme::ThreePhase,
+        Scheme::KvimrN,
+        Scheme::KvimrM,
+        Scheme::Cmr,
+    ];
+
+    /// Name in the JSON (`seq`, `three-phase`, `kvimr-n`, `kvimr-m`, `cmr`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Seq => "seq",
+            Scheme::ThreePhase => "three-phase",
+            Scheme::KvimrN => "kvimr-n",
+            Scheme::KvimrM => "kvimr-m",
+            Scheme::Cmr => "cmr",
+        }
+    }
+
+    /// Parses a name of [`Scheme::name`].
+    pub fn parse(s: &str) -> Result<Self> {
+        Scheme::ALL
+            .into_iter()
+            .find(|x| x.name() == s)
+            .ok_or_else(|| {
+                Error::invalid(format!(
+                    "unknown scheme {s:?} (seq, three-phase, kvimr-n, kvimr-m, cmr)"
+                ))
+            })
+    }
+
+    /// Allocation policy and RMW scheme.
+    pub fn policy(self) -> (Policy, RmwMode) {
+        match self {
+            Scheme::Seq => (Policy::Seq, RmwMode::Naive),
+            Scheme::ThreePhase | Scheme::Cmr => (Policy::ThreePhase, RmwMode::Naive),
+            Scheme::KvimrN => (Policy::CompactionAware, RmwMode::Naive),
+            Scheme::KvimrM => (Policy::CompactionAware, RmwMode::Merged),
+        }
+    }
+}
+
+/// Which parts run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The load timeline.
+    pub load: bool,
+    /// The usage sweep.
+    pub sweep: bool,
+    /// YCSB run phases after the load (needs `load`).
+    pub ycsb: bool,
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts {
+            load: true,
+            sweep: true,
+            ycsb: true,
+        }
+    }
+}
+
+/// Settings of `tegula bench paper kvimr`. [`KvimrOptions::default`] is the one source of
+/// the defaults documented on each field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KvimrOptions {
+    /// Amount of work (default [`KvimrScale::Small`]).
+    pub scale: KvimrScale,
+    /// Output directory (default `paper-kvimr`).
+    pub out: PathBuf,
+    /// Schemes to run (default all five).
+    pub schemes: Vec<Scheme>,
+    /// Parts to run (default all).
+    pub parts: Parts,
+    /// Random seed (default 2021).
+    pub seed: u64,
+}
+
+impl Default for KvimrOptions {
+    fn default() -> Self {
+        KvimrOptions {
+            scale: KvimrScale::default(),
+            out: PathBuf::from("paper-kvimr"),
+            schemes: Scheme::ALL.to_vec(),
+            parts: Parts::default(),
+            seed: 2021,
+        }
+    }
+}
+
+/// One measured step: a scheme at one space usage of one phase. The counters without
+/// `_total` are those of the step; `_total` ones are cumulative since the drive was formatted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// `load`, `sweep`, or `ycsb-a` … `ycsb-f`.
+    pub phase: String,
+    /// The scheme.
+    pub scheme: String,
+    /// Data inserted so far over the data tracks' capacity (the step's x position).
+    pub usage: f64,
+    /// Fraction of the data tracks' sectors in use at the end of the step (SSTables and
+    /// tracks of deleted SSTables not yet freed).
+    pub space_usage: f64,
+    /// Operations of the step.
+    pub ops: u64,
+    /// Modelled device seconds of the step.
+    pub device_s: f64,
+    /// Operations per modelled device second.
+    pub ops_per_sec: f64,
+    /// Top tracks restored after bottom writes.
+    pub top_rewrites: u64,
+    /// Read-modify-writes.
+    pub rmw_ops: u64,
+    /// Device flushes (syncs) the middleware issued.
+    pub syncs: u64,
+    /// Compactions that copied data.
+    pub compactions: u64,
+    /// Device seconds of compaction I/O (reads, writes, RMW).
+    pub compaction_s: f64,
+    /// Device seconds of read-modify-write beyond the bottom writes.
+    pub rmw_s: f64,
+    /// Cumulative top-track rewrites.
+    pub top_rewrites_total: u64,
+    /// Cumulative read-modify-writes.
+    pub rmw_ops_total: u64,
+    /// Cumulative syncs.
+    pub syncs_total: u64,
+    /// Cumulative compactions.
+    pub compactions_total: u64,
+    /// Cumulative compaction device seconds.
+    pub compaction_s_total: f64,
+    /// Cumulative device seconds since the drive was formatted.
+    pub device_s_total: f64,
+    /// Media bytes written per byte the engine wrote (restores, staging, map included).
+    pub media_write_amp: f64,
+    /// The LSM's own write amplification (bytes the engine wrote per user byte).
+    pub lsm_write_amp: f64,
+}
+
+/// Everything measured.
+#[derive(Debug, Clone, Default)]
+pub struct Results {
+    /// Every row, in run order.
+    pub rows: Vec<Row>,
+    /// Lines for a person (a scheme that ran out of space, …).
+    pub notes: Vec<String>,
+}
+
+/// Runs the experiment and writes its tables, JSON and plots into `opts.out`.
+pub fn run(opts: &KvimrOptions, obs: &dyn Observer) -> Result<PaperReport> {
+    if opts.schemes.is_empty() {
+        return Err(Error::invalid("no scheme to run"));
+    }
+    if opts.parts.ycsb && !opts.parts.load {
+        return Err(Error::invalid("the YCSB phases run after the load"));
+    }
+    let s = opts.scale.sizes();
+    std::fs::create_dir_all(&opts.out)
+        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    let per_scheme = opts.parts.load as u64 + opts.parts.sweep as u64;
+    obs.job_started("paper kvimr", per_scheme * opts.schemes.len() as u64);
+    let mut res = Results::default();
+    let r = (|| -> Result<()> {
+        for &scheme in &opts.schemes {
+            if opts.parts.load {
+                obs.step(&format!("{}: load", scheme.name()));
+                load::run(scheme, &s, opts, obs, &mut res)?;
+            }
+            if opts.parts.sweep {
+                obs.step(&format!("{}: usage sweep", scheme.name()));
+                sweep::run(scheme, &s, opts.seed, &mut res)?;
+            }
+        }
+        Ok(())
+    })();
+    obs.job_finished();
+    r?;
+    for n in &res.notes {
+        obs.note(n);
+    }
+    report::write(&opts.out, opts, &s, &res)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back() {
+        for s in Scheme::ALL {
+            assert_eq!(Scheme::parse(s.name()).ok(), Some(s));
+        }
+        for n in KvimrScale::NAMES {
+            assert_eq!(KvimrScale::parse(n).map(|s| s.name()).ok(), Some(n));
+        }
+        assert!(Scheme::parse("nope").is_err());
+    }
+}

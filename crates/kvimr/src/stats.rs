@@ -1,0 +1,82 @@
+//! What the middleware did: data by track kind and by level, read-modify-writes, syncs, map
+//! writes, and the device time read-modify-writes took.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Where one level's data went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// Files created at this level.
+    pub files: u64,
+    /// File bytes written to top tracks.
+    pub top_bytes: u64,
+    /// File bytes written to bottom tracks.
+    pub bottom_bytes: u64,
+}
+
+/// Cumulative counters of one store (since it was opened).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    /// Files created.
+    pub files_created: u64,
+    /// Files deleted.
+    pub files_deleted: u64,
+    /// Bytes appended to data files (what the layer above asked to store).
+    pub bytes_appended: u64,
+    /// File data written to top tracks (restores not included).
+    pub data_bytes_top: u64,
+    /// File data written to bottom tracks.
+    pub data_bytes_bottom: u64,
+    /// Read-modify-writes (naive: one per bottom track with valid neighbours; merged: one per
+    /// group of a file's bottom tracks).
+    pub rmw_ops: u64,
+    /// Top tracks restored after a bottom write.
+    pub top_rewrites: u64,
+    /// Bytes backed up and restored by read-modify-writes.
+    pub rmw_bytes: u64,
+    /// Bytes written to the staging area (backups with their headers, padded).
+    pub staging_bytes: u64,
+    /// Device flushes the store issued (its own and those the layer above asked for).
+    pub syncs: u64,
+    /// Of those, flushes inside read-modify-writes.
+    pub rmw_syncs: u64,
+    /// Map copies written.
+    pub map_writes: u64,
+    /// Bytes of map copies written (padded).
+    pub map_bytes: u64,
+    /// Bytes appended to safe files.
+    pub safe_bytes: u64,
+    /// Bytes written to the raw area.
+    pub raw_bytes: u64,
+    /// Device time spent in read-modify-writes beyond writing the bottoms themselves
+    /// (backup reads, staging writes, restores and their syncs).
+    pub rmw_ns: u64,
+    /// Staging records restored when the store was opened (read-modify-writes a power cut
+    /// interrupted).
+    pub recovered_rmw: u64,
+    /// Data placement per level (`L0` … and `none` for files without a level).
+    pub levels: BTreeMap<String, Placement>,
+}
+
+impl Stats {
+    /// The placement counters of `level`.
+    pub fn level_mut(&mut self, level: Option<u8>) -> &mut Placement {
+        let key = level.map_or_else(|| "none".to_string(), |l| format!("L{l}"));
+        self.levels.entry(key).or_default()
+    }
+
+    /// Bytes written to the media per byte appended: file data, restores, staging and map
+    /// copies over the bytes appended to data files (1.0 without any overhead).
+    pub fn media_write_amplification(&self) -> f64 {
+        if self.bytes_appended == 0 {
+            return 0.0;
+        }
+        (self.data_bytes_top
+            + self.data_bytes_bottom
+            + self.rmw_bytes
+            + self.staging_bytes
+            + self.map_bytes) as f64
+            / self.bytes_appended as f64
+    }
+}
