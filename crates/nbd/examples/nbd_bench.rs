@@ -7,8 +7,9 @@
 //! run: single-thread memory copy bandwidth (1 MiB `memcpy`) and a Unix socket pair's bandwidth
 //! (1 MiB `write`/`read`, which costs two copies).
 //!
-//! `cargo run --release -p tegula-nbd --example nbd_bench [-- SIZE_MIB [cmr|dm|dm-image] [ROUNDS]]`
-//! (`dm`: an in-memory journal drive with its volatile cache on; `dm-image`: the same drive in
+//! `cargo run --release -p tegula-nbd --example nbd_bench [-- SIZE_MIB [KIND] [ROUNDS]]`
+//! with KIND `cmr` (default), `cmr-nocache` (the same drive with its write cache off), `dm` (an
+//! in-memory journal drive with its volatile cache on) or `dm-image` (the same drive in
 //! a drive image file in the temporary directory.) Needs `fio` (with the `nbd` engine) and
 //! `nbdkit` on the path; without nbdkit only tegula is measured.
 
@@ -54,6 +55,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut c = profile("cmr-7200")?;
         c.capacity = size_mib << 20;
         c.zones.zone_size = 64 << 20;
+        // `cmr-nocache`: the drive's 32 MiB write cache off, so writes go straight to the store
+        // (one copy in the drive model, not a copy into the cache and another when destaging).
+        c.cache.write_cache = kind != "cmr-nocache";
         Arc::new(Disk::in_memory(c)?)
     };
     let tegula_sock = dir.path().join("tegula.sock");
