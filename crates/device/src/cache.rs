@@ -22,7 +22,13 @@ pub struct WriteCache {
     dirty: BTreeMap<u64, Dirty>,
     dirty_sectors: u64,
     sector_size: u64,
+    /// Data buffers of destaged extents, kept for new extents: a stream of writes then
+    /// reuses a few buffers instead of faulting in fresh memory for every extent.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare data buffers kept (each up to [`MAX_MERGED_SECTORS_BYTES`] of capacity).
+const SPARE_BUFFERS: usize = 4;
 
 impl WriteCache {
     /// An empty cache for a given sector size.
@@ -31,6 +37,7 @@ impl WriteCache {
             dirty: BTreeMap::new(),
             dirty_sectors: 0,
             sector_size: sector_size as u64,
+            spare: Vec::new(),
         }
     }
 
@@ -94,13 +101,13 @@ impl WriteCache {
                 return;
             }
         }
-        self.put(
-            lba,
-            Dirty {
-                sectors,
-                data: data.map(|d| d.to_vec()),
-            },
-        );
+        let data = data.map(|d| {
+            let mut v = self.spare.pop().unwrap_or_default();
+            v.clear();
+            v.extend_from_slice(d);
+            v
+        });
+        self.put(lba, Dirty { sectors, data });
     }
 
     /// Copies dirty data over `buf` (which holds `[lba, lba + len)` read from the media).
@@ -177,13 +184,23 @@ impl WriteCache {
             self.dirty_sectors -= d.sectors;
             total += d.sectors;
             match (d.data, data.as_mut()) {
-                (Some(v), Some(acc)) => acc.extend_from_slice(&v),
+                (Some(v), Some(acc)) => {
+                    acc.extend_from_slice(&v);
+                    self.recycle(v);
+                }
                 (Some(v), None) if !no_data => data = Some(v),
                 _ => no_data = true,
             }
             lba += d.sectors;
         }
         Some((first, total, if no_data { None } else { data }))
+    }
+
+    /// Keeps a data buffer that left the cache (a destaged run's) for a new extent.
+    pub fn recycle(&mut self, v: Vec<u8>) {
+        if self.spare.len() < SPARE_BUFFERS && v.capacity() as u64 <= 2 * MAX_MERGED_SECTORS_BYTES {
+            self.spare.push(v);
+        }
     }
 
     /// The first dirty sector at or after `from`.

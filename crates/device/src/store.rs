@@ -63,11 +63,19 @@ impl Store for MemStore {
             let pos = offset + done as u64;
             let (ci, co) = (pos / CHUNK, (pos % CHUNK) as usize);
             let n = (CHUNK as usize - co).min(data.len() - done);
-            let c = self
-                .chunks
-                .entry(ci)
-                .or_insert_with(|| vec![0u8; CHUNK as usize].into_boxed_slice());
-            c[co..co + n].copy_from_slice(&data[done..done + n]);
+            let src = &data[done..done + n];
+            match self.chunks.entry(ci) {
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    e.get_mut()[co..co + n].copy_from_slice(src)
+                }
+                // A whole new chunk is copied in once, not zeroed first.
+                std::collections::hash_map::Entry::Vacant(e) if n == CHUNK as usize => {
+                    e.insert(src.into());
+                }
+                std::collections::hash_map::Entry::Vacant(e) => e
+                    .insert(vec![0u8; CHUNK as usize].into_boxed_slice())[co..co + n]
+                    .copy_from_slice(src),
+            }
             done += n;
         }
         Ok(())

@@ -23,6 +23,14 @@ use tegula_device::BlockDevice;
 /// Largest READ or WRITE the server accepts (larger writes end the connection).
 pub const MAX_REQUEST: u32 = 32 << 20;
 
+/// The request reader's buffer (bytes): big enough for several small requests per `read`, small
+/// enough that little of a large WRITE's payload goes through it (a copy more) rather than
+/// straight into the payload buffer: with 256 KiB, a quarter of every 1 MiB payload did.
+const READ_BUFFER: usize = 32 << 10;
+
+/// Send buffer asked for on each connection (bytes).
+const SEND_BUFFER: libc::c_int = 4 << 20;
+
 /// What can go wrong setting up a server.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -206,6 +214,7 @@ impl Listener {
                     continue;
                 }
             };
+            conn.grow_send_buffer();
             if let Err(e) = conn.set_blocking() {
                 tracing::warn!("nbd: cannot make a connection blocking ({e}); closing it");
                 continue;
@@ -312,6 +321,30 @@ impl Conn {
         }
     }
 
+    /// Asks for a send buffer of [`SEND_BUFFER`] bytes (the kernel caps it at
+    /// `net.core.wmem_max`; failure is harmless): a 1 MiB READ reply then goes out in one or
+    /// two `sendmsg` calls instead of sleeping for the client five times on the default
+    /// 208 KiB. Best effort.
+    fn grow_send_buffer(&self) {
+        use std::os::unix::io::AsRawFd;
+        let fd = match self {
+            Conn::Unix(s) => s.as_raw_fd(),
+            Conn::Tcp(s) => s.as_raw_fd(),
+        };
+        let size: libc::c_int = SEND_BUFFER;
+        // SAFETY: setsockopt on a socket this connection owns, with a c_int option value of
+        // the size given.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+
     /// Ends the reading side: the connection's thread finishes its request, then sees EOF.
     fn shutdown_read(&self) {
         let _ = match self {
@@ -356,7 +389,7 @@ fn serve_socket<S: Read + Write + Timeouts + Send>(
     s.set_timeouts(Some(opts.handshake_timeout), opts.write_timeout)?;
     let control = clone(&s)?;
     let w = clone(&s)?;
-    let mut r = BufReader::with_capacity(256 << 10, s);
+    let mut r = BufReader::with_capacity(READ_BUFFER, s);
     let mut w = BufWriter::with_capacity(256 << 10, w);
     if negotiate(&mut r, &mut w, dev, opts)? {
         control.set_timeouts(opts.idle_timeout, opts.write_timeout)?;
@@ -393,7 +426,7 @@ pub fn serve_connection(
     dev: &dyn BlockDevice,
     opts: &ServerOptions,
 ) -> io::Result<()> {
-    let mut r = BufReader::with_capacity(256 << 10, r);
+    let mut r = BufReader::with_capacity(READ_BUFFER, r);
     let mut w = BufWriter::with_capacity(256 << 10, w);
     if negotiate(&mut r, &mut w, dev, opts)? {
         transmission(r, w, dev, opts, &|| {})?;

@@ -21,8 +21,10 @@ pub const WRITE_PIECE: usize = 1 << 20;
 /// Requests (or write pieces) queued between the reader and the executor, and replies (or
 /// read pieces) between the executor and the writer.
 const QUEUE: usize = 2;
-/// Spare buffers kept for reuse per connection.
-const SPARE_BUFFERS: usize = 4;
+/// Spare buffers kept for reuse per connection: as many as can be in flight (one being read,
+/// two queued, one executing, two queued for the writer, one being written, and one more), so
+/// that streaming never frees a buffer only to allocate (and fault in) another.
+const SPARE_BUFFERS: usize = 8;
 
 /// A request as the executor sees it.
 enum Job {

@@ -38,7 +38,12 @@ impl Media {
                 return Ok(t);
             };
             match self.media_write(t, lba, n, data.as_deref()) {
-                Ok(end) => t = end,
+                Ok(end) => {
+                    t = end;
+                    if let (Some(v), Some((cache, _))) = (data, &mut self.cache) {
+                        cache.recycle(v);
+                    }
+                }
                 Err(e) => {
                     // The run was taken out of the cache; on power loss it was recorded as lost.
                     return Err(e);
