@@ -11,6 +11,7 @@ use crate::check::Finding;
 use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
 use crate::metalog::{MetaLog, FRAME_VERSION_V1};
+use crate::stats::StlStats;
 use tegula_codec::{Dec, Enc};
 use tegula_device::media::{Media, MediaEvent};
 
@@ -254,6 +255,15 @@ impl<S: Replay> Durable<S> {
         self.live = s;
         self.v1 = *version == FRAME_VERSION_V1;
         Ok(replay.iter().filter(|(_, r)| r.is_some()).count())
+    }
+
+    /// [`Self::recover`], counted in a layer's `stats` (one more recovery, and the records
+    /// this one replayed).
+    pub fn recover_counted(&mut self, m: &mut Media, stats: &mut StlStats) -> Result<()> {
+        let n = self.recover(m)?;
+        stats.recoveries += 1;
+        stats.replayed_records = n as u64;
+        Ok(())
     }
 }
 
