@@ -9,33 +9,14 @@
 //! The real-process version (SIGKILL of `tegula serve nbd`) is
 //! `crates/tegula/tests/kill9_nbd.rs`. `TEGULA_SOAK=1` runs ten times as many crashes.
 
+mod common;
+
+use common::{soak, tiny_config, SS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use tegula_device::{BlockDevice, DeviceError, WriteFlags};
 use tegula_stl::{DmConfig, DmDrive};
-
-const SS: usize = 4096;
-
-fn soak() -> bool {
-    std::env::var("TEGULA_SOAK").is_ok_and(|v| v == "1")
-}
-
-/// A tiny drive of `stl` so that cleaning, wrap-around and full caches happen in milliseconds.
-fn tiny(stl: &str, extra: &str) -> DmConfig {
-    let (mapping, loc) = match stl {
-        "fully-associative" => ("dynamic", "distributed"),
-        _ => ("static", "od"),
-    };
-    let text = format!(
-        "kind = \"dm-smr\"\ncapacity = \"32MiB\"\nstl = \"{stl}\"\nmapping = \"{mapping}\"\n\
-         cache_location = \"{loc}\"\nband_size = \"4MiB\"\ncache_size = \"12MiB\"\n\
-         zone_size = \"16MiB\"\njournal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\n\
-         journal_entry_max = \"256KiB\"\njournal_oob = \"64KiB\"\nmap_entries = 300\n\
-         map_merge_every = 16\nmap_entry_bytes = 64\nidle_before_cleaning = \"200ms\"\n{extra}"
-    );
-    DmConfig::from_toml(&text).expect("config")
-}
 
 /// The contents of `block` at `version` (version 0: never written, zeros).
 fn pattern(block: u64, version: u32) -> Vec<u8> {
@@ -173,7 +154,7 @@ fn workload(d: &DmDrive, m: &mut Model, rng: &mut SmallRng, ops: usize, cache: b
 fn crash_cycles(stl: &str, extra: &str, seed: u64, cycles: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("drive.img");
-    let cfg = tiny(stl, extra);
+    let cfg = tiny_config("32MiB", stl, extra);
     let cache = cfg.volatile_cache;
     let d = DmDrive::create_image(&path, cfg).expect("create");
     let blocks = 2048usize;
@@ -296,7 +277,7 @@ fn the_damage_rebuilt_from_the_log_is_the_media_damage() {
         .into_iter()
         .enumerate()
     {
-        let d = DmDrive::new(tiny(stl, "")).expect("drive");
+        let d = DmDrive::new(tiny_config("32MiB", stl, "")).expect("drive");
         let mut m = Model::new(2048);
         let mut rng = SmallRng::seed_from_u64(40 + i as u64);
         for round in 0..6 {
