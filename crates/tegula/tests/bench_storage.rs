@@ -5,29 +5,13 @@
 //! stopping a run with the finished benchmarks printed and written (exit 130).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{ok_out, run};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn tegula(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("spawn tegula")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = tegula(args);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::{Command, Stdio};
 
 fn json(path: &Path) -> Vec<Value> {
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -46,7 +30,7 @@ fn tegula_runs_on_a_disk_image_in_the_run_directory_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("run");
     let out_json = dir.path().join("out.json");
-    let out = ok(&small(&[
+    let out = ok_out(&small(&[
         "--benchmarks",
         "fillseq,readrandom",
         "--flush",
@@ -79,7 +63,7 @@ fn tegula_runs_on_a_disk_image_in_the_run_directory_by_default() {
 fn in_memory_and_banded_storage_are_asked_for_and_labelled() {
     let dir = tempfile::tempdir().unwrap();
     let mem = dir.path().join("mem.json");
-    let out = ok(&small(&[
+    let out = ok_out(&small(&[
         "--in-memory",
         "--benchmarks",
         "fillseq",
@@ -95,7 +79,7 @@ fn in_memory_and_banded_storage_are_asked_for_and_labelled() {
 
     let banded = dir.path().join("plain");
     let bj = dir.path().join("banded.json");
-    let out = ok(&small(&[
+    let out = ok_out(&small(&[
         "--banded",
         "1MiB",
         "--capacity",
@@ -116,7 +100,7 @@ fn in_memory_and_banded_storage_are_asked_for_and_labelled() {
     assert_eq!(r[1]["found"], 2000);
     assert!(dir.path().join("plain.zones").is_file());
     // Memory and a file at once make no sense.
-    let o = tegula(&small(&["--in-memory", "--disk", banded.to_str().unwrap()]));
+    let o = run(&small(&["--in-memory", "--disk", banded.to_str().unwrap()]));
     assert!(!o.status.success());
 }
 
@@ -124,7 +108,7 @@ fn in_memory_and_banded_storage_are_asked_for_and_labelled() {
 fn each_engine_of_a_run_gets_its_own_process_and_peak_rss() {
     let dir = tempfile::tempdir().unwrap();
     let out_json = dir.path().join("out.json");
-    let out = ok(&small(&[
+    let out = ok_out(&small(&[
         "--engine",
         "tegula,memory",
         "--benchmarks",
@@ -150,19 +134,19 @@ fn disk_holding_a_database_is_refused_unless_forced_or_kept() {
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("d.img");
     let disk = img.to_str().unwrap();
-    ok(&small(&[
+    ok_out(&small(&[
         "--disk",
         disk,
         "--benchmarks",
         "fillseq",
         "--flush",
     ]));
-    let o = tegula(&small(&["--disk", disk, "--benchmarks", "fillseq"]));
+    let o = run(&small(&["--disk", disk, "--benchmarks", "fillseq"]));
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("holds") && e.contains("--force"), "{e}");
     assert!(o.stdout.is_empty(), "refused before anything ran");
-    let out = ok(&small(&[
+    let out = ok_out(&small(&[
         "--disk",
         disk,
         "--benchmarks",
@@ -170,7 +154,7 @@ fn disk_holding_a_database_is_refused_unless_forced_or_kept() {
         "--use_existing_db",
     ]));
     assert!(out.contains("(2000 of 2000 found)"), "{out}");
-    ok(&small(&[
+    ok_out(&small(&[
         "--disk",
         disk,
         "--benchmarks",
@@ -183,7 +167,7 @@ fn disk_holding_a_database_is_refused_unless_forced_or_kept() {
     b[1024 + 56] = 0x53;
     b[1024 + 57] = 0xEF;
     std::fs::write(&plain, &b).unwrap();
-    let o = tegula(&small(&[
+    let o = run(&small(&[
         "--banded",
         "1MiB",
         "--disk",
