@@ -316,6 +316,32 @@ pub(crate) fn dec_opt(
     }
 }
 
+/// Encodes the payload of a layer's `Native` record: logical `[lo, hi)` is current at its
+/// native location, `band` ending a staged rewrite.
+pub(crate) fn enc_native(e: &mut Enc, band: Option<usize>, lo: u64, hi: u64) {
+    enc_opt(e, band);
+    e.u64(lo);
+    e.u64(hi);
+}
+
+/// Decodes the payload of a `Native` record, checked against the drive's `shape`.
+pub(crate) fn dec_native(
+    d: &mut Dec<'_>,
+    shape: &Shape,
+) -> std::result::Result<(Option<usize>, u64, u64), String> {
+    let band = dec_opt(d, "band", shape.logical_bands)?;
+    let (lo, hi) = (d.u64()?, d.u64()?);
+    if lo > hi || hi > shape.capacity {
+        return Err(format!("native range {lo}..{hi} outside the drive"));
+    }
+    Ok((band, lo, hi))
+}
+
+/// Decodes the payload of a `Staged` record: the logical band whose image is staged.
+pub(crate) fn dec_staged(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<usize, String> {
+    Shape::index("staged band", d.u64()?, shape.logical_bands)
+}
+
 /// Decodes a count of items of at least `item_bytes` each, refusing counts the remaining bytes
 /// cannot hold (so a forged count cannot make a decoder allocate without bound).
 pub(crate) fn dec_count(

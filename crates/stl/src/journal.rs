@@ -5,7 +5,9 @@
 
 use crate::bands::{read_native, read_pieces};
 use crate::config::DmConfig;
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
+use crate::durable::{
+    dec_count, dec_native, dec_opt, dec_staged, enc_native, enc_opt, Durable, LogOps, Replay, Shape,
+};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
 use crate::idle::{clean_until, idle_start};
@@ -206,9 +208,7 @@ impl Replay for JState {
             }
             JRec::Native { band, lo, hi } => {
                 e.u8(J_NATIVE);
-                enc_opt(e, *band);
-                e.u64(*lo);
-                e.u64(*hi);
+                enc_native(e, *band, *lo, *hi);
             }
         }
     }
@@ -225,15 +225,11 @@ impl Replay for JState {
                 Ok(JRec::Entry { pos, len, extents })
             }
             J_STAGED => Ok(JRec::Staged {
-                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+                band: dec_staged(d, shape)?,
             }),
             J_NATIVE => {
-                let band = dec_opt(d, "band", shape.logical_bands)?;
-                let (lo, hi) = (d.u64()?, d.u64()?);
-                if lo > hi || hi > shape.capacity {
-                    return Err(format!("native range {lo}..{hi} outside the drive"));
-                }
-                Ok(JRec::Native { band, lo, hi })
+                let (band, lo, hi) = dec_native(d, shape)?;
+                Ok(JRec::native(band, lo, hi))
             }
             t => Err(format!("unknown journal record type {t}")),
         }

@@ -6,7 +6,9 @@
 
 use crate::bands::{read_native, read_pieces, write_by_band};
 use crate::config::{CacheMedia, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
+use crate::durable::{
+    dec_count, dec_native, dec_opt, dec_staged, enc_native, enc_opt, Durable, LogOps, Replay, Shape,
+};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
 use crate::idle::{clean_until, idle_start};
@@ -142,9 +144,7 @@ impl Replay for SState {
             }
             SRec::Native { band, lo, hi } => {
                 e.u8(S_NATIVE);
-                enc_opt(e, *band);
-                e.u64(*lo);
-                e.u64(*hi);
+                enc_native(e, *band, *lo, *hi);
             }
             SRec::Reset { c } => {
                 e.u8(S_RESET);
@@ -170,15 +170,11 @@ impl Replay for SState {
                 })
             }
             S_STAGED => Ok(SRec::Staged {
-                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+                band: dec_staged(d, shape)?,
             }),
             S_NATIVE => {
-                let band = dec_opt(d, "band", shape.logical_bands)?;
-                let (lo, hi) = (d.u64()?, d.u64()?);
-                if lo > hi || hi > shape.capacity {
-                    return Err(format!("native range {lo}..{hi} outside the drive"));
-                }
-                Ok(SRec::Native { band, lo, hi })
+                let (band, lo, hi) = dec_native(d, shape)?;
+                Ok(SRec::native(band, lo, hi))
             }
             S_RESET => Ok(SRec::Reset {
                 c: Shape::index("cache band", d.u64()?, shape.cache_bands)?,
