@@ -61,3 +61,5 @@ pub fn check_clean_noting(path: &Path, note: &str) {
         report.findings
     );
 }
+
+pub mod crash_model;
