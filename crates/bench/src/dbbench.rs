@@ -22,7 +22,7 @@ use crate::keys::{format_key, ValueGen};
 use crate::media::MediaCheck;
 use crate::observer::Observer;
 use crate::report::BenchResult;
-use crate::runner::{peak_rss_bytes, run_phase, Phase, ThreadCtx};
+use crate::runner::{report_result, run_phase, Phase, ThreadCtx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -161,23 +161,13 @@ pub fn run(
             engine = factory.open(true)?;
         }
         pristine = false;
-        let mut r = match run_one(engine.as_ref(), name, &bench_cfg, obs) {
-            Err(Error::Interrupted) => {
-                engine.close()?;
-                return Err(Error::Interrupted);
-            }
-            r => r?,
-        };
-        r.engine_stats = engine.stats_json();
-        r.durability = Some(engine.durability(SyncPolicy::of(
-            cfg.sync || name == "fillsync",
-            cfg.sync_every,
-        )));
-        if factory.alone_in_process() {
-            r.peak_rss_bytes = peak_rss_bytes();
+        let r = run_one(engine.as_ref(), name, &bench_cfg, obs);
+        if matches!(r, Err(Error::Interrupted)) {
+            engine.close()?;
+            return Err(Error::Interrupted);
         }
-        obs.result(&r);
-        out.push(r);
+        let sync = SyncPolicy::of(cfg.sync || name == "fillsync", cfg.sync_every);
+        report_result(factory, engine.as_ref(), sync, r?, obs, &mut out);
     }
     engine.close()?;
     Ok(out)

@@ -2,7 +2,8 @@
 //! in an HDR histogram, samples throughput (wall and device time) and compaction bytes over
 //! time, reports progress to the [`Observer`], and turns it all into a [`BenchResult`].
 
-use crate::engine::KvEngine;
+use crate::durability::SyncPolicy;
+use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::latency::LatencyHist;
 use crate::observer::Observer;
@@ -164,6 +165,26 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Completes the result `r` of a benchmark or phase with what the open `engine` knows (its
+/// statistics, its durability under `sync`, and the peak RSS when it ran alone in this
+/// process), then reports it to `obs` and appends it to `out`.
+pub(crate) fn report_result(
+    factory: &EngineFactory,
+    engine: &dyn KvEngine,
+    sync: SyncPolicy,
+    mut r: BenchResult,
+    obs: &dyn Observer,
+    out: &mut Vec<BenchResult>,
+) {
+    r.engine_stats = engine.stats_json();
+    r.durability = Some(engine.durability(sync));
+    if factory.alone_in_process() {
+        r.peak_rss_bytes = peak_rss_bytes();
+    }
+    obs.result(&r);
+    out.push(r);
 }
 
 /// Runs `body(thread_index, ctx)` on `phase.threads` threads and measures it.

@@ -72,20 +72,21 @@ impl Lineup {
     /// Runs the db_bench benchmarks on every engine; each result goes to `obs` as soon as it
     /// is known. Returns every result.
     pub fn run_db(&self, cfg: &DbBenchConfig, obs: &dyn Observer) -> Result<Vec<BenchResult>> {
-        let mut all = Vec::new();
-        for f in &self.factories {
-            let name = f.kind().name();
-            if obs.should_stop() {
-                return Err(Error::Interrupted);
-            }
-            obs.engine_started(name);
-            all.extend(dbbench::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
-        }
-        Ok(all)
+        self.run_each(obs, |f| dbbench::run(f, cfg, obs))
     }
 
     /// Runs the YCSB phases on every engine; like [`Lineup::run_db`].
     pub fn run_ycsb(&self, cfg: &YcsbConfig, obs: &dyn Observer) -> Result<Vec<BenchResult>> {
+        self.run_each(obs, |f| ycsb::run(f, cfg, obs))
+    }
+
+    /// Runs `run` on every engine in order, telling `obs` when each starts and stopping when
+    /// it asks to; an error names the engine it came from.
+    fn run_each(
+        &self,
+        obs: &dyn Observer,
+        run: impl Fn(&EngineFactory) -> Result<Vec<BenchResult>>,
+    ) -> Result<Vec<BenchResult>> {
         let mut all = Vec::new();
         for f in &self.factories {
             let name = f.kind().name();
@@ -93,7 +94,7 @@ impl Lineup {
                 return Err(Error::Interrupted);
             }
             obs.engine_started(name);
-            all.extend(ycsb::run(f, cfg, obs).map_err(|e| e.in_engine(name))?);
+            all.extend(run(f).map_err(|e| e.in_engine(name))?);
         }
         Ok(all)
     }

@@ -23,7 +23,7 @@ use crate::generators::{fnvhash64, AckCounter, ScrambledZipfian, SkewedLatest};
 use crate::keys::ValueGen;
 use crate::observer::Observer;
 use crate::report::BenchResult;
-use crate::runner::{peak_rss_bytes, run_phase, Phase, ThreadCtx};
+use crate::runner::{report_result, run_phase, Phase, ThreadCtx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -400,24 +400,23 @@ pub fn run(
         } else {
             run_ops(engine.as_ref(), cfg, obs)
         };
-        let mut r = match r {
-            Err(Error::Interrupted) => {
-                engine.close()?;
-                return Err(Error::Interrupted);
-            }
-            r => r?,
-        };
-        r.engine_stats = engine.stats_json();
+        if matches!(r, Err(Error::Interrupted)) {
+            engine.close()?;
+            return Err(Error::Interrupted);
+        }
+        let mut r = r?;
         // YCSB's writes are never synced: a device time ends with some of them not durable.
-        r.durability = Some(engine.durability(SyncPolicy::Never));
         if writes && r.device_seconds.is_some() {
             r.device_time_durable = Some(false);
         }
-        if factory.alone_in_process() {
-            r.peak_rss_bytes = peak_rss_bytes();
-        }
-        obs.result(&r);
-        out.push(r);
+        report_result(
+            factory,
+            engine.as_ref(),
+            SyncPolicy::Never,
+            r,
+            obs,
+            &mut out,
+        );
     }
     engine.close()?;
     Ok(out)

@@ -55,6 +55,23 @@ pub(crate) fn read_native(
     Ok(())
 }
 
+/// Reads logical sectors at `lba` into `buf` piece by piece as an extent map's lookup placed
+/// them (`(lba, sectors, position in the cache or None for home)`): `read` gets each piece
+/// with its part of `buf`. `ss` is the sector size.
+pub(crate) fn read_pieces(
+    ss: u64,
+    lba: u64,
+    buf: &mut [u8],
+    pieces: Vec<(u64, u64, Option<u64>)>,
+    mut read: impl FnMut(u64, u64, Option<u64>, &mut [u8]) -> Result<()>,
+) -> Result<()> {
+    for (l, k, pos) in pieces {
+        let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
+        read(l, k, pos, &mut buf[a..b])?;
+    }
+    Ok(())
+}
+
 /// Writes a batch the way layers that place data per band do: each write is split at band
 /// boundaries and its pieces handed to `put` in order. Returns each write's completion time
 /// (the media's clock after its last piece). `ss` is the sector size.

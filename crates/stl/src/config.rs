@@ -3,7 +3,7 @@
 
 use crate::error::{Result, StlError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use tegula_device::units::{parse_size, MS, SEC};
+use tegula_device::units::{MS, SEC};
 use tegula_device::Nanos;
 
 /// Which shingle translation layer the drive runs.
@@ -274,29 +274,8 @@ impl DmConfig {
     }
 }
 
-/// Serde helper: sizes as numbers or strings such as `"40MiB"`.
-pub mod size {
-    use super::*;
-
-    /// Serializes as a number of bytes.
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_u64(*v)
-    }
-
-    /// Accepts a number or a size string.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<u64, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Either {
-            N(u64),
-            S(String),
-        }
-        match Either::deserialize(d)? {
-            Either::N(n) => Ok(n),
-            Either::S(s) => parse_size(&s).map_err(serde::de::Error::custom),
-        }
-    }
-}
+/// Serde helper: sizes as numbers or strings such as `"40MiB"` (the device crate's).
+pub use tegula_device::units::size_serde as size;
 
 /// Parses a duration such as `"1s"`, `"500ms"`, `"2.5s"`, `"100us"`.
 pub fn parse_duration(s: &str) -> std::result::Result<Nanos, String> {

@@ -11,6 +11,7 @@ use crate::check::Finding;
 use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
 use crate::metalog::{MetaLog, FRAME_VERSION_V1};
+use crate::stats::StlStats;
 use tegula_codec::{Dec, Enc};
 use tegula_device::media::{Media, MediaEvent};
 
@@ -255,6 +256,15 @@ impl<S: Replay> Durable<S> {
         self.v1 = *version == FRAME_VERSION_V1;
         Ok(replay.iter().filter(|(_, r)| r.is_some()).count())
     }
+
+    /// [`Self::recover`], counted in a layer's `stats` (one more recovery, and the records
+    /// this one replayed).
+    pub fn recover_counted(&mut self, m: &mut Media, stats: &mut StlStats) -> Result<()> {
+        let n = self.recover(m)?;
+        stats.recoveries += 1;
+        stats.replayed_records = n as u64;
+        Ok(())
+    }
 }
 
 impl<S: Replay> LogOps for Durable<S> {
@@ -304,6 +314,32 @@ pub(crate) fn dec_opt(
         u64::MAX => Ok(None),
         v => Shape::index(what, v, bound).map(Some),
     }
+}
+
+/// Encodes the payload of a layer's `Native` record: logical `[lo, hi)` is current at its
+/// native location, `band` ending a staged rewrite.
+pub(crate) fn enc_native(e: &mut Enc, band: Option<usize>, lo: u64, hi: u64) {
+    enc_opt(e, band);
+    e.u64(lo);
+    e.u64(hi);
+}
+
+/// Decodes the payload of a `Native` record, checked against the drive's `shape`.
+pub(crate) fn dec_native(
+    d: &mut Dec<'_>,
+    shape: &Shape,
+) -> std::result::Result<(Option<usize>, u64, u64), String> {
+    let band = dec_opt(d, "band", shape.logical_bands)?;
+    let (lo, hi) = (d.u64()?, d.u64()?);
+    if lo > hi || hi > shape.capacity {
+        return Err(format!("native range {lo}..{hi} outside the drive"));
+    }
+    Ok((band, lo, hi))
+}
+
+/// Decodes the payload of a `Staged` record: the logical band whose image is staged.
+pub(crate) fn dec_staged(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<usize, String> {
+    Shape::index("staged band", d.u64()?, shape.logical_bands)
 }
 
 /// Decodes a count of items of at least `item_bytes` each, refusing counts the remaining bytes

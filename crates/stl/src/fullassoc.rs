@@ -6,13 +6,15 @@
 //! extra). Merges write only to free bands and switch the map atomically, so no staging is
 //! needed. Aggressive cleaning merges update bands in idle time.
 
-use crate::bands::{read_native, write_by_band};
-use crate::config::{Cleaning, DmConfig};
+use crate::bands::{read_native, read_pieces, write_by_band};
+use crate::config::DmConfig;
 use crate::durable::{dec_count, Durable, LogOps, Replay, Shape};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
+use crate::idle::{clean_until, idle_start};
 use crate::layer::{
-    band_buf, live_runs_of, part, rd, restore_counters, salvage_read, wr, Layer, LiveRun, WriteReq,
+    band_buf, current_stats, live_runs_of, part, rd, restore_counters, salvage_read, wr, Layer,
+    LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -428,21 +430,11 @@ impl FullyAssociative {
 
 impl Layer for FullyAssociative {
     fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
-        let ss = self.ss;
-        let n = buf.len() as u64 / ss;
-        for (l, k, pos) in self.d.live.map.lookup(lba, n) {
-            match pos {
-                Some(p) => {
-                    let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
-                    m.read(p, &mut buf[a..b])?;
-                }
-                None => {
-                    let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
-                    read_native(m, &self.layout, l, &mut buf[a..b], |p| self.native(p))?;
-                }
-            }
-        }
-        Ok(())
+        let pieces = self.d.live.map.lookup(lba, buf.len() as u64 / self.ss);
+        read_pieces(self.ss, lba, buf, pieces, |l, _, pos, part| match pos {
+            Some(p) => m.read(p, part).map(|_| ()).map_err(Into::into),
+            None => read_native(m, &self.layout, l, part, |p| self.native(p)),
+        })
     }
 
     fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
@@ -455,34 +447,22 @@ impl Layer for FullyAssociative {
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
-        if self.cfg.cleaning == Cleaning::Lazy {
+        let work = !self.d.live.upd.is_empty();
+        let Some(start) = idle_start(&self.cfg, last_io, until, work) else {
             return Ok(());
-        }
-        let start = last_io + self.cfg.idle_before_cleaning;
-        if until <= start || self.d.live.upd.is_empty() {
-            return Ok(());
-        }
-        if m.now() < start {
-            m.idle(start - m.now());
-        }
-        let mut ran = false;
-        while m.now() < until {
+        };
+        let ran = clean_until(m, start, until, |m| {
             let Some(b) = self.oldest_in(None, usize::MAX) else {
-                break;
+                return Ok(false);
             };
-            self.merge(m, b)?;
-            ran = true;
-        }
-        if ran {
-            self.stats.cleaning_runs += 1;
-        }
+            self.merge(m, b).map(|()| true)
+        })?;
+        self.stats.cleaning_runs += u64::from(ran);
         Ok(())
     }
 
     fn recover(&mut self, m: &mut Media, _redo: bool) -> Result<()> {
-        let n = self.d.recover(m)?;
-        self.stats.recoveries += 1;
-        self.stats.replayed_records = n as u64;
+        self.d.recover_counted(m, &mut self.stats)?;
         Ok(())
     }
 
@@ -505,11 +485,7 @@ impl Layer for FullyAssociative {
 
     fn stats(&self) -> StlStats {
         let st = &self.d.live;
-        let mut s = self.stats.clone();
-        s.cache_used_bytes = st.upd.values().map(|u| u.wp).sum::<u64>() * self.ss;
-        s.cache_live_bytes = st.map.sectors() * self.ss;
-        s.journal_entries_live = st.upd.len() as u64;
-        s.map_entries = st.map.len() as u64;
-        s
+        let used = st.upd.values().map(|u| u.wp).sum::<u64>();
+        current_stats(&self.stats, self.ss, used, &st.map, st.upd.len() as u64)
     }
 }

@@ -464,9 +464,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn drive_state_round_trips_and_detects_corruption() {
-        let s = DriveState {
+    /// A drive state with a few non-default fields (the fixture of the tests below).
+    fn drive_state() -> DriveState {
+        DriveState {
             seq: 3,
             media: ImageState {
                 now: 42,
@@ -477,7 +477,12 @@ mod tests {
                 map_merges: 7,
                 ..Default::default()
             },
-        };
+        }
+    }
+
+    #[test]
+    fn drive_state_round_trips_and_detects_corruption() {
+        let s = drive_state();
         let b = encode_drive_state(&s);
         assert_eq!(decode_drive_state(&b), Ok(s));
         for i in 0..b.len() {
@@ -502,18 +507,7 @@ mod tests {
     /// (format version 1).
     #[test]
     fn drive_state_bytes_match_those_written_by_earlier_builds() {
-        let s = DriveState {
-            seq: 3,
-            media: ImageState {
-                now: 42,
-                ..Default::default()
-            },
-            stl: StlStats {
-                stl: "journal".into(),
-                map_merges: 7,
-                ..Default::default()
-            },
-        };
+        let s = drive_state();
         let old = unhex(concat!(
             "54474c41444d5354010000002b0300000300000000000000ad01000054474c4153544154010000009101",
             "000000000000000000002a00000000000000000000000000000000000000790100007b22726561647322",

@@ -3,14 +3,17 @@
 //! map with a low watermark, periodic map merges to the middle tracks, static band mapping, and
 //! FIFO read-modify-write cleaning that stages each band in the cache area first.
 
-use crate::bands::read_native;
-use crate::config::{Cleaning, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
+use crate::bands::{read_native, read_pieces};
+use crate::config::DmConfig;
+use crate::durable::{
+    dec_count, dec_native, dec_opt, dec_staged, enc_native, enc_opt, Durable, LogOps, Replay, Shape,
+};
 use crate::error::{Result, StlError};
 use crate::extmap::{ExtentMap, Piece};
+use crate::idle::{clean_until, idle_start};
 use crate::layer::{
-    band_buf, live_runs_of, part, rd, read_across, restore_counters, salvage_read, wr,
-    write_across, Layer, LiveRun, WriteReq,
+    band_buf, current_stats, live_runs_of, part, rd, read_across, restore_counters, salvage_read,
+    wr, write_across, Layer, LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -121,6 +124,13 @@ const J_ENTRY: u8 = 1;
 const J_STAGED: u8 = 2;
 const J_NATIVE: u8 = 3;
 
+impl JRec {
+    /// [`JRec::Native`]: logical `[lo, hi)` is current at its native location.
+    fn native(band: Option<usize>, lo: u64, hi: u64) -> Self {
+        JRec::Native { band, lo, hi }
+    }
+}
+
 impl Replay for JState {
     type Rec = JRec;
 
@@ -198,9 +208,7 @@ impl Replay for JState {
             }
             JRec::Native { band, lo, hi } => {
                 e.u8(J_NATIVE);
-                enc_opt(e, *band);
-                e.u64(*lo);
-                e.u64(*hi);
+                enc_native(e, *band, *lo, *hi);
             }
         }
     }
@@ -217,15 +225,11 @@ impl Replay for JState {
                 Ok(JRec::Entry { pos, len, extents })
             }
             J_STAGED => Ok(JRec::Staged {
-                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+                band: dec_staged(d, shape)?,
             }),
             J_NATIVE => {
-                let band = dec_opt(d, "band", shape.logical_bands)?;
-                let (lo, hi) = (d.u64()?, d.u64()?);
-                if lo > hi || hi > shape.capacity {
-                    return Err(format!("native range {lo}..{hi} outside the drive"));
-                }
-                Ok(JRec::Native { band, lo, hi })
+                let (band, lo, hi) = dec_native(d, shape)?;
+                Ok(JRec::native(band, lo, hi))
             }
             t => Err(format!("unknown journal record type {t}")),
         }
@@ -473,14 +477,7 @@ impl Journal {
         write_across(m, &self.layout, &self.layout.staging, &img, n)?;
         self.d.commit(m, JRec::Staged { band })?;
         wr(m, native, n, &img)?;
-        self.d.commit(
-            m,
-            JRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            },
-        )?;
+        self.d.commit(m, JRec::native(Some(band), lo, hi))?;
         self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         self.stats.cleaning_ns += m.now() - t0;
@@ -588,21 +585,12 @@ impl Journal {
 
 impl Layer for Journal {
     fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
-        let ss = self.ss;
-        let n = buf.len() as u64 / ss;
-        for (l, k, pos) in self.d.live.map.lookup(lba, n) {
-            let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
-            match pos {
-                Some(p) => {
-                    m.read(p, &mut buf[a..b])?;
-                }
-                None => {
-                    let layout = &self.layout;
-                    read_native(m, layout, l, &mut buf[a..b], |p| layout.native(p))?
-                }
-            }
-        }
-        Ok(())
+        let pieces = self.d.live.map.lookup(lba, buf.len() as u64 / self.ss);
+        let layout = &self.layout;
+        read_pieces(self.ss, lba, buf, pieces, |l, _, pos, part| match pos {
+            Some(p) => m.read(p, part).map(|_| ()).map_err(Into::into),
+            None => read_native(m, layout, l, part, |p| layout.native(p)),
+        })
     }
 
     fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
@@ -659,14 +647,7 @@ impl Layer for Journal {
                     &[][..]
                 };
                 wr(m, self.layout.native(cur), hi - cur, data)?;
-                self.d.commit(
-                    m,
-                    JRec::Native {
-                        band: None,
-                        lo: cur,
-                        hi,
-                    },
-                )?;
+                self.d.commit(m, JRec::native(None, cur, hi))?;
                 self.stats.bypass_writes += 1;
                 cur = b;
                 continue;
@@ -689,14 +670,7 @@ impl Layer for Journal {
                 }
             }
             wr(m, self.layout.native(cur), hi - cur, &img)?;
-            self.d.commit(
-                m,
-                JRec::Native {
-                    band: None,
-                    lo: cur,
-                    hi,
-                },
-            )?;
+            self.d.commit(m, JRec::native(None, cur, hi))?;
             self.stats.bypass_writes += 1;
             cur = b;
         }
@@ -704,43 +678,26 @@ impl Layer for Journal {
     }
 
     fn discard(&mut self, m: &mut Media, lba: u64, n: u64) -> Result<()> {
-        self.d.commit(
-            m,
-            JRec::Native {
-                band: None,
-                lo: lba,
-                hi: lba + n,
-            },
-        )
+        self.d.commit(m, JRec::native(None, lba, lba + n))
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
-        if self.cfg.cleaning == Cleaning::Lazy {
+        let work = !self.d.live.entries.is_empty();
+        let Some(start) = idle_start(&self.cfg, last_io, until, work) else {
             return Ok(());
-        }
-        let start = last_io + self.cfg.idle_before_cleaning;
-        if until <= start || self.d.live.entries.is_empty() {
-            return Ok(());
-        }
-        if m.now() < start {
-            m.idle(start - m.now());
-        }
-        let mut ran = false;
-        while m.now() < until {
-            let Some(b) = self.oldest_band() else { break };
-            self.clean_band(m, b)?;
-            ran = true;
-        }
-        if ran {
-            self.stats.cleaning_runs += 1;
-        }
+        };
+        let ran = clean_until(m, start, until, |m| {
+            let Some(b) = self.oldest_band() else {
+                return Ok(false);
+            };
+            self.clean_band(m, b).map(|()| true)
+        })?;
+        self.stats.cleaning_runs += u64::from(ran);
         Ok(())
     }
 
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
-        let n = self.d.recover(m)?;
-        self.stats.recoveries += 1;
-        self.stats.replayed_records = n as u64;
+        self.d.recover_counted(m, &mut self.stats)?;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
             // A power cut hit the band write: redo it from the staged image.
             let (lo, hi) = self.layout.logical_range(band);
@@ -748,14 +705,7 @@ impl Layer for Journal {
             read_across(m, &self.layout, &self.layout.staging, &mut img, hi - lo)?;
             let native = self.layout.bands[self.layout.data[band]].start;
             wr(m, native, hi - lo, &img)?;
-            self.d.commit(
-                m,
-                JRec::Native {
-                    band: Some(band),
-                    lo,
-                    hi,
-                },
-            )?;
+            self.d.commit(m, JRec::native(Some(band), lo, hi))?;
         }
         Ok(())
     }
@@ -785,11 +735,7 @@ impl Layer for Journal {
 
     fn stats(&self) -> StlStats {
         let st = &self.d.live;
-        let mut s = self.stats.clone();
-        s.cache_used_bytes = st.used * self.ss;
-        s.cache_live_bytes = st.map.sectors() * self.ss;
-        s.journal_entries_live = st.entries.len() as u64;
-        s.map_entries = st.map.len() as u64;
-        s
+        let live = st.entries.len() as u64;
+        current_stats(&self.stats, self.ss, st.used, &st.map, live)
     }
 }

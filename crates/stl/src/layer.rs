@@ -123,6 +123,24 @@ pub(crate) fn restore_counters(to: &mut StlStats, from: &StlStats) {
     to.replayed_records = from.replayed_records;
 }
 
+/// The statistics of a layer: its cumulative `counters` with the current figures of its cache
+/// filled in (`used` sectors of cache, the sectors `map` serves from it, `entries_live`
+/// journal entries or cache bands holding data, with `ss`-byte sectors).
+pub(crate) fn current_stats(
+    counters: &StlStats,
+    ss: u64,
+    used: u64,
+    map: &ExtentMap,
+    entries_live: u64,
+) -> StlStats {
+    let mut s = counters.clone();
+    s.cache_used_bytes = used * ss;
+    s.cache_live_bytes = map.sectors() * ss;
+    s.journal_entries_live = entries_live;
+    s.map_entries = map.len() as u64;
+    s
+}
+
 /// A buffer of `sectors` for a whole-band transfer, or an empty one on metadata-only media:
 /// there the helpers below move no data, only time, damage and statistics (cleaning a 30 MiB
 /// band must not cost 30 MiB of memset on a terabyte drive that keeps no data).

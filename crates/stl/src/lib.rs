@@ -33,6 +33,7 @@ mod extmap;
 mod fullassoc;
 #[doc(hidden)]
 pub mod fuzzing;
+mod idle;
 pub mod image;
 mod journal;
 mod layer;

@@ -4,14 +4,17 @@
 //! read-modify-written back to its static native location (lazy cleaning). The cache is on the
 //! shingled disk or on flash.
 
-use crate::bands::{read_native, write_by_band};
-use crate::config::{CacheMedia, Cleaning, DmConfig};
-use crate::durable::{dec_count, dec_opt, enc_opt, Durable, LogOps, Replay, Shape};
+use crate::bands::{read_native, read_pieces, write_by_band};
+use crate::config::{CacheMedia, DmConfig};
+use crate::durable::{
+    dec_count, dec_native, dec_opt, dec_staged, enc_native, enc_opt, Durable, LogOps, Replay, Shape,
+};
 use crate::error::{Result, StlError};
 use crate::extmap::ExtentMap;
+use crate::idle::{clean_until, idle_start};
 use crate::layer::{
-    band_buf, live_runs_of, part, rd, read_across, restore_counters, salvage_read, wr,
-    write_across, Flash, Layer, LiveRun, WriteReq,
+    band_buf, current_stats, live_runs_of, part, rd, read_across, restore_counters, salvage_read,
+    wr, write_across, Flash, Layer, LiveRun, WriteReq,
 };
 use crate::layout::Layout;
 use crate::metalog::MetaLog;
@@ -58,6 +61,13 @@ const S_PUT: u8 = 1;
 const S_STAGED: u8 = 2;
 const S_NATIVE: u8 = 3;
 const S_RESET: u8 = 4;
+
+impl SRec {
+    /// [`SRec::Native`]: logical `[lo, hi)` is current at its native location.
+    fn native(band: Option<usize>, lo: u64, hi: u64) -> Self {
+        SRec::Native { band, lo, hi }
+    }
+}
 
 impl Replay for SState {
     type Rec = SRec;
@@ -134,9 +144,7 @@ impl Replay for SState {
             }
             SRec::Native { band, lo, hi } => {
                 e.u8(S_NATIVE);
-                enc_opt(e, *band);
-                e.u64(*lo);
-                e.u64(*hi);
+                enc_native(e, *band, *lo, *hi);
             }
             SRec::Reset { c } => {
                 e.u8(S_RESET);
@@ -162,15 +170,11 @@ impl Replay for SState {
                 })
             }
             S_STAGED => Ok(SRec::Staged {
-                band: Shape::index("staged band", d.u64()?, shape.logical_bands)?,
+                band: dec_staged(d, shape)?,
             }),
             S_NATIVE => {
-                let band = dec_opt(d, "band", shape.logical_bands)?;
-                let (lo, hi) = (d.u64()?, d.u64()?);
-                if lo > hi || hi > shape.capacity {
-                    return Err(format!("native range {lo}..{hi} outside the drive"));
-                }
-                Ok(SRec::Native { band, lo, hi })
+                let (band, lo, hi) = dec_native(d, shape)?;
+                Ok(SRec::native(band, lo, hi))
             }
             S_RESET => Ok(SRec::Reset {
                 c: Shape::index("cache band", d.u64()?, shape.cache_bands)?,
@@ -349,14 +353,7 @@ impl SetAssociative {
         self.stage(m, &img, n)?;
         self.d.commit(m, SRec::Staged { band })?;
         wr(m, native, n, &img)?;
-        self.d.commit(
-            m,
-            SRec::Native {
-                band: Some(band),
-                lo,
-                hi,
-            },
-        )?;
+        self.d.commit(m, SRec::native(Some(band), lo, hi))?;
         self.stats.cleaning_bytes_written += 2 * n * ss;
         self.stats.bands_cleaned += 1;
         Ok(())
@@ -394,14 +391,7 @@ impl SetAssociative {
             self.stage(m, &img, hi - lo)?;
             self.d.commit(m, SRec::Staged { band })?;
             wr(m, self.layout.native(lo), hi - lo, &img)?;
-            self.d.commit(
-                m,
-                SRec::Native {
-                    band: Some(band),
-                    lo,
-                    hi,
-                },
-            )?;
+            self.d.commit(m, SRec::native(Some(band), lo, hi))?;
             return Ok(());
         }
         if self.d.live.wp[c] + n > cap {
@@ -426,19 +416,11 @@ impl SetAssociative {
 
 impl Layer for SetAssociative {
     fn read(&mut self, m: &mut Media, lba: u64, buf: &mut [u8]) -> Result<()> {
-        let ss = self.ss;
-        let n = buf.len() as u64 / ss;
-        for (l, k, pos) in self.d.live.map.lookup(lba, n) {
-            let (a, b) = (((l - lba) * ss) as usize, ((l - lba + k) * ss) as usize);
-            match pos {
-                Some(p) => self.cache_read(m, p, k, &mut buf[a..b])?,
-                None => {
-                    let layout = &self.layout;
-                    read_native(m, layout, l, &mut buf[a..b], |p| layout.native(p))?
-                }
-            }
-        }
-        Ok(())
+        let pieces = self.d.live.map.lookup(lba, buf.len() as u64 / self.ss);
+        read_pieces(self.ss, lba, buf, pieces, |l, k, pos, part| match pos {
+            Some(p) => self.cache_read(m, p, k, part),
+            None => read_native(m, &self.layout, l, part, |p| self.layout.native(p)),
+        })
     }
 
     fn write(&mut self, m: &mut Media, batch: &[WriteReq<'_>]) -> Result<Vec<Nanos>> {
@@ -453,45 +435,29 @@ impl Layer for SetAssociative {
     }
 
     fn background(&mut self, m: &mut Media, last_io: Nanos, until: Nanos) -> Result<()> {
-        if self.cfg.cleaning == Cleaning::Lazy {
+        let Some(start) = idle_start(&self.cfg, last_io, until, true) else {
             return Ok(());
-        }
-        let start = last_io + self.cfg.idle_before_cleaning;
-        if until <= start {
-            return Ok(());
-        }
-        if m.now() < start {
-            m.idle(start - m.now());
-        }
-        while m.now() < until {
+        };
+        clean_until(m, start, until, |m| {
             let Some(c) = (0..self.cbands.len())
                 .filter(|&c| self.d.live.wp[c] > 0)
                 .max_by_key(|&c| self.d.live.wp[c])
             else {
-                break;
+                return Ok(false);
             };
-            self.clean(m, c)?;
-        }
+            self.clean(m, c).map(|()| true)
+        })?;
         Ok(())
     }
 
     fn recover(&mut self, m: &mut Media, redo: bool) -> Result<()> {
-        let n = self.d.recover(m)?;
-        self.stats.recoveries += 1;
-        self.stats.replayed_records = n as u64;
+        self.d.recover_counted(m, &mut self.stats)?;
         if let (true, Some(band)) = (redo, self.d.live.staged) {
             let (lo, hi) = self.layout.logical_range(band);
             let mut img = band_buf(m, hi - lo);
             self.unstage(m, &mut img, hi - lo)?;
             wr(m, self.layout.native(lo), hi - lo, &img)?;
-            self.d.commit(
-                m,
-                SRec::Native {
-                    band: Some(band),
-                    lo,
-                    hi,
-                },
-            )?;
+            self.d.commit(m, SRec::native(Some(band), lo, hi))?;
         }
         Ok(())
     }
@@ -522,11 +488,8 @@ impl Layer for SetAssociative {
 
     fn stats(&self) -> StlStats {
         let st = &self.d.live;
-        let mut s = self.stats.clone();
-        s.cache_used_bytes = st.wp.iter().sum::<u64>() * self.ss;
-        s.cache_live_bytes = st.map.sectors() * self.ss;
-        s.journal_entries_live = st.wp.iter().filter(|&&w| w > 0).count() as u64;
-        s.map_entries = st.map.len() as u64;
-        s
+        let used = st.wp.iter().sum::<u64>();
+        let live = st.wp.iter().filter(|&&w| w > 0).count() as u64;
+        current_stats(&self.stats, self.ss, used, &st.map, live)
     }
 }

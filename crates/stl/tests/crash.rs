@@ -9,115 +9,33 @@
 //! The real-process version (SIGKILL of `tegula serve nbd`) is
 //! `crates/tegula/tests/kill9_nbd.rs`. `TEGULA_SOAK=1` runs ten times as many crashes.
 
+mod common;
+
+use common::crash_model::{pattern, Model};
+
+use common::{soak, tiny_config, SS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::path::Path;
 use tegula_device::{BlockDevice, DeviceError, WriteFlags};
 use tegula_stl::{DmConfig, DmDrive};
 
-const SS: usize = 4096;
-
-fn soak() -> bool {
-    std::env::var("TEGULA_SOAK").is_ok_and(|v| v == "1")
-}
-
-/// A tiny drive of `stl` so that cleaning, wrap-around and full caches happen in milliseconds.
-fn tiny(stl: &str, extra: &str) -> DmConfig {
-    let (mapping, loc) = match stl {
-        "fully-associative" => ("dynamic", "distributed"),
-        _ => ("static", "od"),
-    };
-    let text = format!(
-        "kind = \"dm-smr\"\ncapacity = \"32MiB\"\nstl = \"{stl}\"\nmapping = \"{mapping}\"\n\
-         cache_location = \"{loc}\"\nband_size = \"4MiB\"\ncache_size = \"12MiB\"\n\
-         zone_size = \"16MiB\"\njournal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\n\
-         journal_entry_max = \"256KiB\"\njournal_oob = \"64KiB\"\nmap_entries = 300\n\
-         map_merge_every = 16\nmap_entry_bytes = 64\nidle_before_cleaning = \"200ms\"\n{extra}"
-    );
-    DmConfig::from_toml(&text).expect("config")
-}
-
-/// The contents of `block` at `version` (version 0: never written, zeros).
-fn pattern(block: u64, version: u32) -> Vec<u8> {
-    let mut v = vec![0u8; SS];
-    if version == 0 {
-        return v;
-    }
-    let tag = (block << 32) | u64::from(version);
-    for (i, c) in v.chunks_mut(8).enumerate() {
-        let w = tag
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(i as u64)
-            .rotate_left(17);
-        c.copy_from_slice(&w.to_le_bytes());
-    }
-    v[..8].copy_from_slice(&tag.to_le_bytes());
-    v
-}
-
-/// Per block, the values it may read back as: the first is durable, the rest were written
-/// after it and may or may not have reached the drive.
-struct Model {
-    cands: Vec<Vec<u32>>,
-    next: u32,
-}
-
-impl Model {
-    fn new(blocks: usize) -> Self {
-        Model {
-            cands: vec![vec![0]; blocks],
-            next: 0,
+/// Reads every block back and settles it in the model; returns how many blocks it read.
+fn verify(m: &mut Model, d: &DmDrive, what: &str) -> u64 {
+    let mut buf = vec![0u8; 16 * SS];
+    let n = m.cands.len() as u64;
+    let mut lba = 0;
+    while lba < n {
+        let k = 16.min(n - lba);
+        let b = &mut buf[..k as usize * SS];
+        d.read(lba, b)
+            .unwrap_or_else(|e| panic!("{what}: read of blocks {lba}..{}: {e}", lba + k));
+        for i in 0..k {
+            m.settle(lba + i, &b[i as usize * SS..(i as usize + 1) * SS], what);
         }
+        lba += k;
     }
-
-    /// A write of `n` blocks at `first` was acknowledged (`durable`: FUA or no volatile
-    /// cache) or may have happened (`acked` false).
-    fn written(&mut self, first: u64, versions: &[u32], acked: bool, durable: bool) {
-        for (i, &v) in versions.iter().enumerate() {
-            let c = &mut self.cands[first as usize + i];
-            if acked && durable {
-                *c = vec![v];
-            } else {
-                c.push(v);
-            }
-        }
-    }
-
-    /// A FLUSH was acknowledged: the last acknowledged value of every block is durable.
-    fn flushed(&mut self) {
-        for c in &mut self.cands {
-            let last = *c.last().unwrap_or(&0);
-            *c = vec![last];
-        }
-    }
-
-    /// Reads every block back and checks it against its candidates; what it read is durable.
-    fn verify(&mut self, d: &DmDrive, what: &str) -> u64 {
-        let mut buf = vec![0u8; 16 * SS];
-        let n = self.cands.len() as u64;
-        let mut lba = 0;
-        while lba < n {
-            let k = 16.min(n - lba);
-            let b = &mut buf[..k as usize * SS];
-            d.read(lba, b)
-                .unwrap_or_else(|e| panic!("{what}: read of blocks {lba}..{}: {e}", lba + k));
-            for i in 0..k {
-                let blk = lba + i;
-                let got = &b[i as usize * SS..(i as usize + 1) * SS];
-                let c = &mut self.cands[blk as usize];
-                let Some(&v) = c.iter().find(|&&v| pattern(blk, v) == got) else {
-                    panic!(
-                        "{what}: block {blk} reads back as none of versions {c:?} (first word \
-                         {:#x})",
-                        u64::from_le_bytes(got[..8].try_into().unwrap_or_default())
-                    );
-                };
-                *c = vec![v];
-            }
-            lba += k;
-        }
-        n
-    }
+    n
 }
 
 /// Checks the image and fails on any error finding.
@@ -146,12 +64,7 @@ fn workload(d: &DmDrive, m: &mut Model, rng: &mut SmallRng, ops: usize, cache: b
         };
         let first = rng.gen_range(0..blocks - n);
         let fua = rng.gen_bool(0.1);
-        let versions: Vec<u32> = (0..n)
-            .map(|_| {
-                m.next += 1;
-                m.next
-            })
-            .collect();
+        let versions: Vec<u32> = (0..n).map(|_| m.next_version()).collect();
         let mut data = Vec::with_capacity(n as usize * SS);
         for (k, &v) in versions.iter().enumerate() {
             data.extend_from_slice(&pattern(first + k as u64, v));
@@ -173,7 +86,7 @@ fn workload(d: &DmDrive, m: &mut Model, rng: &mut SmallRng, ops: usize, cache: b
 fn crash_cycles(stl: &str, extra: &str, seed: u64, cycles: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("drive.img");
-    let cfg = tiny(stl, extra);
+    let cfg = tiny_config("32MiB", stl, extra);
     let cache = cfg.volatile_cache;
     let d = DmDrive::create_image(&path, cfg).expect("create");
     let blocks = 2048usize;
@@ -198,7 +111,7 @@ fn crash_cycles(stl: &str, extra: &str, seed: u64, cycles: usize) {
         let what = format!("{stl} {extra}: cycle {cycle}");
         check_clean(&path, &what);
         d = DmDrive::open_image(&path, false).unwrap_or_else(|e| panic!("{what}: reopen: {e}"));
-        m.verify(&d, &what);
+        verify(&mut m, &d, &what);
     }
     assert!(
         mid_write > 0 && between > 0,
@@ -207,7 +120,7 @@ fn crash_cycles(stl: &str, extra: &str, seed: u64, cycles: usize) {
     d.close().expect("close");
     check_clean(&path, stl);
     let d = DmDrive::open_image(&path, true).expect("reopen");
-    m.verify(&d, &format!("{stl}: after close"));
+    verify(&mut m, &d, &format!("{stl}: after close"));
 }
 
 fn cycles(n: usize) -> usize {
@@ -296,7 +209,7 @@ fn the_damage_rebuilt_from_the_log_is_the_media_damage() {
         .into_iter()
         .enumerate()
     {
-        let d = DmDrive::new(tiny(stl, "")).expect("drive");
+        let d = DmDrive::new(tiny_config("32MiB", stl, "")).expect("drive");
         let mut m = Model::new(2048);
         let mut rng = SmallRng::seed_from_u64(40 + i as u64);
         for round in 0..6 {
@@ -327,7 +240,7 @@ fn the_damage_rebuilt_from_the_log_is_the_media_damage() {
                 )
             });
             assert_eq!(before, after, "{stl}: round {round}");
-            m.verify(&d, &format!("{stl}: round {round}"));
+            verify(&mut m, &d, &format!("{stl}: round {round}"));
         }
     }
 }

@@ -4,29 +4,15 @@
 //! multi-terabyte images stay small and quick to reopen.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{check_clean_noting, tiny_config, verify_with, SS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use tegula_device::{BlockDevice, DeviceError, SEC};
 use tegula_stl::{DmConfig, DmDrive, StlError};
-
-const SS: usize = 4096;
-
-fn tiny(stl: &str, extra: &str) -> DmConfig {
-    let (mapping, loc) = match stl {
-        "fully-associative" => ("dynamic", "distributed"),
-        _ => ("static", "od"),
-    };
-    let text = format!(
-        "kind = \"dm-smr\"\ncapacity = \"32MiB\"\nstl = \"{stl}\"\nmapping = \"{mapping}\"\n\
-         cache_location = \"{loc}\"\nband_size = \"4MiB\"\ncache_size = \"12MiB\"\nzone_size = \"16MiB\"\n\
-         journal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\njournal_entry_max = \"256KiB\"\n\
-         journal_oob = \"64KiB\"\nmap_entries = 300\nmap_merge_every = 16\nmap_entry_bytes = 64\n\
-         idle_before_cleaning = \"200ms\"\n{extra}"
-    );
-    DmConfig::from_toml(&text).unwrap()
-}
 
 fn fill(rng: &mut SmallRng, n: u64) -> Vec<u8> {
     let tag: u64 = rng.gen();
@@ -37,22 +23,11 @@ fn fill(rng: &mut SmallRng, n: u64) -> Vec<u8> {
     v
 }
 
+/// Asserts that the whole drive reads back as `model`.
 fn verify(d: &DmDrive, model: &[u8], what: &str) {
-    let cap = d.info().capacity_sectors;
-    let mut lba = 0;
-    while lba < cap {
-        let n = 64.min(cap - lba);
-        let mut b = vec![0u8; n as usize * SS];
-        d.read(lba, &mut b)
-            .unwrap_or_else(|e| panic!("{what}: read of LBA {lba}: {e}"));
-        let o = lba as usize * SS;
-        assert!(
-            b == model[o..o + b.len()],
-            "{what}: LBA {lba}..{} differs",
-            lba + n
-        );
-        lba += n;
-    }
+    verify_with(d, what, |lba, n| {
+        model[lba as usize * SS..(lba + n) as usize * SS].to_vec()
+    });
 }
 
 /// Random writes, idles and flushes; returns the writes in flight when power failed, if it did.
@@ -121,7 +96,7 @@ fn settle(d: &DmDrive, model: &mut [u8], inflight: &[(u64, Vec<u8>)]) {
 fn reopen_cycle(stl: &str, extra: &str, seed: u64) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("drive.img");
-    let cfg = tiny(stl, extra);
+    let cfg = tiny_config("48MiB", stl, extra);
     let d = DmDrive::create_image(&path, cfg).unwrap();
     let cap = d.info().capacity_sectors;
     let mut model = vec![0u8; cap as usize * SS];
@@ -194,7 +169,7 @@ fn fully_associative_image_survives_reopen_and_power_cuts() {
 fn read_only_images_refuse_writes_and_keep_data() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ro.img");
-    let d = DmDrive::create_image(&path, tiny("journal", "")).unwrap();
+    let d = DmDrive::create_image(&path, tiny_config("48MiB", "journal", "")).unwrap();
     d.write(10, &[9u8; SS]).unwrap();
     d.close().unwrap();
     let d = DmDrive::open_image(&path, true).unwrap();
@@ -213,7 +188,8 @@ fn torn_in_place_band_writes_stay_media_errors_across_reopen() {
     // and overwrites its band in place; a power cut in the middle leaves destroyed tracks.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t13.img");
-    let cfg = tiny(
+    let cfg = tiny_config(
+        "48MiB",
         "journal",
         "volatile_cache = true\nvolatile_cache_size = \"2MiB\"\nbypass_min = \"256KiB\"\n",
     );
@@ -251,7 +227,7 @@ fn open_err(path: &Path) -> StlError {
 fn corrupt_and_foreign_images_give_typed_errors() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.img");
-    let d = DmDrive::create_image(&path, tiny("journal", "")).unwrap();
+    let d = DmDrive::create_image(&path, tiny_config("48MiB", "journal", "")).unwrap();
     d.write(0, &[1u8; SS]).unwrap();
     d.close().unwrap();
     let good = std::fs::read(&path).unwrap();
@@ -296,7 +272,7 @@ fn corrupt_and_foreign_images_give_typed_errors() {
 fn random_bytes_in_the_metadata_region_never_panic() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.img");
-    let d = DmDrive::create_image(&path, tiny("set-associative", "")).unwrap();
+    let d = DmDrive::create_image(&path, tiny_config("48MiB", "set-associative", "")).unwrap();
     for i in 0..50 {
         d.write(i * 7, &[i as u8; SS]).unwrap();
     }
@@ -377,7 +353,7 @@ fn frames_of(path: &Path) -> (usize, Vec<u64>) {
 fn a_flipped_byte_in_a_metadata_record_is_corruption_not_a_torn_tail() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.img");
-    let d = DmDrive::create_image(&path, tiny("journal", "")).unwrap();
+    let d = DmDrive::create_image(&path, tiny_config("48MiB", "journal", "")).unwrap();
     for i in 0..12u64 {
         d.write(i * 9, &vec![i as u8 + 1; SS]).unwrap();
     }
@@ -424,16 +400,7 @@ fn a_flipped_byte_in_a_metadata_record_is_corruption_not_a_torn_tail() {
     let last = *offs.last().unwrap();
     f.write_all_at(&[good[(at + last + 24) as usize] ^ 0x08], at + last + 24)
         .unwrap();
-    let report = DmDrive::check(&path).unwrap();
-    assert!(report.is_clean(), "{:?}", report.findings);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.message.contains("torn by a crash")),
-        "{:?}",
-        report.findings
-    );
+    check_clean_noting(&path, "torn by a crash");
     let d = DmDrive::open_image(&path, false).unwrap();
     let mut b = vec![0u8; SS];
     d.read(0, &mut b).unwrap();
@@ -447,7 +414,7 @@ fn a_flipped_byte_in_a_metadata_record_is_corruption_not_a_torn_tail() {
 fn a_damaged_newest_drive_state_slot_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.img");
-    let d = DmDrive::create_image(&path, tiny("set-associative", "")).unwrap();
+    let d = DmDrive::create_image(&path, tiny_config("48MiB", "set-associative", "")).unwrap();
     for i in 0..20u64 {
         d.write(i * 5, &vec![i as u8 + 1; SS]).unwrap();
     }
@@ -464,16 +431,7 @@ fn a_damaged_newest_drive_state_slot_is_reported() {
     let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.write_all_at(&[0x77], (base + newest * slot + 40) as u64)
         .unwrap();
-    let report = DmDrive::check(&path).unwrap();
-    assert!(report.is_clean(), "{:?}", report.findings);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.message.contains("newer sequence")),
-        "{:?}",
-        report.findings
-    );
+    check_clean_noting(&path, "newer sequence");
     let d = DmDrive::open_image(&path, false).unwrap();
     assert_eq!(d.open_warnings().len(), 1, "{:?}", d.open_warnings());
     for i in 0..20u64 {
@@ -531,16 +489,7 @@ fn version_1_images_open_and_are_upgraded_when_writable() {
             assert_eq!(b, vec![i as u8 + 1; SS], "block {}", i * 37);
         }
     };
-    let report = DmDrive::check(&path).unwrap();
-    assert!(report.is_clean(), "{:?}", report.findings);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.message.contains("version 1")),
-        "{:?}",
-        report.findings
-    );
+    check_clean_noting(&path, "version 1");
     expect(&DmDrive::open_image(&path, true).unwrap());
     assert_eq!(version(&path), 1, "a read-only open changed the image");
     let d = DmDrive::open_image(&path, false).unwrap();

@@ -5,18 +5,14 @@
 //! The default run is small (seconds); `TEGULA_SOAK=1 cargo test -p tegula-stl --release
 //! --test integrity` runs every workload 20 times longer over several seeds.
 
+mod common;
+
+use common::{soak, tiny_config, verify_with, SS};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tegula_device::media::Request;
 use tegula_device::{BlockDevice, DeviceError, MS, SEC};
 use tegula_stl::{DmConfig, DmDrive};
-
-const SS: usize = 4096;
-
-/// Whether the long soak was asked for (`TEGULA_SOAK=1`).
-fn soak() -> bool {
-    std::env::var("TEGULA_SOAK").is_ok_and(|v| v == "1")
-}
 
 /// `n` operations, or 20 times as many in a soak.
 fn ops(n: usize) -> usize {
@@ -34,22 +30,6 @@ fn seeds(base: u64) -> Vec<u64> {
     } else {
         vec![base]
     }
-}
-
-/// A tiny drive of `stl` so that cleaning, wrap-around and full caches happen in milliseconds.
-fn tiny(stl: &str, extra: &str) -> DmConfig {
-    let (mapping, loc) = match stl {
-        "fully-associative" => ("dynamic", "distributed"),
-        _ => ("static", "od"),
-    };
-    let text = format!(
-        "kind = \"dm-smr\"\ncapacity = \"48MiB\"\nstl = \"{stl}\"\nmapping = \"{mapping}\"\n\
-         cache_location = \"{loc}\"\nband_size = \"4MiB\"\ncache_size = \"12MiB\"\nzone_size = \"16MiB\"\n\
-         journal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\njournal_entry_max = \"256KiB\"\n\
-         journal_oob = \"64KiB\"\nmap_entries = 300\nmap_merge_every = 16\nmap_entry_bytes = 64\n\
-         idle_before_cleaning = \"200ms\"\n{extra}"
-    );
-    DmConfig::from_toml(&text).expect("config")
 }
 
 /// The reference: what every sector must read back as.
@@ -98,17 +78,9 @@ fn settle(d: &DmDrive, m: &mut Model, inflight: &[(u64, Vec<u8>)]) {
     }
 }
 
+/// Asserts that the whole drive reads back as the model says.
 fn verify_all(d: &DmDrive, m: &Model, what: &str) {
-    let cap = d.info().capacity_sectors;
-    let mut lba = 0;
-    while lba < cap {
-        let n = 64.min(cap - lba);
-        let mut b = vec![0u8; n as usize * SS];
-        d.read(lba, &mut b)
-            .unwrap_or_else(|e| panic!("{what}: read of LBA {lba} failed: {e}"));
-        assert!(b == m.get(lba, n), "{what}: LBA {lba}..{} differs", lba + n);
-        lba += n;
-    }
+    verify_with(d, what, |lba, n| m.get(lba, n).to_vec());
 }
 
 /// Runs `ops` random operations; with `cuts`, power fails at random media writes.
@@ -233,7 +205,7 @@ fn run(cfg: DmConfig, seed: u64, ops: usize, cuts: bool) -> tegula_stl::StlStats
 #[test]
 fn journal_matches_the_reference_with_cleaning() {
     for seed in seeds(1) {
-        let s = run(tiny("journal", ""), seed, ops(900), false);
+        let s = run(tiny_config("32MiB", "journal", ""), seed, ops(900), false);
         assert!(s.bands_cleaned > 0, "{s:?}");
         assert!(s.map_merges > 0, "{s:?}");
     }
@@ -242,7 +214,7 @@ fn journal_matches_the_reference_with_cleaning() {
 #[test]
 fn journal_survives_power_cuts_at_random_points() {
     for seed in seeds(2) {
-        let s = run(tiny("journal", ""), seed, ops(900), true);
+        let s = run(tiny_config("32MiB", "journal", ""), seed, ops(900), true);
         assert!(s.recoveries > 0);
     }
 }
@@ -253,7 +225,12 @@ fn journal_with_a_volatile_cache_matches_the_reference() {
     // reorder data while power stays on.
     let extra = "volatile_cache = true\nvolatile_cache_size = \"1MiB\"\nbypass_min = \"64KiB\"\n";
     for seed in seeds(20) {
-        let s = run(tiny("journal", extra), seed, ops(700), false);
+        let s = run(
+            tiny_config("32MiB", "journal", extra),
+            seed,
+            ops(700),
+            false,
+        );
         assert!(s.bypass_writes > 0, "{s:?}");
     }
 }
@@ -261,9 +238,19 @@ fn journal_with_a_volatile_cache_matches_the_reference() {
 #[test]
 fn aggressive_set_associative_matches_the_reference_and_survives_cuts() {
     for seed in seeds(10) {
-        let s = run(tiny("set-associative", ""), seed, ops(500), false);
+        let s = run(
+            tiny_config("32MiB", "set-associative", ""),
+            seed,
+            ops(500),
+            false,
+        );
         assert!(s.bands_cleaned > 0, "{s:?}");
-        run(tiny("set-associative", ""), seed + 1, ops(500), true);
+        run(
+            tiny_config("32MiB", "set-associative", ""),
+            seed + 1,
+            ops(500),
+            true,
+        );
     }
 }
 
@@ -271,9 +258,19 @@ fn aggressive_set_associative_matches_the_reference_and_survives_cuts() {
 fn set_associative_matches_the_reference_and_survives_cuts() {
     let lazy = "cleaning = \"lazy\"\n";
     for seed in seeds(3) {
-        let s = run(tiny("set-associative", lazy), seed, ops(700), false);
+        let s = run(
+            tiny_config("32MiB", "set-associative", lazy),
+            seed,
+            ops(700),
+            false,
+        );
         assert!(s.bands_cleaned > 0, "{s:?}");
-        run(tiny("set-associative", lazy), seed + 1, ops(700), true);
+        run(
+            tiny_config("32MiB", "set-associative", lazy),
+            seed + 1,
+            ops(700),
+            true,
+        );
     }
 }
 
@@ -281,18 +278,38 @@ fn set_associative_matches_the_reference_and_survives_cuts() {
 fn flash_set_associative_matches_the_reference_and_survives_cuts() {
     let extra = "cleaning = \"lazy\"\ncache_media = \"flash\"\n";
     for seed in seeds(5) {
-        let s = run(tiny("set-associative", extra), seed, ops(700), false);
+        let s = run(
+            tiny_config("32MiB", "set-associative", extra),
+            seed,
+            ops(700),
+            false,
+        );
         assert!(s.bands_cleaned > 0, "{s:?}");
-        run(tiny("set-associative", extra), seed + 1, ops(700), true);
+        run(
+            tiny_config("32MiB", "set-associative", extra),
+            seed + 1,
+            ops(700),
+            true,
+        );
     }
 }
 
 #[test]
 fn fully_associative_matches_the_reference_and_survives_cuts() {
     for seed in seeds(7) {
-        let s = run(tiny("fully-associative", ""), seed, ops(700), false);
+        let s = run(
+            tiny_config("32MiB", "fully-associative", ""),
+            seed,
+            ops(700),
+            false,
+        );
         assert!(s.bands_cleaned > 0, "{s:?}");
-        run(tiny("fully-associative", ""), seed + 1, ops(700), true);
+        run(
+            tiny_config("32MiB", "fully-associative", ""),
+            seed + 1,
+            ops(700),
+            true,
+        );
     }
 }
 
@@ -301,7 +318,7 @@ fn no_layer_ever_reads_a_destroyed_sector() {
     // Reads would fail with MediaError{ShingleDamage}; `run` panics on any error. Here we also
     // check that shingled damage really happened underneath, so the rule was in force.
     for stl in ["journal", "set-associative", "fully-associative"] {
-        let d = DmDrive::new(tiny(stl, "")).expect("drive");
+        let d = DmDrive::new(tiny_config("32MiB", stl, "")).expect("drive");
         let cap = d.info().capacity_sectors;
         let mut rng = SmallRng::seed_from_u64(9);
         for _ in 0..600 {
@@ -322,7 +339,8 @@ fn no_layer_ever_reads_a_destroyed_sector() {
 
 #[test]
 fn volatile_cache_loses_only_unflushed_data_and_tears_only_bypassed_bands() {
-    let cfg = tiny(
+    let cfg = tiny_config(
+        "32MiB",
         "journal",
         "volatile_cache = true\nvolatile_cache_size = \"2MiB\"\nbypass_min = \"256KiB\"\n",
     );

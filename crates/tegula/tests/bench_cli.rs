@@ -3,41 +3,14 @@
 //! side-by-side run of all four engines in one JSON file.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{fails_any as fails, ok_out, run};
 use serde_json::Value;
-use std::process::{Command, Output};
-
-fn tegula(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("spawn tegula")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = tegula(args);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// Runs and expects a clean failure: one `error:` line, no panic. Returns stderr.
-fn fails(args: &[&str]) -> String {
-    let o = tegula(args);
-    let e = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success(), "tegula {args:?} succeeded");
-    assert!(e.starts_with("error:") || e.contains("\nerror:"), "{e}");
-    assert!(!e.contains("panicked"), "{e}");
-    e
-}
 
 #[test]
 fn db_bench_boolean_values_are_accepted() {
-    let out = ok(&[
+    let out = ok_out(&[
         "bench",
         "db",
         "--engine",
@@ -59,7 +32,7 @@ fn db_bench_boolean_values_are_accepted() {
 
 #[test]
 fn zero_threads_are_refused_before_anything_runs() {
-    let o = tegula(&[
+    let o = run(&[
         "bench",
         "db",
         "--engine",
@@ -81,7 +54,7 @@ fn zero_threads_are_refused_before_anything_runs() {
 fn a_conventional_profile_is_banded_for_smrdb() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    ok(&[
+    ok_out(&[
         "bench",
         "db",
         "--engine",
@@ -127,7 +100,7 @@ fn a_conventional_profile_is_banded_for_smrdb() {
 fn the_side_by_side_run_covers_every_engine_in_one_json() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
-    let out = ok(&[
+    let out = ok_out(&[
         "bench",
         "db",
         "--engine",

@@ -4,30 +4,12 @@
 //! `SKIPPED: <reason>` and passes (or runs only the drives it can).
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
+use common::{ok_out, run, skip};
 use serde_json::Value;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn tegula(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("spawn tegula")
-}
-
-/// Runs and expects success; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let o = tegula(args);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
+use std::process::Command;
 
 fn json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -49,15 +31,11 @@ fn config(name: &str) -> String {
     name.to_string()
 }
 
-fn skipped(why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
-}
-
 #[test]
 fn paper_smrdb_writes_tables_results_and_plots() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("smrdb");
-    let md = ok(&[
+    let md = ok_out(&[
         "bench",
         "paper",
         "smrdb",
@@ -106,7 +84,7 @@ fn paper_smrdb_writes_tables_results_and_plots() {
 fn paper_zea_writes_figure_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("zea");
-    let md = ok(&[
+    let md = ok_out(&[
         "bench",
         "paper",
         "zea",
@@ -157,7 +135,7 @@ fn paper_stl_signatures_reproduces_the_seagate_signature() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sig");
     let cfg = config("seagate-5tb");
-    let md = ok(&[
+    let md = ok_out(&[
         "bench",
         "paper",
         "stl-signatures",
@@ -195,7 +173,7 @@ fn paper_stl_speed_measures_memory_and_image_backings() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("speed");
     let cfg = config("seagate-5tb");
-    let md = ok(&[
+    let md = ok_out(&[
         "bench",
         "paper",
         "stl-speed",
@@ -224,7 +202,7 @@ fn paper_stl_speed_measures_memory_and_image_backings() {
 
 #[test]
 fn paper_commands_refuse_bad_arguments() {
-    let o = tegula(&[
+    let o = run(&[
         "bench",
         "paper",
         "stl-signatures",
@@ -235,10 +213,10 @@ fn paper_commands_refuse_bad_arguments() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("/no/such.toml"), "{e}");
-    let o = tegula(&["bench", "paper", "zeafs", "--drives", "floppy"]);
+    let o = run(&["bench", "paper", "zeafs", "--drives", "floppy"]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("floppy"));
-    assert!(!tegula(&["bench", "paper", "zea", "--scale", "huge"])
+    assert!(!run(&["bench", "paper", "zea", "--scale", "huge"])
         .status
         .success());
 }
@@ -261,7 +239,7 @@ fn missing(tools: &[&str]) -> Vec<String> {
 fn paper_zeafs_runs_db_bench_on_each_drive_it_can() {
     let m = missing(&["db_bench", "fusermount3"]);
     if !m.is_empty() || !Path::new("/dev/fuse").exists() {
-        skipped(&format!(
+        skip(&format!(
             "paper zeafs needs db_bench (rocksdb-tools), fusermount3 and /dev/fuse; missing: {m:?}"
         ));
         return;
@@ -275,7 +253,7 @@ fn paper_zeafs_runs_db_bench_on_each_drive_it_can() {
     let drives = if root && ext4_missing.is_empty() {
         "tegula,cmr,dm"
     } else {
-        skipped(&format!(
+        skip(&format!(
             "paper zeafs's ext4 drives need root and nbdfuse, losetup, mkfs.ext4 (root: {root}, \
              missing: {ext4_missing:?}); running tegula fs only"
         ));
@@ -284,7 +262,7 @@ fn paper_zeafs_runs_db_bench_on_each_drive_it_can() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("zeafs");
     let plot: PathBuf = dir.path().join("plots/fig4.svg");
-    let md = ok(&[
+    let md = ok_out(&[
         "bench",
         "paper",
         "zeafs",
@@ -307,7 +285,7 @@ fn paper_zeafs_runs_db_bench_on_each_drive_it_can() {
     let want = drives.split(',').count();
     if runs.len() < want {
         // A drive that could not be set up here (e.g. no loop device in a container) is named.
-        skipped(&format!(
+        skip(&format!(
             "paper zeafs ran {} of {want} drives: {}",
             runs.len(),
             md.lines()

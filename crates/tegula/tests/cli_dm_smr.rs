@@ -27,6 +27,25 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
+/// `len` bytes of `img` from `lba`, read with `disk read --out` into a file in `dir`.
+fn read_back(dir: &Path, img: &Path, lba: u64, len: usize) -> Vec<u8> {
+    let back = dir.join("back.bin");
+    let (lba, len) = (lba.to_string(), len.to_string());
+    let args = [
+        "disk",
+        "read",
+        s(img),
+        "--lba",
+        &lba,
+        "--len",
+        &len,
+        "--out",
+        s(&back),
+    ];
+    ok_in(&args, None);
+    std::fs::read(&back).unwrap()
+}
+
 #[test]
 fn create_write_read_stats_info_dump_round_trip() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,22 +56,10 @@ fn create_write_read_stats_info_dump_round_trip() {
     assert!(text.contains("dm-smr"), "{text}");
     let data: Vec<u8> = (0..3 << 20).map(|i: u32| (i * 7 + 3) as u8).collect();
     ok_in(&["disk", "write", s(&img), "--lba", "100"], Some(&data));
-    let back = dir.path().join("back.bin");
-    ok_in(
-        &[
-            "disk",
-            "read",
-            s(&img),
-            "--lba",
-            "100",
-            "--len",
-            &data.len().to_string(),
-            "--out",
-            s(&back),
-        ],
-        None,
+    assert!(
+        read_back(dir.path(), &img, 100, data.len()) == data,
+        "read back differs"
     );
-    assert!(std::fs::read(&back).unwrap() == data, "read back differs");
     let out = ok_in(&["disk", "stats", s(&img), "--json"], None);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let st = &v["stl"];
@@ -228,22 +235,7 @@ fn serve_nbd_exports_a_dm_smr_image() {
         String::from_utf8_lossy(&copy.stderr)
     );
     // The server was killed, not closed: the image still holds every byte nbdcopy wrote.
-    let back = dir.path().join("back.bin");
-    ok_in(
-        &[
-            "disk",
-            "read",
-            s(&img),
-            "--lba",
-            "0",
-            "--len",
-            &data.len().to_string(),
-            "--out",
-            s(&back),
-        ],
-        None,
-    );
-    assert!(std::fs::read(&back).unwrap() == data);
+    assert!(read_back(dir.path(), &img, 0, data.len()) == data);
     let out = ok_in(&["disk", "stats", s(&img), "--json"], None);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["stl"]["map_entries"].as_u64().unwrap() > 0, "{v}");

@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{fails_with as fails, ok_json, ok_out, tegula, tegula_cmd, wait_for};
+use common::{
+    fails_with as fails, ok_json as json, ok_out as ok, run, tegula, tegula_cmd, wait_for,
+};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,18 +18,6 @@ use std::time::{Duration, Instant};
 
 fn run_in(args: &[&str], input: &[u8]) -> Output {
     tegula(args, Some(input))
-}
-
-fn run(args: &[&str]) -> Output {
-    tegula(args, None)
-}
-
-fn ok(args: &[&str]) -> String {
-    ok_out(args)
-}
-
-fn json(args: &[&str]) -> Value {
-    ok_json(args)
 }
 
 /// A 4 GiB host-managed image (16 zones of 256 MiB, zone 0 conventional).
@@ -62,16 +52,7 @@ fn db_create_banded_on_a_disk_image_is_refused_and_the_image_survives() {
     );
     // The image still opens, with its data.
     assert_eq!(wp(&img, 1), 2);
-    let dm = dir.path().join("dm.img").display().to_string();
-    ok(&[
-        "disk",
-        "create",
-        "--profile",
-        "seagate-5tb-data",
-        "--capacity",
-        "1GiB",
-        &dm,
-    ]);
+    let dm = common::image(dir.path(), "dm.img", "seagate-5tb-data", "1GiB", &[]);
     fails(&["db", "create", "--banded", "16MiB", &dm], "dm-smr image");
     fails(&["db", "create", &dm], "without zones");
 }
@@ -456,16 +437,7 @@ fn fs_check_reports_a_damaged_superblock_copy_and_repair_rewrites_it() {
 #[test]
 fn disk_check_reports_clean_images_and_refuses_other_files() {
     let dir = tempfile::tempdir().unwrap();
-    let dm = dir.path().join("dm.img").display().to_string();
-    ok(&[
-        "disk",
-        "create",
-        "--profile",
-        "seagate-5tb-data",
-        "--capacity",
-        "1GiB",
-        &dm,
-    ]);
+    let dm = common::image(dir.path(), "dm.img", "seagate-5tb-data", "1GiB", &[]);
     let o = run_in(&["disk", "write", &dm, "--lba", "100"], &[7u8; 65536]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(ok(&["disk", "check", &dm]).contains("clean"));

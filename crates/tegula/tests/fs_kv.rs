@@ -8,21 +8,20 @@
 //! prints `SKIPPED: …` and passes.
 #![allow(clippy::unwrap_used)]
 
-#[cfg(not(feature = "compare"))]
-use std::io::Write as _; // skips are written past the test harness's capture, so CI shows them
+mod common;
 
 #[cfg(not(feature = "compare"))]
 #[test]
 fn leveldb_and_rocksdb_run_on_the_mount_through_the_harness_and_read_back_after_a_remount() {
-    let _ = writeln!(
-        std::io::stderr(),
-        "SKIPPED: LevelDB and RocksDB on tegula fs need `cargo test -p tegula --features \
-         compare` (Debian librocksdb-dev, libleveldb-dev)"
+    common::skip(
+        "LevelDB and RocksDB on tegula fs need `cargo test -p tegula --features compare` \
+         (Debian librocksdb-dev, libleveldb-dev)",
     );
 }
 
 #[cfg(feature = "compare")]
 mod on_the_mount {
+    use crate::common::{fuse_missing, run as tegula};
     use serde_json::Value;
     use std::io::Write as _;
     use std::path::{Path, PathBuf};
@@ -30,14 +29,6 @@ mod on_the_mount {
     use std::time::{Duration, Instant};
 
     const NUM: &str = "10000";
-
-    fn tegula(args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_tegula"))
-            .args(args)
-            .env_remove("RUST_LOG")
-            .output()
-            .expect("spawn tegula")
-    }
 
     fn text(o: &Output) -> String {
         format!(
@@ -51,16 +42,6 @@ mod on_the_mount {
         let o = tegula(args);
         assert!(o.status.success(), "tegula {args:?} failed:\n{}", text(&o));
         text(&o)
-    }
-
-    fn fuse_missing() -> Option<String> {
-        if !Path::new("/dev/fuse").exists() {
-            return Some("/dev/fuse is missing".into());
-        }
-        if Command::new("fusermount3").arg("-V").output().is_err() {
-            return Some("fusermount3 is not installed".into());
-        }
-        None
     }
 
     /// A background `tegula fs mount`; unmounted (and waited for) on drop.

@@ -23,90 +23,18 @@ use tegula_device::BlockDevice;
 use tegula_nbd::NbdClient;
 use tegula_stl::{DmConfig, DmDrive};
 
-const BS: usize = 4096;
+// The stl crash tests' support: the soak switch, the tiny drive and the crash model
+// (patterned blocks, candidate versions).
+#[path = "../../stl/tests/common/mod.rs"]
+mod stl_common;
 
-fn soak() -> bool {
-    std::env::var("TEGULA_SOAK").is_ok_and(|v| v == "1")
-}
+use stl_common::crash_model::{pattern, Model, BLOCK as BS};
+use stl_common::{soak, tiny_config};
 
 /// A small drive of `stl` (4 MiB bands of two tracks, so that shingling bites; a 12 MiB cache,
 /// so that cleaning runs all the time) that keeps its data.
 fn config(stl: &str, extra: &str) -> String {
-    let (mapping, loc) = match stl {
-        "fully-associative" => ("dynamic", "distributed"),
-        _ => ("static", "od"),
-    };
-    format!(
-        "kind = \"dm-smr\"\ncapacity = \"32MiB\"\nstl = \"{stl}\"\nmapping = \"{mapping}\"\n\
-         cache_location = \"{loc}\"\nband_size = \"4MiB\"\ncache_size = \"12MiB\"\n\
-         zone_size = \"16MiB\"\njournal_entry_min = \"64KiB\"\njournal_entry_quantum = \"64KiB\"\n\
-         journal_entry_max = \"256KiB\"\njournal_oob = \"64KiB\"\nmap_entries = 300\n\
-         map_merge_every = 16\nmap_entry_bytes = 64\nstore_data = true\n{extra}"
-    )
-}
-
-/// The contents of `block` at `version` (version 0: never written, zeros).
-fn pattern(block: u64, version: u32) -> Vec<u8> {
-    let mut v = vec![0u8; BS];
-    if version == 0 {
-        return v;
-    }
-    let tag = (block << 32) | u64::from(version);
-    for (i, c) in v.chunks_mut(8).enumerate() {
-        let w = tag
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(i as u64)
-            .rotate_left(23);
-        c.copy_from_slice(&w.to_le_bytes());
-    }
-    v[..8].copy_from_slice(&tag.to_le_bytes());
-    v
-}
-
-/// Per block, the values it may read back as: the first is durable, the rest were written
-/// after it and may or may not have reached the drive.
-struct Model {
-    cands: Vec<Vec<u32>>,
-    next: u32,
-}
-
-impl Model {
-    fn written(&mut self, first: u64, versions: &[u32], acked: bool, durable: bool) {
-        for (i, &v) in versions.iter().enumerate() {
-            let c = &mut self.cands[first as usize + i];
-            if acked && durable {
-                *c = vec![v];
-            } else {
-                c.push(v);
-            }
-        }
-    }
-
-    fn flushed(&mut self) {
-        for c in &mut self.cands {
-            let last = *c.last().unwrap_or(&0);
-            *c = vec![last];
-        }
-    }
-
-    /// Checks one block read back; what it holds becomes durable.
-    fn settle(&mut self, blk: u64, got: &[u8], what: &str) {
-        let c = &mut self.cands[blk as usize];
-        let Some(&v) = c.iter().find(|&&v| pattern(blk, v) == got) else {
-            let word = u64::from_le_bytes(got[..8].try_into().unwrap_or_default());
-            let known = (1..=self.next).any(|v| pattern(blk, v) == got);
-            panic!(
-                "{what}: block {blk} reads back as none of versions {c:?} (first word {word:#x}; \
-                 {})",
-                if known {
-                    "an older value of this block: an acknowledged write was lost"
-                } else {
-                    "garbage"
-                }
-            );
-        };
-        *c = vec![v];
-    }
+    tiny_config("32MiB", stl, &format!("store_data = true\n{extra}")).to_toml()
 }
 
 /// One request of the workload.
@@ -241,10 +169,7 @@ fn kill_cycles(kind: &str, cfg_text: &str, seed: u64, kills: usize) {
     let d = DmDrive::create_image(&img, cfg).expect("create");
     let blocks = d.info().capacity_sectors * d.info().sector_size as u64 / BS as u64;
     d.close().expect("close");
-    let mut m = Model {
-        cands: vec![vec![0]; blocks as usize],
-        next: 0,
-    };
+    let mut m = Model::new(blocks as usize);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut t = Tally::default();
     let max_ops = if soak() { 120 } else { 30 };
@@ -265,12 +190,7 @@ fn kill_cycles(kind: &str, cfg_text: &str, seed: u64, kills: usize) {
                     1
                 };
                 let first = rng.gen_range(0..blocks - n);
-                let versions = (0..n)
-                    .map(|_| {
-                        m.next += 1;
-                        m.next
-                    })
-                    .collect();
+                let versions = (0..n).map(|_| m.next_version()).collect();
                 Op::Write {
                     first,
                     versions,

@@ -5,22 +5,9 @@
 
 mod common;
 
-use common::{fuse_missing, skip, tegula_cmd, unmount, wait_for};
+use common::{fuse_missing, skip, success_out as ok, tegula_cmd as tegula, unmount, wait_for};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-
-fn tegula() -> Command {
-    tegula_cmd()
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use std::process::{Child, Stdio};
 
 fn image(dir: &Path, name: &str) -> PathBuf {
     PathBuf::from(common::image(dir, name, "hm-smr", "4GiB", &[]))

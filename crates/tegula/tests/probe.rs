@@ -2,41 +2,11 @@
 //! time (report, JSON keys, plots), and the refusals (a plain file without `--destroys-data`,
 //! a missing file without `--size`, a bad test list).
 
+mod common;
+
+use common::{fails_any as fails, ok};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn tegula(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("run tegula")
-}
-
-fn ok(args: &[&str]) -> Output {
-    let o = tegula(args);
-    assert!(
-        o.status.success(),
-        "tegula {args:?} failed: {}\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
-}
-
-/// Expects a clean failure (non-zero exit, an `error:` line, no panic); returns stderr.
-fn fails(args: &[&str]) -> String {
-    let o = tegula(args);
-    let e = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success(), "tegula {args:?} succeeded");
-    assert!(e.contains("error"), "no error line: {e}");
-    assert!(!e.contains("panicked"), "panic: {e}");
-    e
-}
 
 /// A small journal drive (200 GB, an 8 GiB cache at the ID), metadata only.
 const SMALL: &str = r#"

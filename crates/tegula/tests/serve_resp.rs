@@ -5,34 +5,17 @@
 //! tool is missing prints `SKIPPED: <reason>` and returns; `.ci/run` installs the tools.
 #![allow(clippy::unwrap_used, missing_docs)]
 
+mod common;
+
+use common::{have, success_out as ok, tegula_cmd as tegula};
 use rand::{Rng, SeedableRng};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn tegula() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tegula"))
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 /// A fresh database on an emulated host-managed SMR drive.
 fn database(dir: &Path) -> PathBuf {

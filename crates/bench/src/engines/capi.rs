@@ -72,6 +72,10 @@ macro_rules! common_api {
         type Batch = $ffi::WriteBatch;
         type Iter = $ffi::Iterator;
 
+        fn with_thread_batch(f: &mut dyn FnMut(*mut Self::Batch)) {
+            // The engine module's own, from [`thread_batch!`].
+            with_thread_batch(f)
+        }
         unsafe fn free(p: *mut std::ffi::c_void) {
             $ffi::free(p)
         }

@@ -43,10 +43,6 @@ unsafe impl CLib for Level {
     const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Leveldb;
     capi::common_api!(ffi);
 
-    fn with_thread_batch(f: &mut dyn FnMut(*mut ffi::WriteBatch)) {
-        with_thread_batch(f)
-    }
-
     unsafe fn configure(
         &mut self,
         o: *mut ffi::Options,

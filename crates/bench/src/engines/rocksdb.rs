@@ -28,10 +28,6 @@ unsafe impl CLib for Rocks {
     const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Rocksdb;
     capi::common_api!(ffi);
 
-    fn with_thread_batch(f: &mut dyn FnMut(*mut ffi::WriteBatch)) {
-        with_thread_batch(f)
-    }
-
     unsafe fn configure(
         &mut self,
         o: *mut ffi::Options,

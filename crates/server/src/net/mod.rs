@@ -370,22 +370,14 @@ impl Loop {
         }
         if let Some(msg) = protocol_error {
             Stats::add(&self.shared.stats.protocol_errors, 1);
-            // Requests before the bad bytes are answered first; then the error, then close.
-            if !cmds.is_empty() {
-                c.in_flight = true;
-                c.error_after = Some(msg);
-                self.round.push(Job {
-                    token: t,
-                    gen: c.gen,
-                    cmds,
-                    state: c.state.clone(),
-                });
+            if cmds.is_empty() {
+                c.closing = true;
+                c.push_error(&msg);
+                self.flush(t);
                 return;
             }
-            c.closing = true;
-            c.push_error(&msg);
-            self.flush(t);
-            return;
+            // Requests before the bad bytes are answered first; then the error, then close.
+            c.error_after = Some(msg);
         }
         if !cmds.is_empty() {
             c.in_flight = true;

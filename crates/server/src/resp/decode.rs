@@ -167,18 +167,29 @@ pub fn parse_command_resume(
         if len < 0 || len as u64 > lim.max_bulk as u64 {
             return Err(ProtocolError::InvalidBulkLength);
         }
-        let end = next + len as usize;
-        if buf.len() < end + 2 {
-            return Ok(Parse::Incomplete(end + 2));
+        match bulk_body(buf, next, len as usize)? {
+            Parse::Done(body, after) => {
+                p.args.push(body.to_vec());
+                p.pos = after;
+            }
+            Parse::Incomplete(need) => return Ok(Parse::Incomplete(need)),
         }
-        if &buf[end..end + 2] != b"\r\n" {
-            return Err(ProtocolError::BadLineEnding);
-        }
-        p.args.push(buf[next..end].to_vec());
-        p.pos = end + 2;
     }
     let p = partial.take().unwrap_or_default();
     Ok(Parse::Done(p.args, p.pos))
+}
+
+/// The body of `len` bytes that starts at `at` in `buf` and the position after its CRLF, or
+/// how many bytes `buf` must hold to have it all.
+fn bulk_body(buf: &[u8], at: usize, len: usize) -> Result<Parse<&[u8]>, ProtocolError> {
+    let end = at + len;
+    if buf.len() < end + 2 {
+        return Ok(Parse::Incomplete(end + 2));
+    }
+    if &buf[end..end + 2] != b"\r\n" {
+        return Err(ProtocolError::BadLineEnding);
+    }
+    Ok(Parse::Done(&buf[at..end], end + 2))
 }
 
 fn parse_inline(buf: &[u8], lim: &Limits) -> Result<Parse<Args>, ProtocolError> {
@@ -214,66 +225,35 @@ pub fn split_args(line: &[u8]) -> Result<Args, ProtocolError> {
             return Ok(out);
         }
         let mut cur = Vec::new();
-        let mut in_dq = false;
-        let mut in_sq = false;
+        let mut quote = None;
         loop {
-            if in_dq {
+            if let Some(q) = quote {
                 if i >= n {
                     return Err(ProtocolError::UnbalancedQuotes);
                 }
                 let c = line[i];
-                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
-                    if let (Some(h), Some(l)) = (hex(line[i + 2]), hex(line[i + 3])) {
-                        cur.push(h * 16 + l);
-                        i += 4;
+                if c == b'\\' {
+                    if let Some((b, len)) = unescape(&line[i..], q) {
+                        cur.push(b);
+                        i += len;
                         continue;
                     }
                 }
-                if c == b'\\' && i + 1 < n {
-                    cur.push(match line[i + 1] {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'a' => 7,
-                        other => other,
-                    });
-                    i += 2;
-                } else if c == b'"' {
+                if c == q {
                     if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
                         return Err(ProtocolError::UnbalancedQuotes);
                     }
                     i += 1;
                     break;
-                } else {
-                    cur.push(c);
-                    i += 1;
                 }
-            } else if in_sq {
-                if i >= n {
-                    return Err(ProtocolError::UnbalancedQuotes);
-                }
-                let c = line[i];
-                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
-                    cur.push(b'\'');
-                    i += 2;
-                } else if c == b'\'' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
-                        return Err(ProtocolError::UnbalancedQuotes);
-                    }
-                    i += 1;
-                    break;
-                } else {
-                    cur.push(c);
-                    i += 1;
-                }
+                cur.push(c);
+                i += 1;
             } else {
                 if i >= n || line[i].is_ascii_whitespace() {
                     break;
                 }
                 match line[i] {
-                    b'"' if cur.is_empty() => in_dq = true,
-                    b'\'' if cur.is_empty() => in_sq = true,
+                    q @ (b'"' | b'\'') if cur.is_empty() => quote = Some(q),
                     c => cur.push(c),
                 }
                 i += 1;
@@ -281,6 +261,29 @@ pub fn split_args(line: &[u8]) -> Result<Args, ProtocolError> {
         }
         out.push(cur);
     }
+}
+
+/// The byte a backslash at the start of `rest`, inside `quote`s, escapes and how many bytes
+/// the escape takes; `None` where the backslash stands for itself (`'...'` knows only `\'`).
+fn unescape(rest: &[u8], quote: u8) -> Option<(u8, usize)> {
+    let next = *rest.get(1)?;
+    if quote == b'\'' {
+        return (next == b'\'').then_some((b'\'', 2));
+    }
+    if next == b'x' && rest.len() > 3 {
+        if let (Some(h), Some(l)) = (hex(rest[2]), hex(rest[3])) {
+            return Some((h * 16 + l, 4));
+        }
+    }
+    let b = match next {
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'b' => 8,
+        b'a' => 7,
+        other => other,
+    };
+    Some((b, 2))
 }
 
 fn hex(c: u8) -> Option<u8> {
@@ -392,20 +395,16 @@ fn parse_value_at(
             if len as u64 > max_bulk as u64 {
                 return Err(ProtocolError::InvalidBulkLength);
             }
-            let end = next + len as usize;
-            if buf.len() < end + 2 {
-                return Ok(Parse::Incomplete(end + 2));
-            }
-            if &buf[end..end + 2] != b"\r\n" {
-                return Err(ProtocolError::BadLineEnding);
-            }
-            let body = buf[next..end].to_vec();
+            let (body, after) = match bulk_body(buf, next, len as usize)? {
+                Parse::Done(body, after) => (body.to_vec(), after),
+                Parse::Incomplete(need) => return Ok(Parse::Incomplete(need)),
+            };
             let v = match t {
                 b'$' => Value::Bulk(body),
                 b'=' => Value::Verbatim(body),
                 _ => Value::Error(body),
             };
-            return Ok(Parse::Done(v, end + 2));
+            return Ok(Parse::Done(v, after));
         }
         b'*' | b'~' | b'>' | b'%' | b'|' => {
             let n = int()?;

@@ -44,13 +44,7 @@ impl DmDrive {
 
     fn build(config: DmConfig, backing: Backing<'_>) -> Result<Self> {
         let p = plan(&config)?;
-        let ss = p.layout.sector;
-        let data_bytes = if config.store_data { p.total * ss } else { 0 };
-        let flash = if config.store_data {
-            flash_bytes(&config, &p.layout)
-        } else {
-            0
-        };
+        let (data_bytes, flash) = stored_bytes(&config, &p.layout, p.total);
         let shape = shape_of(&p.layout, p.total);
         let mut flash_store: Option<Box<dyn Store>> = None;
         let (store, log, image): (Box<dyn Store>, MetaLog, Option<DmImage>) = match backing {
@@ -139,13 +133,7 @@ impl DmDrive {
         let (mut img, state) = DmImage::open(path, !read_only)?;
         let config = img.header.config.clone();
         let p = plan(&config)?;
-        let ss = p.layout.sector;
-        let data_bytes = if config.store_data { p.total * ss } else { 0 };
-        let flash = if config.store_data {
-            flash_bytes(&config, &p.layout)
-        } else {
-            0
-        };
+        let (data_bytes, flash) = stored_bytes(&config, &p.layout, p.total);
         img.check_data(data_bytes, flash)?;
         let h = img.header.clone();
         let flash_store: Option<Box<dyn Store>> = if flash > 0 {
@@ -245,6 +233,16 @@ impl DmDrive {
         }
         g.flush()?;
         Ok(())
+    }
+}
+
+/// The bytes an image keeps for the data region and for the flash cache of a drive of
+/// `total` sectors laid out as `layout` (none for a metadata-only drive).
+fn stored_bytes(config: &DmConfig, layout: &Layout, total: u64) -> (u64, u64) {
+    if config.store_data {
+        (total * layout.sector, flash_bytes(config, layout))
+    } else {
+        (0, 0)
     }
 }
 

@@ -4,9 +4,26 @@
 use super::{DevResult, Inner};
 use crate::layer::WriteReq;
 use tegula_device::media::{Completion, IoDone, Request};
-use tegula_device::DeviceError;
+use tegula_device::{DeviceError, Nanos};
 
 impl Inner {
+    /// The completion of a request served on its own from `start`, with the `data` it read;
+    /// a failure goes through [`Inner::after_error`] first.
+    fn completed(
+        &mut self,
+        r: DevResult<IoDone>,
+        start: Nanos,
+        data: Option<Vec<u8>>,
+    ) -> DevResult<Completion> {
+        if let Err(e) = &r {
+            self.after_error(e);
+        }
+        r.map(|d| Completion {
+            done: IoDone { start, end: d.end },
+            data,
+        })
+    }
+
     /// Serves a batch on a drive of `cap` sectors: reads, FLUSHes and (with the volatile
     /// cache) writes one at a time; runs of consecutive writes as one batch to the layer.
     pub(super) fn submit(&mut self, cap: u64, reqs: Vec<Request>) -> Vec<DevResult<Completion>> {
@@ -17,13 +34,7 @@ impl Inner {
             match &reqs[i] {
                 Request::Write { lba, data, fua } if self.vcache.is_some() => {
                     let r = self.write(cap, *lba, data, *fua);
-                    if let Err(e) = &r {
-                        self.after_error(e);
-                    }
-                    out.push(r.map(|d| Completion {
-                        done: IoDone { start, end: d.end },
-                        data: None,
-                    }));
+                    out.push(self.completed(r, start, None));
                     i += 1;
                 }
                 Request::Write { .. } if self.writable().is_err() => {
@@ -91,24 +102,12 @@ impl Inner {
                 Request::Read { lba, sectors } => {
                     let mut buf = vec![0u8; (*sectors * self.ss()) as usize];
                     let r = self.read(cap, *lba, &mut buf);
-                    if let Err(e) = &r {
-                        self.after_error(e);
-                    }
-                    out.push(r.map(|d| Completion {
-                        done: IoDone { start, end: d.end },
-                        data: Some(buf),
-                    }));
+                    out.push(self.completed(r, start, Some(buf)));
                     i += 1;
                 }
                 Request::Flush => {
                     let r = self.flush();
-                    if let Err(e) = &r {
-                        self.after_error(e);
-                    }
-                    out.push(r.map(|d| Completion {
-                        done: IoDone { start, end: d.end },
-                        data: None,
-                    }));
+                    out.push(self.completed(r, start, None));
                     i += 1;
                 }
             }

@@ -89,6 +89,28 @@ pub fn fails_in(args: &[&str], stdin: Option<&[u8]>) -> String {
     e
 }
 
+/// Runs without standard input (as [`std::process::Command::output`] would).
+pub fn run(args: &[&str]) -> Output {
+    tegula(args, None)
+}
+
+/// Runs and expects a failure with an `error:` line and no panic, whatever the exit status
+/// (clap's usage errors exit 2). Returns standard error.
+pub fn fails_any(args: &[&str]) -> String {
+    let o = run(args);
+    let e = stderr(&o);
+    assert!(!o.status.success(), "tegula {args:?} succeeded");
+    assert!(e.starts_with("error:") || e.contains("\nerror:"), "{e}");
+    assert!(!e.contains("panicked"), "tegula {args:?} panicked:\n{e}");
+    e
+}
+
+/// Expects `o` to be a success; returns its standard output.
+pub fn success_out(o: &Output) -> String {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    stdout(o)
+}
+
 /// [`fails`], and the error names `want`.
 pub fn fails_with(args: &[&str], want: &str) -> String {
     let e = fails(args);

@@ -182,3 +182,20 @@ pub(super) fn random_fill(
     )?;
     Ok((engine, r))
 }
+
+/// [`random_fill`], then a `readseq` over the `puts` keys; closes the engine and returns the
+/// fill's and the scan's results.
+pub(super) fn fill_then_readseq(
+    kind: EngineKind,
+    cfg: &DiskConfig,
+    opts: EngineOptions,
+    puts: u64,
+    seed: u64,
+) -> Result<(BenchResult, BenchResult)> {
+    let (engine, fill) = random_fill(kind, cfg, opts, puts, seed)?;
+    let mut c = bench_cfg(puts, VALUE, seed);
+    c.reads = Some(puts);
+    let rs = measure(engine.as_ref(), "readseq", &c, false)?;
+    engine.close()?;
+    Ok((fill, rs))
+}

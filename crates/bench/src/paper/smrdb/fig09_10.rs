@@ -1,9 +1,7 @@
 //! Figures 9 and 10: random puts, SOC vs LOC, a sequential read after them, and the
 //! compaction behind them.
 
-use super::context::{
-    bench_cfg, dev_mb, dev_ops, label, measure, mib, random_fill, stat, Out, ENGINES,
-};
+use super::context::{dev_mb, dev_ops, fill_then_readseq, label, mib, stat, Out, ENGINES};
 use super::{drive, Sizes, VALUE};
 use crate::error::Result;
 use crate::plot::bars;
@@ -31,11 +29,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, profiles: &[String]) -> Result<(
         let mut per = Vec::new();
         for kind in ENGINES {
             out.step(&format!("fig 9 {p} {}", label(kind)));
-            let (engine, fill) = random_fill(kind, &cfg, out.opts.clone(), s.rand_puts, out.seed)?;
-            let mut c = bench_cfg(s.rand_puts, VALUE, out.seed);
-            c.reads = Some(s.rand_puts);
-            let rs = measure(engine.as_ref(), "readseq", &c, false)?;
-            engine.close()?;
+            let (fill, rs) =
+                fill_then_readseq(kind, &cfg, out.opts.clone(), s.rand_puts, out.seed)?;
             let _ = writeln!(
                 out.md,
                 "| {p} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1} | {:.2} | {:.2} | {:.1} |",

@@ -1,7 +1,7 @@
 //! Figure 11: delaying compaction (an L0 compaction-trigger sweep), SMRDB-SOC.
 
-use super::context::{bench_cfg, dev_mb, dev_ops, measure, mib, random_fill, stat, Out};
-use super::{drive, Sizes, VALUE};
+use super::context::{dev_mb, dev_ops, fill_then_readseq, mib, stat, Out};
+use super::{drive, Sizes};
 use crate::engine::{EngineKind, EngineOptions};
 use crate::error::Result;
 use crate::plot::{chart, Series};
@@ -28,11 +28,7 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
             l0_stop: Some(t + 8),
             ..out.opts.clone()
         };
-        let (engine, fill) = random_fill(EngineKind::Tegula, &cfg, opts, s.rand_puts, out.seed)?;
-        let mut c = bench_cfg(s.rand_puts, VALUE, out.seed);
-        c.reads = Some(s.rand_puts);
-        let rs = measure(engine.as_ref(), "readseq", &c, false)?;
-        engine.close()?;
+        let (fill, rs) = fill_then_readseq(EngineKind::Tegula, &cfg, opts, s.rand_puts, out.seed)?;
         let _ = writeln!(
             out.md,
             "| {t} | {:.0} | {:.1} | {:.2} | {:.1} |",

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tegula_device::mechanics::MechStats;
 use tegula_device::{
     BlockDevice, Completion, DeviceError, DeviceInfo, Disk, IoDone, Nanos, Request, WriteFlags,
 };
@@ -100,6 +101,15 @@ impl BlockDevice for Counted {
     }
 }
 
+/// The mechanical counters of a drive's media: seeks and the seconds spent seeking, waiting
+/// for rotation and transferring.
+fn mech_counters(mech: &MechStats, m: &mut BTreeMap<String, f64>) {
+    m.insert("seeks".into(), mech.seeks as f64);
+    m.insert("seek_s".into(), mech.seek_ns as f64 / 1e9);
+    m.insert("rotation_s".into(), mech.rotation_ns as f64 / 1e9);
+    m.insert("transfer_s".into(), mech.transfer_ns as f64 / 1e9);
+}
+
 /// The counters of an emulated disk (host-managed or conventional).
 pub(super) fn disk_counters(disk: &Disk, m: &mut BTreeMap<String, f64>) {
     let s = disk.stats();
@@ -111,10 +121,7 @@ pub(super) fn disk_counters(disk: &Disk, m: &mut BTreeMap<String, f64>) {
     m.insert("mib_read".into(), f(s.bytes_read) / MIB);
     m.insert("mib_written".into(), f(s.bytes_written) / MIB);
     m.insert("media_mib_written".into(), f(s.media_bytes_written) / MIB);
-    m.insert("seeks".into(), f(s.mech.seeks));
-    m.insert("seek_s".into(), f(s.mech.seek_ns) / 1e9);
-    m.insert("rotation_s".into(), f(s.mech.rotation_ns) / 1e9);
-    m.insert("transfer_s".into(), f(s.mech.transfer_ns) / 1e9);
+    mech_counters(&s.mech, m);
 }
 
 /// The counters of a drive-managed drive: its media and its translation layer.
@@ -124,10 +131,7 @@ pub(super) fn dm_counters(d: &DmDrive, m: &mut BTreeMap<String, f64>) {
     let f = |x: u64| x as f64;
     m.insert("media_mib_read".into(), f(s.bytes_read) / MIB);
     m.insert("media_mib_written".into(), f(s.bytes_written) / MIB);
-    m.insert("seeks".into(), f(s.mech.seeks));
-    m.insert("seek_s".into(), f(s.mech.seek_ns) / 1e9);
-    m.insert("rotation_s".into(), f(s.mech.rotation_ns) / 1e9);
-    m.insert("transfer_s".into(), f(s.mech.transfer_ns) / 1e9);
+    mech_counters(&s.mech, m);
     m.insert("journal_entries".into(), f(t.journal_entries));
     m.insert("map_merges".into(), f(t.map_merges));
     m.insert("cleaning_runs".into(), f(t.cleaning_runs));
