@@ -16,6 +16,7 @@
 
 mod args;
 mod db;
+mod hadoop;
 mod paper;
 mod printer;
 mod report;
@@ -35,6 +36,10 @@ pub enum BenchCommand {
     /// stl-signatures, stl-speed.
     #[command(subcommand)]
     Paper(paper::PaperCommand),
+    /// Hadoop's TeraGen/TeraSort/TeraValidate on a directory or mount, and HDFS over several
+    /// emulated SMR drives (needs a JDK and Maven; the driver is the `hadoop/` Maven project).
+    #[command(subcommand)]
+    Hadoop(hadoop::HadoopCommand),
 }
 
 impl BenchCommand {
@@ -44,6 +49,7 @@ impl BenchCommand {
             BenchCommand::Db(a) => db::run(&a).map(|_| ()),
             BenchCommand::Ycsb(a) => ycsb::run(&a).map(|_| ()),
             BenchCommand::Paper(p) => p.run().map(|_| ()),
+            BenchCommand::Hadoop(h) => h.run(),
         }
     }
 }
