@@ -442,8 +442,9 @@ enum Event {
 }
 
 impl Driver {
-    fn start(a: &JavaArgs, driver_args: &[String], log: &Path) -> Result<Driver> {
+    fn start(a: &JavaArgs, driver_args: &[String], log: &Path, tmp: &Path) -> Result<Driver> {
         let cp = classpath(a)?;
+        std::fs::create_dir_all(tmp)?;
         let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = Command::new(&a.java);
         cmd.arg(format!("-Xmx{}", a.heap))
@@ -457,7 +458,9 @@ impl Driver {
                 "--add-opens=java.base/java.net=ALL-UNNAMED",
                 "--add-opens=java.base/sun.security.action=ALL-UNNAMED",
                 "-Djava.net.preferIPv4Stack=true",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
             ])
+            .arg(format!("-Djava.io.tmpdir={}", tmp.display()))
             .arg("-cp")
             .arg(cp)
             .arg("dev.tegula.hadoop.TeraBench")
@@ -609,7 +612,7 @@ pub fn terasort(a: &TerasortArgs) -> Result<Value> {
     let work = on.join("tegula-hadoop");
     std::fs::create_dir_all(&work)?;
     let log = log_path(&a.java, a.json.as_ref(), "terasort");
-    let mut drv_args = vec![
+    let drv_args = vec![
         "local".to_string(),
         "--dir".into(),
         work.to_string_lossy().into_owned(),
@@ -622,7 +625,12 @@ pub fn terasort(a: &TerasortArgs) -> Result<Value> {
         "--repeat".into(),
         a.repeat.to_string(),
     ];
-    let mut drv = Driver::start(&a.java, &drv_args, &log)?;
+    // The JVM's own temporary files stay off the mount (it is unmounted between phases).
+    let jvm_tmp = log
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(format!("tegula-hadoop-jvm-{}", std::process::id()));
+    let mut drv = Driver::start(&a.java, &drv_args, &log, &jvm_tmp)?;
     let mut rows: Vec<Value> = Vec::new();
     let mut result = Value::Null;
     let mut phase_start = Instant::now();
@@ -664,6 +672,7 @@ pub fn terasort(a: &TerasortArgs) -> Result<Value> {
         }
     }
     drv.finish(&log)?;
+    let _ = std::fs::remove_dir_all(&jvm_tmp);
     if ballast.is_some() {
         std::fs::remove_file(on.join("ballast"))?;
     }
@@ -891,7 +900,7 @@ fn hdfs_run(
         "--reduces".into(),
         a.java.reduces.to_string(),
     ];
-    let mut drv = Driver::start(&a.java, &drv_args, &log)?;
+    let mut drv = Driver::start(&a.java, &drv_args, &log, &work.join("jvm-tmp"))?;
     let mut result = Value::Null;
     let mut phase_calls: Vec<Value> = Vec::new();
     // The drive loss: a timer during TeraSort kills drive k's mount process.

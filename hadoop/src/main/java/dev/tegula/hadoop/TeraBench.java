@@ -133,7 +133,10 @@ public final class TeraBench {
       phase("terasort", conf, fs, () -> {
         fs.delete(sorted, true);
         return ToolRunner.run(new Configuration(jc), new TeraSort(),
-            new String[] {"-D", "mapreduce.job.reduces=" + reduces, gen.toString(), sorted.toString()});
+            new String[] {"-D", "mapreduce.job.reduces=" + reduces,
+                // TeraSort writes its output with replication 1 unless told otherwise.
+                "-D", "mapreduce.terasort.output.replication=" + jc.get("dfs.replication", "1"),
+                gen.toString(), sorted.toString()});
       });
     }
     phase("teravalidate", conf, fs, () -> ToolRunner.run(new Configuration(jc), new TeraValidate(),
@@ -203,6 +206,7 @@ public final class TeraBench {
     conf.setInt("dfs.datanode.failed.volumes.tolerated", 0);
     conf.setBoolean("dfs.permissions.enabled", false);
     conf.setLong("dfs.datanode.du.reserved", 0);
+    conf.setLong("dfs.namenode.resource.du.reserved", 1L << 20);
     // The DataNodes' drives hold data only; the NameNode's metadata stays on the work dir.
     cluster = new MiniDFSCluster.Builder(conf).numDataNodes(0).format(true).build();
     for (String d : dirs) {
@@ -212,9 +216,12 @@ public final class TeraBench {
       dn.set("dfs.datanode.data.dir", dir.toURI().toString());
       cluster.startDataNodes(dn, 1, false, null, null);
     }
+    // MiniDFSCluster sets dfs.replication to min(replication, DataNodes at build), 0 here; set
+    // it back before any FileSystem is created (they are cached with their configuration).
+    cluster.getConfiguration(0).set("dfs.replication", opt("replication", "3"));
     cluster.waitActive();
     Configuration c = new Configuration(cluster.getConfiguration(0));
-    c.set("fs.defaultFS", cluster.getFileSystem().getUri().toString());
+    c.set("fs.defaultFS", "hdfs://127.0.0.1:" + cluster.getNameNodePort());
     return c;
   }
 
@@ -308,35 +315,98 @@ public final class TeraBench {
   private String failover(int k) throws Exception {
     long t0 = System.nanoTime();
     int liveBefore = liveDataNodes();
+    String lostAddr = cluster.getDataNodes().get(k).getXferAddress().getPort() + "";
+    FileSystem fs0 = FileSystem.get(new Configuration(cluster.getConfiguration(0)));
+    long[] before = replicaCounts(fs0, lostAddr);
     cluster.stopDataNode(k);
     FSNamesystem ns = cluster.getNamesystem();
     long deadline = System.nanoTime() + 300_000_000_000L;
     long maxUnder = 0;
     double deadAt = -1;
+    FileSystem fs = FileSystem.get(new Configuration(cluster.getConfiguration(0)));
+    long short0 = -1;
+    long shortNow = -1;
     while (System.nanoTime() < deadline) {
       cluster.triggerHeartbeats();
       int live = ns.getNumLiveDataNodes();
-      long under = ns.getUnderReplicatedBlocks() + ns.getPendingReplicationBlocks();
       maxUnder = Math.max(maxUnder, ns.getUnderReplicatedBlocks());
       if (live < liveBefore && deadAt < 0) {
         deadAt = (System.nanoTime() - t0) / 1e9;
       }
-      if (deadAt >= 0 && under == 0 && ns.getMissingBlocksCount() == 0) {
-        break;
+      if (deadAt >= 0) {
+        shortNow = shortBlocks(fs, live);
+        if (short0 < 0) {
+          short0 = shortNow;
+        }
+        // Done when the NameNode no longer lists the lost DataNode for any block and every
+        // block has its replicas on the live ones.
+        if (shortNow == 0 && ns.getMissingBlocksCount() == 0
+            && replicaCounts(fs, lostAddr)[2] == 0) {
+          break;
+        }
       }
-      Thread.sleep(500);
+      Thread.sleep(100);
     }
     double done = (System.nanoTime() - t0) / 1e9;
-    boolean ok = deadAt >= 0 && ns.getUnderReplicatedBlocks() == 0 && ns.getMissingBlocksCount() == 0;
+    boolean ok = deadAt >= 0 && shortNow == 0 && ns.getMissingBlocksCount() == 0;
     allValid &= ok;
+    long[] after = replicaCounts(fs, lostAddr);
+    ok &= after[2] == 0;
     return "\"failover\":{\"datanode\":" + k + ",\"live_before\":" + liveBefore
+        + ",\"tera_blocks\":" + before[0]
+        + ",\"tera_replicas_before\":" + before[1]
+        + ",\"tera_replicas_on_lost_before\":" + before[2]
+        + ",\"tera_replicas_after\":" + after[1]
+        + ",\"tera_replicas_on_lost_after\":" + after[2]
         + ",\"live_after\":" + ns.getNumLiveDataNodes()
         + ",\"declared_dead_s\":" + fmt(deadAt)
         + ",\"max_under_replicated\":" + maxUnder
+        + ",\"tera_blocks_short_when_dead\":" + short0
+        + ",\"tera_blocks_short\":" + shortNow
         + ",\"rereplicated_s\":" + fmt(done)
         + ",\"under_replicated\":" + ns.getUnderReplicatedBlocks()
         + ",\"missing_blocks\":" + ns.getMissingBlocksCount()
         + ",\"ok\":" + ok + "}";
+  }
+
+  /** Blocks under /tera, their replicas, and replicas on the DataNode with this port. */
+  private static long[] replicaCounts(FileSystem fs, String port) throws IOException {
+    long[] n = new long[3];
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it =
+        fs.listFiles(new Path("/tera"), true);
+    while (it.hasNext()) {
+      for (org.apache.hadoop.fs.BlockLocation b : it.next().getBlockLocations()) {
+        n[0]++;
+        for (String name : b.getNames()) {
+          n[1]++;
+          if (name.endsWith(":" + port)) {
+            n[2]++;
+          }
+        }
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Blocks of the files under /tera with fewer replicas than min(their replication, live
+   * DataNodes). (The NameNode's own under-replicated count also holds TeraSort's partition
+   * file, written with replication 10, which four DataNodes can never satisfy.)
+   */
+  private static long shortBlocks(FileSystem fs, int live) throws IOException {
+    long n = 0;
+    org.apache.hadoop.fs.RemoteIterator<org.apache.hadoop.fs.LocatedFileStatus> it =
+        fs.listFiles(new Path("/tera"), true);
+    while (it.hasNext()) {
+      org.apache.hadoop.fs.LocatedFileStatus f = it.next();
+      int want = Math.min(f.getReplication(), live);
+      for (org.apache.hadoop.fs.BlockLocation b : f.getBlockLocations()) {
+        if (b.getHosts().length < want) {
+          n++;
+        }
+      }
+    }
+    return n;
   }
 
   /**
