@@ -44,9 +44,9 @@ mkdir -p "$out"
 echo "work and results in $out"
 
 if [ "${TEGULA_HADOOP_FULL:-0}" = 1 ]; then
-    rows=1000000 cap=4GiB fillcap=2GiB repeat=4 fill=0.6
+    rows=1000000 cap=4GiB fillcap=2GiB repeat=4 fill=0.6 block=16MiB
 else
-    rows=100000 cap=1GiB fillcap=1GiB repeat=2 fill=0.7
+    rows=100000 cap=1GiB fillcap=1GiB repeat=2 fill=0.7 block=1MiB
 fi
 
 passed=0 failed=0
@@ -97,7 +97,7 @@ check "fs check after the full-drive runs" "$T" fs check --quick "$out/full.img"
 rm -f "$out/full.img"
 
 # 5. HDFS over four drives, one lost during TeraSort.
-check "hdfs over 4 tegula fs mounts, a drive lost" "$T" bench hadoop hdfs --datanodes 4 --rows "$rows" --capacity "$cap" --out "$out/hdfs" --json "$out/hdfs.json"
+check "hdfs over 4 tegula fs mounts, a drive lost" "$T" bench hadoop hdfs --datanodes 4 --rows "$rows" --capacity "$cap" --block-size "$block" --out "$out/hdfs" --json "$out/hdfs.json"
 
 echo "results: $out/*.json"
 echo "hadoop: $passed passed, $failed failed"
