@@ -325,7 +325,9 @@ fn drive_snapshot(image: &Path) -> Result<Value> {
     let img = image.to_string_lossy();
     let disk = tegula_json(&["disk", "stats", "--json", &img])?;
     let fs = tegula_json(&["fs", "stats", "--json", &img])?;
-    Ok(json!({"disk": disk["stats"], "fs": {"total": fs["total"], "gc_estimate": fs["gc_estimate"], "statfs": fs["statfs"]}}))
+    Ok(
+        json!({"disk": disk["stats"], "fs": {"total": fs["total"], "gc_estimate": fs["gc_estimate"], "statfs": fs["statfs"]}}),
+    )
 }
 
 fn num(v: &Value, path: &[&str]) -> f64 {
@@ -414,7 +416,10 @@ fn classpath(a: &JavaArgs) -> Result<String> {
     let jar = dir.join("target/tegula-hadoop.jar");
     let cp = dir.join("target/classpath.txt");
     if !jar.is_file() || !cp.is_file() {
-        eprintln!("building the Hadoop driver: mvn -B -q package in {}", dir.display());
+        eprintln!(
+            "building the Hadoop driver: mvn -B -q package in {}",
+            dir.display()
+        );
         let st = Command::new("mvn")
             .args(["-B", "-q", "package"])
             .current_dir(&dir)
@@ -445,7 +450,8 @@ impl Driver {
     fn start(a: &JavaArgs, driver_args: &[String], log: &Path, tmp: &Path) -> Result<Driver> {
         let cp = classpath(a)?;
         std::fs::create_dir_all(tmp)?;
-        let logf = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let logf =
+            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
         let mut cmd = Command::new(&a.java);
         cmd.arg(format!("-Xmx{}", a.heap))
             .args([
@@ -550,7 +556,11 @@ fn fill(dir: &Path, fraction: f64) -> Result<u64> {
     // SAFETY: statvfs on a valid C string into a zeroed struct.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        bail!("statvfs {}: {}", dir.display(), std::io::Error::last_os_error());
+        bail!(
+            "statvfs {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
     }
     let total = st.f_blocks as f64 * st.f_frsize as f64;
     let free = st.f_bavail as f64 * st.f_frsize as f64;
@@ -576,10 +586,9 @@ fn fill(dir: &Path, fraction: f64) -> Result<u64> {
 
 /// Runs `tegula bench hadoop terasort`; the JSON document it writes.
 pub fn terasort(a: &TerasortArgs) -> Result<Value> {
-    let on = a
-        .on
-        .canonicalize()
-        .with_context(|| format!("--on {}", a.on.display()))?;
+    let on =
+        a.on.canonicalize()
+            .with_context(|| format!("--on {}", a.on.display()))?;
     let mut mount = Mount::find(&on)?;
     let kind = match &mount {
         Some(m) if m.image.is_some() => "tegula",
@@ -694,7 +703,8 @@ pub fn terasort(a: &TerasortArgs) -> Result<Value> {
         let bytes = match kind {
             "tegula" => obj["drive"]["bytes_written"].clone(),
             "passthrough" => obj["fs_write_bytes"].clone(),
-            _ => obj.get("proc_write_bytes").cloned().unwrap_or(Value::Null),
+            // The JVM's write() bytes (/proc/self/io wchar): the local runner's tasks run in it.
+            _ => obj.get("proc_wchar").cloned().unwrap_or(Value::Null),
         };
         obj.insert("bytes_written".into(), bytes);
         phases.push(p);
@@ -727,9 +737,7 @@ fn print_terasort(doc: &Value) {
         let dev = p["device_s"]
             .as_f64()
             .map_or("-".to_string(), |d| format!("{d:.2}"));
-        let written = p["bytes_written"]
-            .as_f64()
-            .map_or("-".to_string(), mib);
+        let written = p["bytes_written"].as_f64().map_or("-".to_string(), mib);
         let moved = p["drive"]["moved"].as_f64().map_or("-".to_string(), mib);
         let usage = p["drive"]["usage"]
             .as_f64()
@@ -842,7 +850,10 @@ pub fn hdfs(a: &HdfsArgs) -> Result<Value> {
         row["killed"] = json!(d.killed);
         row["check_ok"] = json!(check.status.success());
         if !check.status.success() {
-            row["check"] = json!(String::from_utf8_lossy(&check.stdout).lines().take(5).collect::<Vec<_>>());
+            row["check"] = json!(String::from_utf8_lossy(&check.stdout)
+                .lines()
+                .take(5)
+                .collect::<Vec<_>>());
         }
         per.push(row);
     }
@@ -853,7 +864,10 @@ pub fn hdfs(a: &HdfsArgs) -> Result<Value> {
         .iter()
         .all(|r| r["killed"] == json!(true) || r["check_ok"] == json!(true));
     if doc["valid"] != json!(true) || !healthy_checks {
-        bail!("the HDFS run failed (TeraValidate, failover or fs check): see {}", log.display());
+        bail!(
+            "the HDFS run failed (TeraValidate, failover or fs check): see {}",
+            log.display()
+        );
     }
     if !a.keep {
         for d in &drives {
@@ -939,8 +953,8 @@ fn hdfs_run(
             Event::End(p) => {
                 let mut per = Vec::new();
                 for (i, d) in drives.iter().enumerate() {
-                    let gone = killed_at.lock().map(|g| g.is_some()).unwrap_or(false)
-                        && kill == Some(i);
+                    let gone =
+                        killed_at.lock().map(|g| g.is_some()).unwrap_or(false) && kill == Some(i);
                     match &d.mount {
                         Some(m) if !gone => {
                             let (total, ops, wbytes) = calls(&m.profile()?);
@@ -1011,10 +1025,7 @@ fn lose_drive(m: &Mount) {
 }
 
 fn print_hdfs(doc: &Value) {
-    println!(
-        "{:<13} {:>8} {:>6}",
-        "phase", "wall s", "valid"
-    );
+    println!("{:<13} {:>8} {:>6}", "phase", "wall s", "valid");
     for p in doc["phases"].as_array().into_iter().flatten() {
         println!(
             "{:<13} {:>8.2} {:>6}",
@@ -1028,7 +1039,14 @@ fn print_hdfs(doc: &Value) {
     }
     println!(
         "{:<9} {:>12} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7}",
-        "datanode", "written MiB", "device s", "live MiB", "dead MiB", "moved MiB", "killed", "check"
+        "datanode",
+        "written MiB",
+        "device s",
+        "live MiB",
+        "dead MiB",
+        "moved MiB",
+        "killed",
+        "check"
     );
     for d in doc["drives"].as_array().into_iter().flatten() {
         println!(
@@ -1040,7 +1058,11 @@ fn print_hdfs(doc: &Value) {
             mib(d["dead"].as_f64().unwrap_or(0.0)),
             mib(d["moved"].as_f64().unwrap_or(0.0)),
             d["killed"],
-            if d["check_ok"] == json!(true) { "ok" } else { "FAIL" }
+            if d["check_ok"] == json!(true) {
+                "ok"
+            } else {
+                "FAIL"
+            }
         );
     }
 }
