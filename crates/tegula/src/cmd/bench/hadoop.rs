@@ -276,13 +276,27 @@ impl Mount {
 
     /// Unmounts and waits for the mount process to finish writing.
     fn unmount(&self) -> Result<()> {
-        let st = Command::new("fusermount3")
-            .arg("-u")
-            .arg(&self.mountpoint)
-            .status()
-            .context("running fusermount3")?;
-        if !st.success() {
-            bail!("fusermount3 -u {} failed", self.mountpoint.display());
+        // A file closed a moment ago may still hold the mount (FUSE sends release
+        // asynchronously): retry EBUSY for a while.
+        let mut tries = 0;
+        loop {
+            let out = Command::new("fusermount3")
+                .arg("-u")
+                .arg(&self.mountpoint)
+                .output()
+                .context("running fusermount3")?;
+            if out.status.success() {
+                break;
+            }
+            tries += 1;
+            if tries > 100 {
+                bail!(
+                    "fusermount3 -u {} failed: {}",
+                    self.mountpoint.display(),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
         }
         let t0 = Instant::now();
         while alive(self.pid) {
@@ -310,8 +324,16 @@ impl Mount {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
-        Mount::find(&self.mountpoint)?
-            .with_context(|| format!("{} is not mounted again", self.mountpoint.display()))
+        // The new process writes its registry entry a moment after the mount is visible.
+        for _ in 0..200 {
+            if let Some(m) = Mount::find(&self.mountpoint)? {
+                if m.pid != self.pid {
+                    return Ok(m);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        bail!("{} is not mounted again", self.mountpoint.display())
     }
 
     /// The profile since the last dump (and a reset).
