@@ -494,6 +494,9 @@ impl Driver {
             .arg("dev.tegula.hadoop.TeraBench")
             .args(driver_args)
             .arg("--sync")
+            // The local job runner links distributed-cache files (TeraSort's _partition.lst)
+            // into the working directory: give it one of its own.
+            .current_dir(tmp)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(logf);
