@@ -277,7 +277,8 @@ impl Mount {
     /// Unmounts and waits for the mount process to finish writing.
     fn unmount(&self) -> Result<()> {
         // A file closed a moment ago may still hold the mount (FUSE sends release
-        // asynchronously): retry EBUSY for a while.
+        // asynchronously, and the kernel holds the mount until the mount process has answered
+        // every release): retry EBUSY for up to a minute.
         let mut tries = 0;
         loop {
             let out = Command::new("fusermount3")
@@ -289,7 +290,7 @@ impl Mount {
                 break;
             }
             tries += 1;
-            if tries > 100 {
+            if tries > 600 {
                 bail!(
                     "fusermount3 -u {} failed: {}",
                     self.mountpoint.display(),
