@@ -20,6 +20,7 @@ pub(crate) mod args;
 mod children;
 mod db;
 mod disk_check;
+mod hadoop;
 mod paper;
 pub(crate) mod printer;
 mod report;
@@ -40,6 +41,10 @@ pub enum BenchCommand {
     /// stl-signatures, stl-speed.
     #[command(subcommand)]
     Paper(paper::PaperCommand),
+    /// Hadoop's TeraGen/TeraSort/TeraValidate on a directory or mount, and HDFS over several
+    /// emulated SMR drives (needs a JDK and Maven; the driver is the `hadoop/` Maven project).
+    #[command(subcommand)]
+    Hadoop(hadoop::HadoopCommand),
 }
 
 impl BenchCommand {
@@ -49,6 +54,7 @@ impl BenchCommand {
             BenchCommand::Db(a) => db::run(&a).map(|_| ()),
             BenchCommand::Ycsb(a) => ycsb::run(&a).map(|_| ()),
             BenchCommand::Paper(p) => p.run().map(|_| ()),
+            BenchCommand::Hadoop(h) => h.run(),
         }
     }
 }
