@@ -199,7 +199,7 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, String> 
             let on: Vec<f64> = beats.iter().map(|&i| lat[i]).collect();
             let l = on.iter().copied().fold(f64::INFINITY, f64::min);
             let others: Vec<f64> = (0..n)
-                .filter(|i| *i < x || (i - x) % p != 0)
+                .filter(|i| *i < x || !(i - x).is_multiple_of(p))
                 .map(|i| lat[i])
                 .collect();
             let med = median(&others);
@@ -293,7 +293,7 @@ mod tests {
             rng = rng
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            if (rng >> 33) % 10 == 0 && (i < 100 || (i - 100) % 240 != 0) {
+            if (rng >> 33).is_multiple_of(10) && (i < 100 || !(i - 100).is_multiple_of(240)) {
                 *l = 250.0;
             }
         }
