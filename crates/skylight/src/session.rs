@@ -279,11 +279,21 @@ impl<'a> Session<'a> {
     /// fraction of a millisecond) unless the drive used its heads meanwhile (cleaning), which
     /// costs it a seek. Returns (quiet, latency of the second read in ms).
     pub fn quiet_after(&mut self, pause: f64) -> Result<(bool, f64)> {
+        let (q, l, _) = self.quiet_gap(pause)?;
+        Ok((q, l))
+    }
+
+    /// [`Session::quiet_after`], also returning the idle time measured on the target's clock
+    /// between the first read's completion and the second read's submission, seconds (what
+    /// the pause really was: a sleep on a busy host overshoots).
+    pub fn quiet_gap(&mut self, pause: f64) -> Result<(bool, f64, f64)> {
         let off = self.rand_off(self.cap / 4, self.cap / 4 * 3, 2 * self.bs);
         self.read(off, self.bs)?;
+        let t0 = self.now_s();
         self.idle(pause)?;
+        let gap = self.now_s() - t0;
         let l = self.read(off + self.bs, self.bs)?;
-        Ok((l < self.hit_ms(), l))
+        Ok((l < self.hit_ms(), l, gap))
     }
 
     /// Latency below which a read came from the drive's buffer, ms.

@@ -131,6 +131,111 @@ pub fn period(idx: &[usize]) -> Option<(usize, usize)> {
     best
 }
 
+/// A periodic slow operation that passed the checks of [`periodic_slow`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Periodic {
+    /// The spacing, in operations.
+    pub period: usize,
+    /// Index of the first beat.
+    pub first: usize,
+    /// Number of beats (every one present from the first to the end of the run).
+    pub beats: usize,
+    /// The fastest beat's latency, ms.
+    pub latency_ms: f64,
+    /// The noise floor: the 99th percentile of every other operation, ms.
+    pub floor_ms: f64,
+    /// Median latency of every other operation, ms.
+    pub median_ms: f64,
+    /// Operations off the beat as slow as the fastest beat.
+    pub intruders: usize,
+    /// Expected number of progressions this long among that many equally slow operations by
+    /// chance.
+    pub chance: f64,
+}
+
+/// Largest chance of a spurious progression [`periodic_slow`] accepts.
+pub const MAX_CHANCE: f64 = 0.01;
+
+/// Finds an operation that is slow every `period`-th time in `lat` (a map merge) and checks
+/// that it is one, not host noise: (1) the period is consistent, every beat present from the
+/// first (which lies within the first period) to the end of the run, at least `min_beats`
+/// of them; (2) the beats' latency is well separated from the noise floor of the same run
+/// (the fastest beat exceeds the median by at least three times what the 99th percentile of
+/// every other operation does); (3) the progression is not chance: among the operations at
+/// least as slow as the fastest beat, a progression that long would arise by chance with an
+/// expected count under [`MAX_CHANCE`]. `Err` says why nothing qualified.
+pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, String> {
+    let n = lat.len();
+    let slow = slow_ops(lat);
+    if slow.len() < min_beats.max(2) {
+        return Err(format!(
+            "{} slow operation(s) in {n}, {} needed",
+            slow.len(),
+            min_beats.max(2)
+        ));
+    }
+    let is_slow = {
+        let mut v = vec![false; n];
+        for &i in &slow {
+            v[i] = true;
+        }
+        v
+    };
+    let mut why = String::from("no period with every beat present");
+    let mut best: Option<Periodic> = None;
+    for (a, &x) in slow.iter().enumerate() {
+        for &y in &slow[a + 1..] {
+            let p = y - x;
+            if p < 2 || x >= p {
+                continue;
+            }
+            let beats: Vec<usize> = (x..n).step_by(p).collect();
+            if beats.len() < min_beats || !beats.iter().all(|&i| is_slow[i]) {
+                continue;
+            }
+            if best.is_some_and(|b| b.beats >= beats.len()) {
+                continue;
+            }
+            let on: Vec<f64> = beats.iter().map(|&i| lat[i]).collect();
+            let l = on.iter().copied().fold(f64::INFINITY, f64::min);
+            let others: Vec<f64> = (0..n)
+                .filter(|i| *i < x || !(i - x).is_multiple_of(p))
+                .map(|i| lat[i])
+                .collect();
+            let med = median(&others);
+            let floor = quantile(&others, 0.99);
+            let intruders = others.iter().filter(|&&o| o >= l).count();
+            let d = (beats.len() + intruders) as f64 / n as f64;
+            let k = beats.len() as f64;
+            let chance = (n as f64) * (n as f64) / k * d.powf(k);
+            if l - med < 3.0 * (floor - med).max(0.0) || l <= floor {
+                why = format!(
+                    "every {p}th operation is slow ({l:.0} ms at least) but not well above the noise floor (99th percentile of the others {floor:.0} ms, median {med:.0} ms)"
+                );
+                continue;
+            }
+            if chance >= MAX_CHANCE {
+                why = format!(
+                    "every {p}th operation is slow ({} beats) but {intruders} other operation(s) are as slow: a progression that long arises by chance (expected {chance:.2})",
+                    beats.len()
+                );
+                continue;
+            }
+            best = Some(Periodic {
+                period: p,
+                first: x,
+                beats: beats.len(),
+                latency_ms: l,
+                floor_ms: floor,
+                median_ms: med,
+                intruders,
+                chance,
+            });
+        }
+    }
+    best.ok_or(why)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +270,33 @@ mod tests {
         // A stray slow write (wall-clock noise) does not set the period.
         assert_eq!(period(&[31, 271, 413, 511]), Some((240, 3)));
         assert_eq!(period(&[5]), None);
+    }
+
+    #[test]
+    fn a_map_merge_is_periodic_and_above_the_noise() {
+        // Merges of 200 ms every 240th write over writes of 30 ms.
+        let mut lat = vec![30.0; 1100];
+        for i in (100..1100).step_by(240) {
+            lat[i] = 200.0;
+        }
+        let p = periodic_slow(&lat, 4).expect("merge");
+        assert_eq!((p.period, p.first, p.beats), (240, 100, 5));
+        // Host pauses of 60 ms at a spacing of 24 for a while: not a period of the run.
+        let mut noisy = vec![30.0; 300];
+        for i in [127, 140, 164, 188, 212, 236, 260, 284] {
+            noisy[i] = 60.0;
+        }
+        assert!(periodic_slow(&noisy, 4).is_err());
+        // The merges among frequent host pauses as slow as they are: not trusted.
+        let mut rng = 12345u64;
+        for (i, l) in lat.iter_mut().enumerate() {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if (rng >> 33).is_multiple_of(10) && (i < 100 || !(i - 100).is_multiple_of(240)) {
+                *l = 250.0;
+            }
+        }
+        assert!(periodic_slow(&lat, 4).is_err());
     }
 }

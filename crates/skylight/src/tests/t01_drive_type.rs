@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::plot::Plot;
 use crate::report::{bytes, CacheMedia, DriveType, JournalReport};
 use crate::session::{Entries, Session};
-use crate::stats::{median, outliers, period, spread};
+use crate::stats::{median, outliers, periodic_slow, spread};
 use crate::target::Op;
 use serde_json::json;
 
@@ -462,7 +462,10 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     // The map merge: a slow write every Nth journal write. QD1 writes go on (after the entry
     // sweep, so that they do not fill the cache under it) until four slow ones, stopping
     // before the cache fills: a sustained run of slow writes is cleaning, not a merge.
-    let cap_writes = if s.virtual_time() { 2400 } else { 1200 };
+    // In wall time a host pause also makes a slow write: the period must then hold for at
+    // least four beats, every one present, well above the run's own noise floor.
+    let cap_writes = if s.virtual_time() { 2400 } else { 1500 };
+    let beats_needed = if s.virtual_time() { 3 } else { 4 };
     let mut seq: Vec<f64> = Vec::new();
     let mut collapse: Option<crate::stats::Collapse> = None;
     // The first write of the run pays a seek to the log: left out.
@@ -486,9 +489,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             }
         }
         if seq.len().is_multiple_of(40) {
-            let slow = crate::stats::slow_ops(&seq);
-            let found = period(&slow).is_some_and(|(_, on)| on >= 4);
-            if found || (seq.len() >= 600 && slow.is_empty()) {
+            let found = periodic_slow(&seq, beats_needed.max(4)).is_ok();
+            if found || (seq.len() >= 600 && crate::stats::slow_ops(&seq).is_empty()) {
                 break;
             }
         }
@@ -508,31 +510,37 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         .log(),
     );
     // The map merge: a slow write every Nth journal write.
-    match period(&slow_at) {
-        Some((p, on)) if on >= 3 => {
-            journal.map_merge_every = Some(p as u64);
-            let l: Vec<f64> = slow_at.iter().map(|&i| seq[i]).collect();
+    match periodic_slow(&seq, beats_needed) {
+        Ok(p) => {
+            journal.map_merge_every = Some(p.period as u64);
             s.report.set(
                 "journal.map_merge_every",
-                json!(p),
+                json!(p.period),
                 "1",
                 format!(
-                    "{} slow QD1 writes of {:.0} ms at writes {:?}",
+                    "{} slow QD1 writes in {}: every {}th from write {} ({} beats, none missing), the fastest {:.0} ms against a median of {:.0} ms and a noise floor (99th percentile of the other writes) of {:.0} ms; {} other write(s) as slow (chance of such a progression {:.0e})",
                     slow_at.len(),
-                    median(&l),
-                    &slow_at[..slow_at.len().min(5)]
+                    seq.len(),
+                    p.period,
+                    p.first,
+                    p.beats,
+                    p.latency_ms,
+                    p.median_ms,
+                    p.floor_ms,
+                    p.intruders,
+                    p.chance
                 ),
-                if on >= 4 { 0.9 } else { 0.7 },
+                if p.beats >= 4 { 0.9 } else { 0.7 },
             );
-            verdict.push_str(&format!(", map merge every {p} writes"));
+            verdict.push_str(&format!(", map merge every {} writes", p.period));
         }
-        _ => s.report.unknown(
+        Err(why) => s.report.unknown(
             "journal.map_merge_every",
             "1",
             format!(
-                "{} periodic slow write(s) in {} QD1 writes",
-                slow_at.len(),
-                seq.len()
+                "no map merge period in {} QD1 writes ({} slow): {why}",
+                seq.len(),
+                slow_at.len()
             ),
         ),
     }
