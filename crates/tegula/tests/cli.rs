@@ -569,7 +569,12 @@ fn profiles_are_listed() {
         assert!(out.contains(p), "{out}");
     }
     // The drive-managed drives are built in too (no repository files needed).
-    for p in ["seagate-5tb", "seagate-5tb-data", "seagate-8tb", "emulated-smr-1"] {
+    for p in [
+        "seagate-5tb",
+        "seagate-5tb-data",
+        "seagate-8tb",
+        "emulated-smr-1",
+    ] {
         assert!(out.contains(p), "{out}");
     }
     let j = json(&ok(&["disk", "profiles", "--json"]));
