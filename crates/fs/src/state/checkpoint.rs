@@ -65,7 +65,7 @@ impl State {
         let mut d = Dec::new(b);
         let next_ino = d.u64()?;
         let zones = d.u64()?;
-        if zones > 1 << 24 {
+        if zones > 1 << 20 {
             return Err(d.invalid("zone count"));
         }
         let mut s = State {
