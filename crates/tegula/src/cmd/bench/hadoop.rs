@@ -19,6 +19,7 @@
 //! hadoop/TeraBench.java`.
 
 use super::args::Size;
+use crate::cmd::fs::mount::{is_mounted, registry, Entry};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use serde_json::{json, Map, Value};
@@ -169,29 +170,8 @@ fn tegula_json(args: &[&str]) -> Result<Value> {
     serde_json::from_str(&text).with_context(|| format!("JSON of tegula {}", args.join(" ")))
 }
 
-/// The registry file of a mount point (as `tegula fs mount` writes it: FNV-1a of the path).
-fn registry(mp: &Path) -> PathBuf {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in mp.as_os_str().as_encoded_bytes() {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    std::env::temp_dir()
-        .join("tegula-fs-mounts")
-        .join(format!("{h:016x}.json"))
-}
-
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
-}
-
-fn is_mountpoint(mp: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
-        return false;
-    };
-    let want = mp.to_string_lossy();
-    text.lines()
-        .any(|l| l.split(' ').nth(4).is_some_and(|p| p == want))
 }
 
 /// A `tegula fs mount` process serving a mount point: enough to unmount it and mount it again
@@ -214,11 +194,8 @@ impl Mount {
         let Ok(text) = std::fs::read(registry(&mp)) else {
             return Ok(None);
         };
-        let e: Value = serde_json::from_slice(&text)?;
-        let Some(pid) = e["pid"].as_u64().map(|p| p as u32) else {
-            return Ok(None);
-        };
-        if !alive(pid) || !is_mountpoint(&mp) {
+        let pid = serde_json::from_slice::<Entry>(&text)?.pid;
+        if !alive(pid) || !is_mounted(&mp) {
             return Ok(None);
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))?;

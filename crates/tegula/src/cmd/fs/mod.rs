@@ -2,7 +2,7 @@
 //! pass-through of a directory), profile, stats, check, clean.
 
 mod experiment;
-mod mount;
+pub(crate) mod mount;
 mod profile;
 mod stats;
 

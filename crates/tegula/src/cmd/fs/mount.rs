@@ -90,7 +90,7 @@ pub fn run(a: MountArgs) -> anyhow::Result<()> {
 }
 
 /// Whether `mp` (canonical) is a mount point of this mount namespace.
-fn is_mounted(mp: &Path) -> bool {
+pub fn is_mounted(mp: &Path) -> bool {
     let Ok(text) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return false;
     };
@@ -122,6 +122,14 @@ pub struct Entry {
     pub mountpoint: PathBuf,
     /// Where its profile dumps go.
     pub profile: PathBuf,
+}
+
+/// Whether the registry file of `mp` names process `pid`.
+fn registered_by(mp: &Path, pid: u32) -> bool {
+    std::fs::read(registry(mp))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
+        .is_some_and(|e| e.pid == pid)
 }
 
 fn default_log() -> PathBuf {
@@ -175,14 +183,17 @@ fn foreground(a: &MountArgs) -> anyhow::Result<()> {
     if let Some(dir) = reg.parent() {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
+    // Written whole under a temporary name and renamed: a reader never sees half of it.
+    let tmp = reg.with_extension(format!("json.{}", std::process::id()));
     std::fs::write(
-        &reg,
+        &tmp,
         serde_json::to_vec(&Entry {
             pid: std::process::id(),
             mountpoint: mp.clone(),
             profile: profile_path.clone(),
         })?,
     )
+    .and_then(|()| std::fs::rename(&tmp, &reg))
     .with_context(|| format!("writing {}", reg.display()))?;
     eprintln!(
         "tegula-fs: mounted {}{} at {} (profile dumps to {})",
@@ -257,7 +268,8 @@ fn background(a: &MountArgs) -> anyhow::Result<()> {
         .context("starting the mount process")?;
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
-        if is_mounted(&mp) {
+        // Mounted, and registered by this child (so `tegula fs profile` finds it at once).
+        if is_mounted(&mp) && registered_by(&mp, child.id()) {
             println!(
                 "mounted at {} (process {}, log {})",
                 mp.display(),
