@@ -472,3 +472,56 @@ fn page_by_page_reads_use_the_read_cache_and_read_ahead_never_fails_a_good_read(
     }
     assert_eq!(fs.read(f, 16 * 4096, 10).unwrap_err().errno(), libc::EIO);
 }
+
+/// TeraSort's output committer renames a directory over an empty one while the kernel still
+/// holds the replaced one: the replaced directory is an orphan (no name, nlink 0), which a
+/// read-only check counts as such, the clean unmount frees, and no check takes for a wrong
+/// link count.
+#[test]
+fn a_directory_replaced_while_the_kernel_holds_it_is_an_orphan_not_a_bad_link_count() {
+    let ro = FsOptions {
+        read_only: true,
+        ..small_opts()
+    };
+    let held_orphan = |d: &std::sync::Arc<tegula_device::Disk>| {
+        let mut fs = Fs::mkfs(zoned(d), small_opts()).unwrap();
+        let a = fs.mkdir(ROOT, b"a", 0o755, 0, 0).unwrap().ino;
+        let b = fs.mkdir(ROOT, b"b", 0o755, 0, 0).unwrap().ino;
+        fs.remember(a);
+        fs.remember(b);
+        fs.rename(ROOT, b"a", ROOT, b"b", false).unwrap();
+        assert!(
+            fs.getattr(b).is_ok(),
+            "the kernel still holds the replaced directory"
+        );
+        assert!(fs.check(true).unwrap().problems.is_empty());
+        fs.fsync_dir(ROOT).unwrap();
+        (fs, b)
+    };
+
+    // A mount that stops without the kernel's forget: a read-only check sees one orphan, and
+    // the next read-write mount frees it.
+    let d = disk(16, 2);
+    let (fs, b) = held_orphan(&d);
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), ro.clone()).unwrap();
+    let r = fs.check(true).unwrap();
+    assert!(r.problems.is_empty(), "{:?}", r.problems);
+    assert_eq!(r.orphans, 1);
+    drop(fs);
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert!(fs.getattr(b).is_err());
+    let r = fs.check(true).unwrap();
+    assert!(r.problems.is_empty() && r.orphans == 0, "{r:?}");
+
+    // A clean unmount frees it at once.
+    let d = disk(16, 2);
+    let (fs, b) = held_orphan(&d);
+    fs.close().unwrap();
+    let mut fs = Fs::open(zoned(&d), ro).unwrap();
+    assert!(fs.getattr(b).is_err());
+    let r = fs.check(true).unwrap();
+    assert!(r.problems.is_empty() && r.orphans == 0, "{r:?}");
+}

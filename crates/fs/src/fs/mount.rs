@@ -95,6 +95,13 @@ impl Fs {
     /// Writes every buffer, commits, checkpoints: the clean unmount.
     pub fn close(mut self) -> Result<()> {
         self.sync_all()?;
+        // Nothing holds an inode past the unmount: free the unlinked ones the kernel still
+        // held (or that were open) so the image has no orphans.
+        if self.broken.is_none() {
+            for ino in self.state.orphans() {
+                self.log(Op::Free { ino })?;
+            }
+        }
         self.checkpoint()?;
         self.dev.flush()?;
         Ok(())

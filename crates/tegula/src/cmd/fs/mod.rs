@@ -201,6 +201,8 @@ struct CheckJson {
     dirs: u64,
     pieces: u64,
     verified_bytes: u64,
+    /// Unlinked inodes the next read-write mount frees (not a problem).
+    orphans: u64,
     problems: Vec<String>,
 }
 
@@ -223,6 +225,7 @@ fn check(image: &Path, quick: bool, json: bool, repair: bool) -> Result<()> {
             dirs: r.dirs,
             pieces: r.pieces,
             verified_bytes: r.verified,
+            orphans: r.orphans,
             problems: r.problems.clone(),
         })?;
     } else {
@@ -237,6 +240,12 @@ fn check(image: &Path, quick: bool, json: bool, repair: bool) -> Result<()> {
             r.pieces,
             format_size(r.verified)
         );
+        if r.orphans > 0 {
+            println!(
+                "{} unlinked inodes still allocated (freed by the next read-write mount)",
+                r.orphans
+            );
+        }
         for p in &r.problems {
             println!("problem: {p}");
         }
