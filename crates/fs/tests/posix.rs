@@ -25,6 +25,30 @@ fn unlinked_open_file_stays_readable_until_released_then_its_space_is_dead() {
     assert!(fs.check(true).unwrap().problems.is_empty());
 }
 
+/// A deleted file the kernel still holds (its FORGET not yet sent) but nobody has open: its
+/// data is dead at once, so a writer that needs the space need not wait for the FORGET.
+#[test]
+fn a_deleted_file_the_kernel_still_holds_frees_its_data_at_once() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.remember(f);
+    fs.open_file(f).unwrap();
+    fs.write(f, 0, &vec![3u8; 300_000], false).unwrap();
+    fs.fsync(f).unwrap();
+    fs.write(f, 300_000, &[4u8; 1000], false).unwrap();
+    fs.release(f).unwrap();
+    let live = |fs: &Fs| -> u64 { fs.zone_stats().iter().map(|z| z.live).sum() };
+    assert_eq!(live(&fs), 301_000);
+    fs.unlink(ROOT, b"a").unwrap();
+    assert_eq!(live(&fs), 0, "the data of the held inode is dead");
+    assert!(fs.getattr(f).is_ok(), "the inode lives until the FORGET");
+    assert!(fs.check(true).unwrap().problems.is_empty());
+    fs.forget(f, 1).unwrap();
+    assert!(fs.getattr(f).is_err());
+    assert!(fs.check(true).unwrap().problems.is_empty());
+}
+
 #[test]
 fn unlinked_open_file_is_freed_at_the_next_mount_after_a_crash() {
     let d = disk(16, 2);

@@ -207,10 +207,12 @@ mod on_the_mount {
             assert!(f > 10_000 / 2 && f < 10_000, "{engine}: {f} found");
             found.push(f);
         }
-        // Small write buffers: memtables were flushed into table files on the mount.
+        // Small write buffers: memtables were flushed into table files on the mount (how
+        // many remain depends on how far compaction got: LevelDB may have merged them all
+        // into one).
         let ldb = files_with(&db.join("leveldb"), "ldb");
         let sst = files_with(&db.join("rocksdb"), "sst");
-        assert!(ldb >= 2 && sst >= 2, "{ldb} .ldb and {sst} .sst files");
+        assert!(ldb >= 1 && sst >= 1, "{ldb} .ldb and {sst} .sst files");
         m.unmount();
         let check = ok(&["fs", "check", img_s]);
         assert!(check.contains("no inconsistencies"), "{check}");

@@ -285,11 +285,29 @@ impl Fs {
             .get(&ino)
             .is_some_and(|f| f.opens > 0 || f.jobs > 0);
         let held = self.lookup_counts().contains_key(&ino);
-        if unnamed && !open && !held {
-            if let Some(f) = self.files.remove(&ino) {
-                self.dirty -= f.buf.bytes();
-            }
+        if !unnamed || open {
+            return Ok(());
+        }
+        if let Some(f) = self.files.remove(&ino) {
+            self.dirty -= f.buf.bytes();
+        }
+        if !held {
             self.log(Op::Free { ino })?;
+            return Ok(());
+        }
+        // The kernel still holds the inode (its FORGET comes later), but nothing can read the
+        // data of a file no name and no handle refers to: drop it now, so that the space of a
+        // file just deleted is reclaimable at once and not only after the FORGET.
+        let has_data = self
+            .state
+            .get(ino)
+            .is_some_and(|n| n.kind == Kind::File && (n.size > 0 || !n.map.is_empty()));
+        if has_data {
+            self.log(Op::Truncate {
+                ino,
+                size: 0,
+                time: now_ns(),
+            })?;
         }
         Ok(())
     }
