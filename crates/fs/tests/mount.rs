@@ -220,9 +220,6 @@ fn writes_fail_with_enospc_once_the_drive_cannot_hold_them() {
 /// After fill, delete and refill cycles, the free space statfs reports can be written
 /// (144-177 MiB were reported free that no write could use until a remount).
 #[test]
-#[ignore = "known defect, open in issue 14: right after a large file is deleted, a small write \
-            can fail with ENOSPC when the background cleaner reports itself stuck before the \
-            dead zones are reclaimable (fails about 1 run in 3 under load); run with --ignored"]
 fn statfs_free_space_can_be_written_after_fill_delete_refill() {
     if skip("statfs_free_space_can_be_written_after_fill_delete_refill") {
         return;
