@@ -359,12 +359,28 @@ fn drive_delta(before: &Value, after: &Value, wall_s: f64) -> Value {
         "moved": moved,
         "reclaimed": reclaimed,
         "clean_rate_measured": if wall_s > 0.0 { reclaimed / wall_s } else { 0.0 },
+        // `fs stats`' estimate averages the write rate since mkfs (idle gaps between phases
+        // included); the same §8.1 calculation at this phase's own write rate is the need
+        // to set beside what the cleaner did in the phase.
         "clean_rate_estimate": num(after, &["fs", "gc_estimate", "clean_rate"]),
+        "clean_rate_estimate_phase": phase_clean_rate(after, d(&["fs", "gc_estimate", "written"]), wall_s),
         "write_amplification": num(after, &["fs", "gc_estimate", "write_amplification"]),
         "live": num(after, &["fs", "total", "live"]),
         "dead": dead_after,
         "usage": if capacity > 0.0 { used / capacity } else { 0.0 },
     })
+}
+
+/// The ShingledFS §8.1 cleaning rate at a phase's write rate (`written` bytes in `wall_s`):
+/// the drive fills to `fill` of its capacity in fill × capacity / rate, and a full drive
+/// holds capacity × dead fraction, so the cleaner must reclaim dead fraction × rate / fill.
+fn phase_clean_rate(after: &Value, written: f64, wall_s: f64) -> f64 {
+    let fill = num(after, &["fs", "gc_estimate", "fill"]);
+    let dead_fraction = num(after, &["fs", "gc_estimate", "dead_fraction"]);
+    if wall_s <= 0.0 || fill <= 0.0 {
+        return 0.0;
+    }
+    dead_fraction * (written / wall_s) / fill
 }
 
 /// Call counts of a profile dump: total and the operations that were called.
@@ -749,8 +765,16 @@ pub fn terasort(a: &TerasortArgs) -> Result<Value> {
 
 fn print_terasort(doc: &Value) {
     println!(
-        "{:<13} {:>8} {:>9} {:>12} {:>9} {:>8} {:>6}  calls",
-        "phase", "wall s", "device s", "written MiB", "moved MiB", "usage", "valid"
+        "{:<13} {:>8} {:>9} {:>12} {:>9} {:>8} {:>13} {:>10} {:>6}  calls",
+        "phase",
+        "wall s",
+        "device s",
+        "written MiB",
+        "moved MiB",
+        "usage",
+        "reclaim MiB/s",
+        "need MiB/s",
+        "valid"
     );
     for p in doc["phases"].as_array().into_iter().flatten() {
         let dev = p["device_s"]
@@ -764,14 +788,21 @@ fn print_terasort(doc: &Value) {
         let calls = p["total_calls"]
             .as_u64()
             .map_or("-".to_string(), |c| c.to_string());
+        let rate = |k: &str| {
+            p["drive"][k].as_f64().map_or("-".to_string(), |r| {
+                format!("{:.2}", r / (1u64 << 20) as f64)
+            })
+        };
         println!(
-            "{:<13} {:>8.2} {:>9} {:>12} {:>9} {:>8} {:>6}  {}",
+            "{:<13} {:>8.2} {:>9} {:>12} {:>9} {:>8} {:>13} {:>10} {:>6}  {}",
             p["phase"].as_str().unwrap_or("?"),
             p["wall_s"].as_f64().unwrap_or(0.0),
             dev,
             written,
             moved,
             usage,
+            rate("clean_rate_measured"),
+            rate("clean_rate_estimate_phase"),
             p["valid"],
             calls
         );
