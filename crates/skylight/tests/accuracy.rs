@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, missing_docs)]
 
 use rand::{Rng, SeedableRng};
+use std::io::Write as _;
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, DiskConfig};
 use tegula_skylight::report::{
@@ -536,7 +537,10 @@ fn a_conventional_drive_has_no_cache_and_shows_its_surfaces() {
 #[test]
 fn shipped_drives_every_test() {
     if !matrix() {
-        println!("SKIPPED: set TEGULA_PROBE_MATRIX=1 (release build) for the shipped drives");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: set TEGULA_PROBE_MATRIX=1 (release build) for the shipped drives"
+        );
         return;
     }
     let mut rows = Vec::new();
@@ -560,7 +564,10 @@ fn shipped_drives_every_test() {
 #[test]
 fn generated_matrix_of_drives() {
     if !matrix() {
-        println!("SKIPPED: set TEGULA_PROBE_MATRIX=1 (release build) for the matrix of 33 drives");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: set TEGULA_PROBE_MATRIX=1 (release build) for the matrix of 33 drives"
+        );
         return;
     }
     let mut rng = rand::rngs::SmallRng::seed_from_u64(2015);

@@ -170,7 +170,10 @@ impl Client {
 #[test]
 fn redis_cli_scripted_session() {
     if !have("redis-cli") {
-        println!("SKIPPED: redis-cli not installed (Debian redis-tools)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: redis-cli not installed (Debian redis-tools)"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -217,7 +220,10 @@ fn redis_cli_scripted_session() {
 #[test]
 fn redis_benchmark_small_run() {
     if !have("redis-benchmark") {
-        println!("SKIPPED: redis-benchmark not installed (Debian redis-tools)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: redis-benchmark not installed (Debian redis-tools)"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -369,7 +375,10 @@ fn hostile_clients_leave_the_server_up_with_bounded_memory() {
     // 1,100 idle connections need 2,200 descriptors here (both ends) and 1,100 there.
     let limit = raise_nofile(4096);
     if limit < 2600 {
-        println!("SKIPPED: the descriptor limit is {limit} (2,600 needed)");
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: the descriptor limit is {limit} (2,600 needed)"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
