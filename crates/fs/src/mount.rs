@@ -7,7 +7,7 @@ use crate::fs::Fs;
 use crate::fuse::FuseFs;
 use crate::profile::Profiler;
 use crate::triggers::Triggers;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
@@ -63,12 +63,14 @@ pub(crate) fn fuse_options(name: &str, allow_other: bool) -> Vec<fuser::MountOpt
 /// A mounted file system.
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
+    mountpoint: PathBuf,
     done: mpsc::Receiver<std::result::Result<(), String>>,
     profiler: Arc<Profiler>,
 }
 
 /// Mounts `fs` on `mountpoint` (an empty directory) and serves it on background threads.
 pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
+    let canonical = canonical(mountpoint);
     let (tx, rx) = mpsc::channel();
     let fuse = FuseFs::with_threads(fs, tx, opts.threads.max(1))
         .writeback_cache(opts.writeback_cache)
@@ -83,6 +85,7 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
     let bg = session.spawn().map_err(io)?;
     Ok(Mounted {
         session: Some(bg),
+        mountpoint: canonical,
         done: rx,
         profiler,
     })
@@ -92,6 +95,7 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
 /// the profiler and forwarded to `dir` (the FUSE baseline of ShingledFS's evaluation, and a
 /// way to profile any workload).
 pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
+    let canonical = canonical(mountpoint);
     let (tx, rx) = mpsc::channel();
     let io = |e: std::io::Error| {
         FsError::Io(format!(
@@ -109,6 +113,7 @@ pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> 
     let bg = session.spawn().map_err(io)?;
     Ok(Mounted {
         session: Some(bg),
+        mountpoint: canonical,
         done: rx,
         profiler,
     })
@@ -144,12 +149,86 @@ impl Mounted {
     /// Unmounts, then waits up to `timeout` for the file system to write its buffers and
     /// close.
     pub fn unmount(mut self, timeout: Duration) -> std::result::Result<(), String> {
+        // fuser's own unmount (when the session is dropped) tries once and gives up if the
+        // mount is busy, leaving it mounted and this wait to time out: a file closed a moment
+        // ago is released asynchronously, and a child another thread is forking holds the
+        // process's files until it execs. So: a plain unmount, retried while busy; failing
+        // that for long, a lazy one, which ends the session once the last user is gone.
+        let start = std::time::Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < timeout.min(Duration::from_secs(30)) {
+            match unmount_now(&self.mountpoint) {
+                Ok(()) => {
+                    last.clear();
+                    break;
+                }
+                // Not busy (not mounted any more, say): nothing to wait for.
+                Err(e) if !e.contains("busy") => {
+                    last.clear();
+                    break;
+                }
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !last.is_empty() {
+            if let Err(e) = unmount_lazily(&self.mountpoint) {
+                last = format!("{last}; lazily: {e}");
+            }
+        }
         drop(self.session.take());
         match self.done.recv_timeout(timeout) {
             Ok(r) => r,
+            Err(_) if !last.is_empty() => Err(format!(
+                "unmounting {} failed ({last}), and after detaching it the file system did \
+                 not finish within {timeout:?}",
+                self.mountpoint.display()
+            )),
             Err(_) => Err(format!(
                 "the file system did not finish writing its buffers within {timeout:?}"
             )),
         }
+    }
+}
+
+/// The mount point as the mount table will name it (resolved before mounting, as resolving
+/// it afterwards would ask the mount itself).
+fn canonical(mp: &Path) -> PathBuf {
+    mp.canonicalize().unwrap_or_else(|_| mp.to_path_buf())
+}
+
+/// Unmounts `mp` now (not lazily): `umount2` as root, `fusermount3 -u` otherwise. An error
+/// says why (busy, not mounted, ...).
+fn unmount_now(mp: &Path) -> std::result::Result<(), String> {
+    unmount_with(mp, 0, &["-u"])
+}
+
+/// Detaches `mp` (`MNT_DETACH`, `fusermount3 -u -z`): the kernel ends the session once the
+/// last user of the mount is gone.
+fn unmount_lazily(mp: &Path) -> std::result::Result<(), String> {
+    unmount_with(mp, libc::MNT_DETACH, &["-u", "-z"])
+}
+
+fn unmount_with(mp: &Path, flags: i32, fusermount: &[&str]) -> std::result::Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let c =
+            std::ffi::CString::new(mp.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+        // SAFETY: `c` is a valid C string that outlives the call.
+        if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+            return Ok(());
+        }
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    let out = std::process::Command::new("fusermount3")
+        .args(fusermount)
+        .arg("--")
+        .arg(mp)
+        .output()
+        .map_err(|e| format!("running fusermount3: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
     }
 }

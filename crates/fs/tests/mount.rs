@@ -85,9 +85,6 @@ fn read_and_unlink_in_one_pass_empties_a_large_directory() {
 /// With the writeback cache the kernel sends a SETATTR for an inode after its unlink; the
 /// inode must live until the kernel's FORGET (`touch g; rm g; sync -f .` gave ENOENT).
 #[test]
-#[ignore = "known defect, open in issue 14: the unmount after writing to an unlinked open \
-            file sometimes waits 120 s for buffers that are never written (a fresh-clone CI run \
-            hit it once in three runs today); run with --ignored"]
 fn an_unlinked_inode_lives_until_the_kernel_forgets_it() {
     if skip("an_unlinked_inode_lives_until_the_kernel_forgets_it") {
         return;
