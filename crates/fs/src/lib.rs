@@ -19,6 +19,7 @@ mod passthrough;
 pub mod placement;
 mod pool;
 pub mod profile;
+mod serve;
 mod state;
 mod triggers;
 

@@ -5,12 +5,16 @@
 //! written chunk by chunk while other operations go on, and cleaning in small steps with
 //! whole-zone and tail cleaning — with power cuts in the middle of it.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use common::*;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use tegula_device::Disk;
 use tegula_fs::{CleanPolicy, FlushJob, Fs, FsError, FsOptions, SetAttr, ROOT};
 
 /// What survives a crash of a file fsynced as `prefix`: exactly that (`exact`), or, after
@@ -62,6 +66,104 @@ fn truncated(synced: &mut BTreeMap<String, Synced>, n: &str, size: u64) {
     }
 }
 
+/// Writes a random run of one random byte at a random offset of file `n`, updating `cur`
+/// and `synced`; `Ok(false)` when the drive had no room for all of it.
+fn write_some(
+    fs: &mut Fs,
+    rng: &mut SmallRng,
+    cur: &mut BTreeMap<String, Vec<u8>>,
+    synced: &mut BTreeMap<String, Synced>,
+    n: &str,
+) -> Result<bool, FsError> {
+    let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
+    let c = cur.get_mut(n).unwrap();
+    let len = rng.gen_range(1..90_000);
+    let off = rng.gen_range(0..=c.len() as u64);
+    let byte: u8 = rng.gen();
+    match fs.write(ino, off, &vec![byte; len], false) {
+        Err(FsError::NoSpace(_)) => {
+            // Part of the data may be stored: take the file as it is.
+            wrote(synced, n, off, len);
+            let size = fs.getattr(ino)?.size as usize;
+            *c = fs.read(ino, 0, size)?;
+            return Ok(false);
+        }
+        r => r?,
+    };
+    wrote(synced, n, off, len);
+    let end = off as usize + len;
+    if c.len() < end {
+        c.resize(end, 0);
+    }
+    c[off as usize..end].fill(byte);
+    Ok(true)
+}
+
+/// Truncates file `n` to a random size no larger than it is, updating `cur` and `synced`.
+fn truncate_some(
+    fs: &mut Fs,
+    rng: &mut SmallRng,
+    cur: &mut BTreeMap<String, Vec<u8>>,
+    synced: &mut BTreeMap<String, Synced>,
+    n: &str,
+) -> Result<(), FsError> {
+    let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
+    let c = cur.get_mut(n).unwrap();
+    let size = rng.gen_range(0..=c.len() as u64);
+    fs.setattr(
+        ino,
+        &SetAttr {
+            size: Some(size),
+            ..SetAttr::default()
+        },
+    )?;
+    truncated(synced, n, size);
+    c.truncate(size as usize);
+    Ok(())
+}
+
+/// Opens the file system on `d` after a power cut (`at` names the moment in messages),
+/// asserts that every file holds what `synced` says survives and that the check is clean.
+fn remount_and_check(
+    d: &Arc<Disk>,
+    opts: FsOptions,
+    synced: &BTreeMap<String, Synced>,
+    at: &str,
+) -> Fs {
+    let mut fs = Fs::open(zoned(d), opts).unwrap_or_else(|e| panic!("{at}: {e}"));
+    for (n, want) in synced {
+        let a = fs
+            .lookup(ROOT, n.as_bytes())
+            .unwrap_or_else(|e| panic!("{at}: {n}: {e}"));
+        let got = fs.read(a.ino, 0, a.size as usize + 1).unwrap();
+        assert!(
+            want.holds(&got),
+            "{at}: {n} differs ({} bytes, fsynced {}, exact {})",
+            got.len(),
+            want.prefix.len(),
+            want.exact
+        );
+    }
+    let r = fs.check(true).unwrap();
+    assert!(r.problems.is_empty(), "{at}: {:?}", r.problems);
+    fs
+}
+
+/// The contents of every file, by name (flat namespace).
+fn contents(fs: &mut Fs) -> BTreeMap<String, Vec<u8>> {
+    dump(fs)
+        .into_iter()
+        .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.unwrap_or_default()))
+        .collect()
+}
+
+/// Every file as fsynced with its current contents.
+fn all_synced(cur: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Synced> {
+    cur.iter()
+        .map(|(k, v)| (k.clone(), Synced::new(v.clone())))
+        .collect()
+}
+
 #[test]
 fn fsynced_files_survive_power_cuts_at_random_points() {
     let mut rng = SmallRng::seed_from_u64(7);
@@ -97,42 +199,13 @@ fn fsynced_files_survive_power_cuts_at_random_points() {
                         }
                         15..=54 if !names.is_empty() => {
                             let n = pick(&mut rng);
-                            let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
-                            let c = cur.get_mut(&n).unwrap();
-                            let len = rng.gen_range(1..90_000);
-                            let off = rng.gen_range(0..=c.len() as u64);
-                            let byte: u8 = rng.gen();
-                            match fs.write(ino, off, &vec![byte; len], false) {
-                                Err(FsError::NoSpace(_)) => {
-                                    // Part of the data may be stored: take the file as it is.
-                                    wrote(&mut synced, &n, off, len);
-                                    let size = fs.getattr(ino)?.size as usize;
-                                    *c = fs.read(ino, 0, size)?;
-                                    continue;
-                                }
-                                r => r?,
-                            };
-                            wrote(&mut synced, &n, off, len);
-                            let end = off as usize + len;
-                            if c.len() < end {
-                                c.resize(end, 0);
+                            if !write_some(&mut fs, &mut rng, &mut cur, &mut synced, &n)? {
+                                continue;
                             }
-                            c[off as usize..end].fill(byte);
                         }
                         55..=59 if !names.is_empty() => {
                             let n = pick(&mut rng);
-                            let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
-                            let c = cur.get_mut(&n).unwrap();
-                            let size = rng.gen_range(0..=c.len() as u64);
-                            fs.setattr(
-                                ino,
-                                &SetAttr {
-                                    size: Some(size),
-                                    ..SetAttr::default()
-                                },
-                            )?;
-                            truncated(&mut synced, &n, size);
-                            c.truncate(size as usize);
+                            truncate_some(&mut fs, &mut rng, &mut cur, &mut synced, &n)?;
                         }
                         60..=79 if !names.is_empty() => {
                             let n = pick(&mut rng);
@@ -174,36 +247,11 @@ fn fsynced_files_survive_power_cuts_at_random_points() {
             cuts += 1;
             drop(fs);
             d.power_on();
-            fs = Fs::open(zoned(&d), small_opts())
-                .unwrap_or_else(|e| panic!("round {round} cycle {cycle}: {e}"));
-            for (n, want) in &synced {
-                let a = fs
-                    .lookup(ROOT, n.as_bytes())
-                    .unwrap_or_else(|e| panic!("round {round} cycle {cycle}: {n}: {e}"));
-                let got = fs.read(a.ino, 0, a.size as usize + 1).unwrap();
-                assert!(
-                    want.holds(&got),
-                    "round {round} cycle {cycle}: {n} differs ({} bytes, fsynced {}, exact {})",
-                    got.len(),
-                    want.prefix.len(),
-                    want.exact
-                );
-            }
-            let r = fs.check(true).unwrap();
-            assert!(
-                r.problems.is_empty(),
-                "round {round} cycle {cycle}: {:?}",
-                r.problems
-            );
+            let at = format!("round {round} cycle {cycle}");
+            fs = remount_and_check(&d, small_opts(), &synced, &at);
             // What survived is the new truth.
-            cur = dump(&mut fs)
-                .into_iter()
-                .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.unwrap_or_default()))
-                .collect();
-            synced = cur
-                .iter()
-                .map(|(k, v)| (k.clone(), Synced::new(v.clone())))
-                .collect();
+            cur = contents(&mut fs);
+            synced = all_synced(&cur);
         }
     }
     assert!(cuts >= 60);
@@ -333,27 +381,9 @@ fn fsynced_files_survive_power_cuts_during_flush_jobs_and_background_cleaning() 
                         }
                         10..=44 if !names.is_empty() => {
                             let n = pick(&mut rng);
-                            let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
-                            let c = cur.get_mut(&n).unwrap();
-                            let len = rng.gen_range(1..90_000);
-                            let off = rng.gen_range(0..=c.len() as u64);
-                            let byte: u8 = rng.gen();
-                            match fs.write(ino, off, &vec![byte; len], false) {
-                                Err(FsError::NoSpace(_)) => {
-                                    // Part of the data may be stored: take the file as it is.
-                                    wrote(&mut synced, &n, off, len);
-                                    let size = fs.getattr(ino)?.size as usize;
-                                    *c = fs.read(ino, 0, size)?;
-                                    continue;
-                                }
-                                r => r?,
-                            };
-                            wrote(&mut synced, &n, off, len);
-                            let end = off as usize + len;
-                            if c.len() < end {
-                                c.resize(end, 0);
+                            if !write_some(&mut fs, &mut rng, &mut cur, &mut synced, &n)? {
+                                continue;
                             }
-                            c[off as usize..end].fill(byte);
                         }
                         45..=49 if !names.is_empty() => {
                             // A close and a reopen: the buffer goes to the writer.
@@ -364,18 +394,7 @@ fn fsynced_files_survive_power_cuts_during_flush_jobs_and_background_cleaning() 
                         }
                         50..=54 if !names.is_empty() => {
                             let n = pick(&mut rng);
-                            let ino = fs.lookup(ROOT, n.as_bytes())?.ino;
-                            let c = cur.get_mut(&n).unwrap();
-                            let size = rng.gen_range(0..=c.len() as u64);
-                            fs.setattr(
-                                ino,
-                                &SetAttr {
-                                    size: Some(size),
-                                    ..SetAttr::default()
-                                },
-                            )?;
-                            truncated(&mut synced, &n, size);
-                            c.truncate(size as usize);
+                            truncate_some(&mut fs, &mut rng, &mut cur, &mut synced, &n)?;
                         }
                         55..=64 if !names.is_empty() => {
                             let n = pick(&mut rng);
@@ -427,39 +446,14 @@ fn fsynced_files_survive_power_cuts_during_flush_jobs_and_background_cleaning() 
             drop(w);
             drop(fs);
             d.power_on();
-            fs = Fs::open(zoned(&d), opts.clone())
-                .unwrap_or_else(|e| panic!("round {round} cycle {cycle}: {e}"));
-            for (n, want) in &synced {
-                let a = fs
-                    .lookup(ROOT, n.as_bytes())
-                    .unwrap_or_else(|e| panic!("round {round} cycle {cycle}: {n}: {e}"));
-                let got = fs.read(a.ino, 0, a.size as usize + 1).unwrap();
-                assert!(
-                    want.holds(&got),
-                    "round {round} cycle {cycle}: {n} differs ({} bytes, fsynced {}, exact {})",
-                    got.len(),
-                    want.prefix.len(),
-                    want.exact
-                );
-            }
-            let r = fs.check(true).unwrap();
-            assert!(
-                r.problems.is_empty(),
-                "round {round} cycle {cycle}: {:?}",
-                r.problems
-            );
-            cur = dump(&mut fs)
-                .into_iter()
-                .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.unwrap_or_default()))
-                .collect();
+            let at = format!("round {round} cycle {cycle}");
+            fs = remount_and_check(&d, opts.clone(), &synced, &at);
+            cur = contents(&mut fs);
             for n in cur.keys() {
                 let ino = fs.lookup(ROOT, n.as_bytes()).unwrap().ino;
                 fs.open_file(ino).unwrap();
             }
-            synced = cur
-                .iter()
-                .map(|(k, v)| (k.clone(), Synced::new(v.clone())))
-                .collect();
+            synced = all_synced(&cur);
         }
     }
     eprintln!("{cuts} power cuts; {tails} tail and {wholes} whole-zone cleanings finished");

@@ -9,24 +9,17 @@ use std::io::Write as _; // skips are written past the test harness's capture, s
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use common::*;
+use std::path::Path;
 use std::process::Command;
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
-use tegula_device::{profile, Disk, OpenOptions, ZonedDevice};
-use tegula_fs::fuse::FuseFs;
-use tegula_fs::{Fs, FsOptions};
 
 const DB_BENCH: &str = "db_bench";
 /// Keys per phase: ~4 MB of values per fill at 200-byte values.
 const NUM: u64 = 20_000;
 
 fn skip_reason() -> Option<String> {
-    if !Path::new("/dev/fuse").exists() {
-        return Some("/dev/fuse is missing".into());
-    }
-    if Command::new("fusermount3").arg("-V").output().is_err() {
-        return Some("fusermount3 is not installed".into());
+    if let Some(why) = fuse_missing() {
+        return Some(why);
     }
     if Command::new(DB_BENCH).arg("--help").output().is_err() {
         return Some("db_bench is not installed (Debian package rocksdb-tools)".into());
@@ -34,48 +27,8 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-struct Mounted {
-    session: Option<fuser::BackgroundSession>,
-    done: mpsc::Receiver<Result<(), String>>,
-}
-
-fn mount(image: &Path, mp: &Path) -> Result<Mounted, String> {
-    let disk = Disk::open_image(image, OpenOptions::default()).map_err(|e| e.to_string())?;
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    let fs = Fs::open(dev, FsOptions::default()).map_err(|e| e.to_string())?;
-    let (tx, rx) = mpsc::channel();
-    let opts = [fuser::MountOption::FSName("tegula-dbbench".into())];
-    let s = fuser::Session::new(FuseFs::new(fs, tx), mp, &opts).map_err(|e| e.to_string())?;
-    let bg = s.spawn().map_err(|e| e.to_string())?;
-    Ok(Mounted {
-        session: Some(bg),
-        done: rx,
-    })
-}
-
-impl Mounted {
-    fn unmount(mut self) {
-        drop(self.session.take());
-        self.done
-            .recv_timeout(Duration::from_secs(60))
-            .expect("unmount finished")
-            .expect("unmount wrote everything");
-    }
-}
-
-fn image(dir: &Path) -> PathBuf {
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = 256 << 20;
-    cfg.zones.zone_size = 8 << 20;
-    cfg.zones.conventional_zones = Some(1);
-    let path = dir.join("fs.img");
-    let disk = Disk::create_image(&path, cfg).unwrap();
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    Fs::mkfs(dev, FsOptions::default())
-        .unwrap()
-        .close()
-        .unwrap();
-    path
+fn mount(image: &Path, mp: &Path) -> Result<FuseMount, String> {
+    mount_image(image, mp, "tegula-dbbench", true)
 }
 
 fn db_bench(db: &Path, benchmarks: &str, extra: &[&str]) -> String {
@@ -130,7 +83,7 @@ fn rocksdb_db_bench_runs_on_the_mount_and_reads_everything_back_after_a_remount(
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let img = image(tmp.path());
+    let img = image(tmp.path(), 8);
     let mp = tmp.path().join("mnt");
     std::fs::create_dir(&mp).unwrap();
     let m = match mount(&img, &mp) {

@@ -7,97 +7,25 @@ use std::io::Write as _; // skips are written past the test harness's capture, s
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{mpsc, Arc};
-use std::time::Duration;
-use tegula_device::{profile, Disk, OpenOptions, ZonedDevice};
-use tegula_fs::fuse::FuseFs;
-use tegula_fs::{Fs, FsOptions};
+use common::*;
+use std::path::Path;
 
-fn skip_reason() -> Option<String> {
-    if !Path::new("/dev/fuse").exists() {
-        return Some("/dev/fuse is missing".into());
-    }
-    if Command::new("fusermount3").arg("-V").output().is_err() {
-        return Some("fusermount3 is not installed".into());
-    }
-    None
-}
-
-struct Mounted {
-    session: Option<fuser::BackgroundSession>,
-    done: mpsc::Receiver<Result<(), String>>,
-}
-
-fn mount(image: &Path, mp: &Path) -> Result<Mounted, String> {
+fn mount(image: &Path, mp: &Path) -> Result<FuseMount, String> {
     mount_with(image, mp, true)
 }
 
-fn mount_with(image: &Path, mp: &Path, writeback: bool) -> Result<Mounted, String> {
-    let disk = Disk::open_image(image, OpenOptions::default()).map_err(|e| e.to_string())?;
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    let fs = Fs::open(dev, FsOptions::default()).map_err(|e| e.to_string())?;
-    let (tx, rx) = mpsc::channel();
-    let opts = [fuser::MountOption::FSName("tegula-test".into())];
-    let fuse = FuseFs::new(fs, tx).writeback_cache(writeback);
-    let s = fuser::Session::new(fuse, mp, &opts).map_err(|e| e.to_string())?;
-    let bg = s.spawn().map_err(|e| e.to_string())?;
-    Ok(Mounted {
-        session: Some(bg),
-        done: rx,
-    })
-}
-
-impl Mounted {
-    fn unmount(mut self) {
-        drop(self.session.take());
-        self.done
-            .recv_timeout(Duration::from_secs(60))
-            .expect("unmount finished")
-            .expect("unmount wrote everything");
-    }
-}
-
-fn sh(cwd: &Path, script: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-ec")
-        .arg(script)
-        .current_dir(cwd)
-        .output()
-        .expect("sh runs");
-    assert!(
-        out.status.success(),
-        "script failed: {script}\nstdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn image(dir: &Path) -> PathBuf {
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = 256 << 20;
-    cfg.zones.zone_size = 16 << 20;
-    cfg.zones.conventional_zones = Some(1);
-    let path = dir.join("fs.img");
-    let disk = Disk::create_image(&path, cfg).unwrap();
-    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
-    Fs::mkfs(dev, FsOptions::default())
-        .unwrap()
-        .close()
-        .unwrap();
-    path
+fn mount_with(image: &Path, mp: &Path, writeback: bool) -> Result<FuseMount, String> {
+    mount_image(image, mp, "tegula-test", writeback)
 }
 
 #[test]
 fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
-    if let Some(why) = skip_reason() {
+    if let Some(why) = fuse_missing() {
         let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let img = image(tmp.path());
+    let img = image(tmp.path(), 16);
     let mp = tmp.path().join("mnt");
     std::fs::create_dir(&mp).unwrap();
     let src = tmp.path().join("src");
@@ -187,13 +115,13 @@ fn shell_tools_work_on_the_mount_and_data_survives_a_remount() {
 #[test]
 fn appends_unaligned_writes_and_truncates_are_right_with_and_without_the_writeback_cache() {
     use std::io::{Seek, SeekFrom, Write};
-    if let Some(why) = skip_reason() {
+    if let Some(why) = fuse_missing() {
         let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
         return;
     }
     for writeback in [true, false] {
         let tmp = tempfile::tempdir().unwrap();
-        let img = image(tmp.path());
+        let img = image(tmp.path(), 16);
         let mp = tmp.path().join("mnt");
         std::fs::create_dir(&mp).unwrap();
         let m = match mount_with(&img, &mp, writeback) {

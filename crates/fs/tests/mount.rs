@@ -12,30 +12,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
-use tegula_device::{profile, Disk, ZonedDevice};
+use tegula_device::{Disk, ZonedDevice};
 use tegula_fs::{mount, mount_passthrough, Fs, FsOptions, MountOptions, Mounted};
 
 fn skip(test: &str) -> bool {
-    let why = if !Path::new("/dev/fuse").exists() {
-        Some("/dev/fuse is missing")
-    } else if Command::new("fusermount3").arg("-V").output().is_err() {
-        Some("fusermount3 is not installed")
-    } else {
-        None
-    };
-    if let Some(w) = why {
-        let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {w}");
-        return true;
+    match common::fuse_missing() {
+        Some(w) => {
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {w}");
+            true
+        }
+        None => false,
     }
-    false
 }
 
 /// A fresh file system on an in-memory drive of `mib` MiB in zones of `zone_mib`.
 fn fresh(mib: u64, zone_mib: u64) -> Fs {
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = mib << 20;
-    cfg.zones.zone_size = zone_mib << 20;
-    cfg.zones.conventional_zones = Some(1);
+    let cfg = common::hm_smr(mib, zone_mib, 1);
     let dev: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
     Fs::mkfs(dev, FsOptions::default()).unwrap()
 }
@@ -59,124 +51,122 @@ fn dirs() -> (tempfile::TempDir, PathBuf) {
     (dir, mp)
 }
 
+/// Runs `body` on a fresh file system of `mib` MiB (zones of 16 MiB) mounted with the
+/// default options, then unmounts it; skips `test` where FUSE is unavailable.
+fn on_fresh_mount(test: &str, mib: u64, body: impl FnOnce(&Path, &Mounted)) {
+    if skip(test) {
+        return;
+    }
+    let (_d, mp) = dirs();
+    let m = mounted(fresh(mib, 16), &mp, &MountOptions::default());
+    body(&mp, &m);
+    unmount(m);
+}
+
 /// A program that reads a directory and unlinks as it goes must not leave names behind
 /// once the directory holds more than one getdents buffer (3,000 files left 1,364).
 #[test]
 fn read_and_unlink_in_one_pass_empties_a_large_directory() {
-    if skip("read_and_unlink_in_one_pass_empties_a_large_directory") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(256, 16), &mp, &MountOptions::default());
-    let dir = mp.join("many");
-    std::fs::create_dir(&dir).unwrap();
-    for i in 0..3000 {
-        std::fs::File::create(dir.join(format!("file-with-a-longish-name-{i:05}"))).unwrap();
-    }
-    for e in std::fs::read_dir(&dir).unwrap() {
-        std::fs::remove_file(e.unwrap().path()).unwrap();
-    }
-    let left = std::fs::read_dir(&dir).unwrap().count();
-    assert_eq!(left, 0, "{left} names left after one pass");
-    std::fs::remove_dir(&dir).unwrap();
-    unmount(m);
+    on_fresh_mount(
+        "read_and_unlink_in_one_pass_empties_a_large_directory",
+        256,
+        |mp, _| {
+            let dir = mp.join("many");
+            std::fs::create_dir(&dir).unwrap();
+            for i in 0..3000 {
+                std::fs::File::create(dir.join(format!("file-with-a-longish-name-{i:05}")))
+                    .unwrap();
+            }
+            for e in std::fs::read_dir(&dir).unwrap() {
+                std::fs::remove_file(e.unwrap().path()).unwrap();
+            }
+            let left = std::fs::read_dir(&dir).unwrap().count();
+            assert_eq!(left, 0, "{left} names left after one pass");
+            std::fs::remove_dir(&dir).unwrap();
+        },
+    );
 }
 
 /// With the writeback cache the kernel sends a SETATTR for an inode after its unlink; the
 /// inode must live until the kernel's FORGET (`touch g; rm g; sync -f .` gave ENOENT).
 #[test]
 fn an_unlinked_inode_lives_until_the_kernel_forgets_it() {
-    if skip("an_unlinked_inode_lives_until_the_kernel_forgets_it") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(256, 16), &mp, &MountOptions::default());
-    let out = Command::new("sh")
-        .arg("-ec")
-        .arg("touch g; rm g; sync -f .; echo x > h; cat h >/dev/null; rm h; sync -f .")
-        .current_dir(&mp)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    on_fresh_mount(
+        "an_unlinked_inode_lives_until_the_kernel_forgets_it",
+        256,
+        |mp, _| {
+            common::sh(
+                mp,
+                "touch g; rm g; sync -f .; echo x > h; cat h >/dev/null; rm h; sync -f .",
+            );
+            // An open file survives its unlink until closed, through the kernel's SETATTR too.
+            let p = mp.join("open");
+            let mut f = std::fs::File::create(&p).unwrap();
+            std::fs::remove_file(&p).unwrap();
+            f.write_all(b"still here").unwrap();
+            f.set_len(5).unwrap();
+            f.sync_all().unwrap();
+            drop(f);
+        },
     );
-    // An open file survives its unlink until closed, through the kernel's SETATTR too.
-    let p = mp.join("open");
-    let mut f = std::fs::File::create(&p).unwrap();
-    std::fs::remove_file(&p).unwrap();
-    f.write_all(b"still here").unwrap();
-    f.set_len(5).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    unmount(m);
 }
 
 /// Names longer than 255 bytes are ENAMETOOLONG in every call that takes a name (lookup
 /// said ENOENT).
 #[test]
 fn names_longer_than_255_bytes_are_enametoolong() {
-    if skip("names_longer_than_255_bytes_are_enametoolong") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(256, 16), &mp, &MountOptions::default());
-    let long = mp.join("x".repeat(256));
-    let ok = mp.join("x".repeat(255));
-    std::fs::write(&ok, b"a").unwrap();
-    let want = libc::ENAMETOOLONG;
-    assert_eq!(errno(&std::fs::metadata(&long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::remove_file(&long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::remove_dir(&long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::create_dir(&long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::File::create(&long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::hard_link(&ok, &long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::rename(&ok, &long).unwrap_err()), want);
-    assert_eq!(errno(&std::fs::rename(&long, &ok).unwrap_err()), want);
-    unmount(m);
+    on_fresh_mount(
+        "names_longer_than_255_bytes_are_enametoolong",
+        256,
+        |mp, _| {
+            let long = mp.join("x".repeat(256));
+            let ok = mp.join("x".repeat(255));
+            std::fs::write(&ok, b"a").unwrap();
+            let want = libc::ENAMETOOLONG;
+            assert_eq!(errno(&std::fs::metadata(&long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::remove_file(&long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::remove_dir(&long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::create_dir(&long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::File::create(&long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::hard_link(&ok, &long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::rename(&ok, &long).unwrap_err()), want);
+            assert_eq!(errno(&std::fs::rename(&long, &ok).unwrap_err()), want);
+        },
+    );
 }
 
 /// FIFOs, UNIX sockets and device nodes can be made; the kernel serves them.
 #[test]
 fn fifos_sockets_and_device_nodes_can_be_created() {
-    if skip("fifos_sockets_and_device_nodes_can_be_created") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(256, 16), &mp, &MountOptions::default());
-    let sock = mp.join("s.sock");
-    let l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-    let mut c = std::os::unix::net::UnixStream::connect(&sock).unwrap();
-    let (mut a, _) = l.accept().unwrap();
-    c.write_all(b"ping").unwrap();
-    let mut buf = [0u8; 4];
-    a.read_exact(&mut buf).unwrap();
-    assert_eq!(&buf, b"ping");
-    assert!(std::fs::symlink_metadata(&sock)
-        .unwrap()
-        .file_type()
-        .is_socket());
-    let out = Command::new("sh")
-        .arg("-ec")
-        .arg("mkfifo p && mknod c c 1 3 && mknod b b 7 0 && stat -c '%F %t %T' c b")
-        .current_dir(&mp)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    on_fresh_mount(
+        "fifos_sockets_and_device_nodes_can_be_created",
+        256,
+        |mp, _| {
+            let sock = mp.join("s.sock");
+            let l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+            let mut c = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+            let (mut a, _) = l.accept().unwrap();
+            c.write_all(b"ping").unwrap();
+            let mut buf = [0u8; 4];
+            a.read_exact(&mut buf).unwrap();
+            assert_eq!(&buf, b"ping");
+            assert!(std::fs::symlink_metadata(&sock)
+                .unwrap()
+                .file_type()
+                .is_socket());
+            let text = common::sh(
+                mp,
+                "mkfifo p && mknod c c 1 3 && mknod b b 7 0 && stat -c '%F %t %T' c b",
+            );
+            assert!(text.contains("character special file 1 3"), "{text}");
+            assert!(text.contains("block special file 7 0"), "{text}");
+            assert!(std::fs::symlink_metadata(mp.join("p"))
+                .unwrap()
+                .file_type()
+                .is_fifo());
+            drop((a, c, l));
+        },
     );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("character special file 1 3"), "{text}");
-    assert!(text.contains("block special file 7 0"), "{text}");
-    assert!(std::fs::symlink_metadata(mp.join("p"))
-        .unwrap()
-        .file_type()
-        .is_fifo());
-    drop((a, c, l));
-    unmount(m);
 }
 
 /// With the writeback cache, `dd` into a full drive must fail at `write`, not run on to a
@@ -218,42 +208,42 @@ fn writes_fail_with_enospc_once_the_drive_cannot_hold_them() {
 /// (144-177 MiB were reported free that no write could use until a remount).
 #[test]
 fn statfs_free_space_can_be_written_after_fill_delete_refill() {
-    if skip("statfs_free_space_can_be_written_after_fill_delete_refill") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(512, 16), &mp, &MountOptions::default());
-    let chunk = vec![0xa5u8; 1 << 20];
-    let fill = |name: &str| -> u64 {
-        let mut f = std::fs::File::create(mp.join(name)).unwrap();
-        let mut n = 0u64;
-        while f.write_all(&chunk).is_ok() {
-            n += chunk.len() as u64;
-        }
-        drop(f);
-        n
-    };
-    let free = |p: &Path| {
-        let s = nix_statvfs(p);
-        s.0 * s.1
-    };
-    for round in 0..3 {
-        let reported = free(&mp);
-        let got = fill(&format!("fill{round}"));
-        assert!(
-            got as f64 >= reported as f64 * 0.97,
-            "round {round}: statfs said {reported} bytes free, {got} could be written"
-        );
-        std::fs::remove_file(mp.join(format!("fill{round}"))).unwrap();
-        // Half-fill with small files between rounds, then delete them too.
-        for i in 0..50 {
-            std::fs::write(mp.join(format!("s{i}")), &chunk[..300_000]).unwrap();
-        }
-        for i in 0..50 {
-            std::fs::remove_file(mp.join(format!("s{i}"))).unwrap();
-        }
-    }
-    unmount(m);
+    on_fresh_mount(
+        "statfs_free_space_can_be_written_after_fill_delete_refill",
+        512,
+        |mp, _| {
+            let chunk = vec![0xa5u8; 1 << 20];
+            let fill = |name: &str| -> u64 {
+                let mut f = std::fs::File::create(mp.join(name)).unwrap();
+                let mut n = 0u64;
+                while f.write_all(&chunk).is_ok() {
+                    n += chunk.len() as u64;
+                }
+                drop(f);
+                n
+            };
+            let free = |p: &Path| {
+                let s = nix_statvfs(p);
+                s.0 * s.1
+            };
+            for round in 0..3 {
+                let reported = free(mp);
+                let got = fill(&format!("fill{round}"));
+                assert!(
+                    got as f64 >= reported as f64 * 0.97,
+                    "round {round}: statfs said {reported} bytes free, {got} could be written"
+                );
+                std::fs::remove_file(mp.join(format!("fill{round}"))).unwrap();
+                // Half-fill with small files between rounds, then delete them too.
+                for i in 0..50 {
+                    std::fs::write(mp.join(format!("s{i}")), &chunk[..300_000]).unwrap();
+                }
+                for i in 0..50 {
+                    std::fs::remove_file(mp.join(format!("s{i}"))).unwrap();
+                }
+            }
+        },
+    );
 }
 
 /// (block size, free blocks) of the file system at `p`.
@@ -270,43 +260,43 @@ fn nix_statvfs(p: &Path) -> (u64, u64) {
 /// The profiler counts a known sequence of calls (and the bytes they moved).
 #[test]
 fn the_profiler_counts_a_known_sequence_of_calls() {
-    if skip("the_profiler_counts_a_known_sequence_of_calls") {
-        return;
-    }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(256, 16), &mp, &MountOptions::default());
-    let p = m.profiler();
-    p.take();
-    std::fs::create_dir(mp.join("d")).unwrap();
-    std::fs::create_dir(mp.join("d/e")).unwrap();
-    let mut f = std::fs::File::create(mp.join("d/f")).unwrap();
-    f.write_all(&vec![1u8; 100_000]).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    std::os::unix::fs::symlink("f", mp.join("d/l")).unwrap();
-    std::fs::hard_link(mp.join("d/f"), mp.join("d/g")).unwrap();
-    std::fs::rename(mp.join("d/g"), mp.join("d/h")).unwrap();
-    std::fs::remove_file(mp.join("d/h")).unwrap();
-    std::fs::remove_file(mp.join("d/l")).unwrap();
-    std::fs::remove_dir(mp.join("d/e")).unwrap();
-    let d = p.take();
-    let calls = |op: &str| d.get(op).unwrap().calls;
-    assert_eq!(calls("mkdir"), 2);
-    assert_eq!(calls("create"), 1);
-    assert_eq!(calls("symlink"), 1);
-    assert_eq!(calls("link"), 1);
-    assert_eq!(calls("rename"), 1);
-    assert_eq!(calls("unlink"), 2);
-    assert_eq!(calls("rmdir"), 1);
-    assert_eq!(calls("fsync"), 1);
-    assert_eq!(d.get("write").unwrap().bytes, 100_000);
-    assert!(calls("lookup") >= 1);
-    assert!(d
-        .to_json()
-        .contains("\"op\":\"mkdir\",\"calls\":2,\"errors\":0"));
-    // The counters restarted.
-    assert_eq!(p.take().get("mkdir").unwrap().calls, 0);
-    unmount(m);
+    on_fresh_mount(
+        "the_profiler_counts_a_known_sequence_of_calls",
+        256,
+        |mp, m| {
+            let p = m.profiler();
+            p.take();
+            std::fs::create_dir(mp.join("d")).unwrap();
+            std::fs::create_dir(mp.join("d/e")).unwrap();
+            let mut f = std::fs::File::create(mp.join("d/f")).unwrap();
+            f.write_all(&vec![1u8; 100_000]).unwrap();
+            f.sync_all().unwrap();
+            drop(f);
+            std::os::unix::fs::symlink("f", mp.join("d/l")).unwrap();
+            std::fs::hard_link(mp.join("d/f"), mp.join("d/g")).unwrap();
+            std::fs::rename(mp.join("d/g"), mp.join("d/h")).unwrap();
+            std::fs::remove_file(mp.join("d/h")).unwrap();
+            std::fs::remove_file(mp.join("d/l")).unwrap();
+            std::fs::remove_dir(mp.join("d/e")).unwrap();
+            let d = p.take();
+            let calls = |op: &str| d.get(op).unwrap().calls;
+            assert_eq!(calls("mkdir"), 2);
+            assert_eq!(calls("create"), 1);
+            assert_eq!(calls("symlink"), 1);
+            assert_eq!(calls("link"), 1);
+            assert_eq!(calls("rename"), 1);
+            assert_eq!(calls("unlink"), 2);
+            assert_eq!(calls("rmdir"), 1);
+            assert_eq!(calls("fsync"), 1);
+            assert_eq!(d.get("write").unwrap().bytes, 100_000);
+            assert!(calls("lookup") >= 1);
+            assert!(d
+                .to_json()
+                .contains("\"op\":\"mkdir\",\"calls\":2,\"errors\":0"));
+            // The counters restarted.
+            assert_eq!(p.take().get("mkdir").unwrap().calls, 0);
+        },
+    );
 }
 
 /// Closing a file returns before its data is on the drive (the writer thread writes it);
@@ -317,10 +307,7 @@ fn closed_files_are_written_behind_and_read_back_meanwhile() {
         return;
     }
     let (d, mp) = dirs();
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = 256 << 20;
-    cfg.zones.zone_size = 16 << 20;
-    cfg.zones.conventional_zones = Some(1);
+    let cfg = common::hm_smr(256, 16, 1);
     let img = d.path().join("fs.img");
     let disk = Disk::create_image(&img, cfg).unwrap();
     let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
@@ -435,9 +422,6 @@ fn allow_other_lets_other_users_in() {
 /// positions in the current listing.
 #[test]
 fn bonnie_file_creation_test_passes() {
-    if skip("bonnie_file_creation_test_passes") {
-        return;
-    }
     if Command::new("bonnie++").arg("-h").output().is_err() {
         let _ = writeln!(
             std::io::stderr(),
@@ -445,20 +429,19 @@ fn bonnie_file_creation_test_passes() {
         );
         return;
     }
-    let (_d, mp) = dirs();
-    let m = mounted(fresh(512, 16), &mp, &MountOptions::default());
-    let out = Command::new("bonnie++")
-        .args(["-d"])
-        .arg(&mp)
-        .args(["-n", "4:0:0:1", "-s", "0", "-u", "root", "-q"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "bonnie++ failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(std::fs::read_dir(&mp).unwrap().count(), 0);
-    unmount(m);
+    on_fresh_mount("bonnie_file_creation_test_passes", 512, |mp, _| {
+        let out = Command::new("bonnie++")
+            .args(["-d"])
+            .arg(mp)
+            .args(["-n", "4:0:0:1", "-s", "0", "-u", "root", "-q"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "bonnie++ failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(std::fs::read_dir(mp).unwrap().count(), 0);
+    });
 }

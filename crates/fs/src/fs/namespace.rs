@@ -113,6 +113,15 @@ impl Fs {
         Ok(self.dir(ino)?.parent)
     }
 
+    /// Checks that `parent` is a directory with no entry `name` (where one is to be made).
+    fn check_free(&self, parent: u64, name: &[u8]) -> Result<()> {
+        self.dir(parent)?;
+        match self.state.lookup(parent, name) {
+            Some(_) => Err(FsError::Exists),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn make(
         &mut self,
         parent: u64,
@@ -123,10 +132,7 @@ impl Fs {
         target: Vec<u8>,
     ) -> Result<Attr> {
         check_name(name)?;
-        self.dir(parent)?;
-        if self.state.lookup(parent, name).is_some() {
-            return Err(FsError::Exists);
-        }
+        self.check_free(parent, name)?;
         let ino = self.state.next_ino;
         self.log(Op::Create {
             parent,
@@ -237,10 +243,7 @@ impl Fs {
         if self.inode(ino)?.kind == Kind::Dir {
             return Err(FsError::Invalid("hard link to a directory".into()));
         }
-        self.dir(parent)?;
-        if self.state.lookup(parent, name).is_some() {
-            return Err(FsError::Exists);
-        }
+        self.check_free(parent, name)?;
         self.log(Op::Link {
             parent,
             name: name.to_vec(),

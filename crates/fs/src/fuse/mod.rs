@@ -26,7 +26,8 @@ mod writer;
 
 use crate::error::FsError;
 use crate::fs::Fs;
-use crate::profile::{Op, Profiler};
+use crate::profile::Profiler;
+use crate::serve::{Lanes, Served};
 use crate::triggers::Triggers;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,9 +51,6 @@ struct Handle {
     ino: u64,
     append: bool,
 }
-
-/// A job for a worker: runs with the shared state.
-type Job = Box<dyn FnOnce(&Shared) + Send>;
 
 /// What the background threads tell waiters: a counter that grows with each finished flush
 /// job or cleaning step.
@@ -198,6 +196,23 @@ impl Shared {
     }
 }
 
+impl Served for Shared {
+    fn profiler(&self) -> &Profiler {
+        &self.profiler
+    }
+
+    fn arrived(&self) {
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.busy.fetch_add(1, Ordering::AcqRel);
+        self.last_request
+            .store(self.since_epoch(), Ordering::Relaxed);
+    }
+
+    fn finished(&self) {
+        self.busy.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 fn unmounted() -> FsError {
     FsError::Broken("unmounted".into())
 }
@@ -207,8 +222,7 @@ fn unmounted() -> FsError {
 /// `done` channel.
 pub struct FuseFs {
     shared: Arc<Shared>,
-    tx: Option<mpsc::Sender<Job>>,
-    workers: Vec<JoinHandle<()>>,
+    lanes: Lanes<Shared>,
     threads: usize,
     /// Ask the kernel for its writeback cache at `init`.
     want_writeback: bool,
@@ -249,29 +263,11 @@ impl FuseFs {
             triggers: Triggers::default(),
             profiler: Arc::new(Profiler::new("tegula")),
         });
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
         let threads = threads.max(1);
-        let workers = (0..threads)
-            .map(|_| {
-                let rx = rx.clone();
-                let shared = shared.clone();
-                std::thread::spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match job {
-                        Ok(job) => job(&shared),
-                        Err(_) => return,
-                    }
-                })
-            })
-            .collect();
+        let lanes = Lanes::new(shared.clone(), threads);
         FuseFs {
             shared,
-            tx: Some(tx),
-            workers,
+            lanes,
             threads,
             want_writeback: true,
             clean_in_background: true,
@@ -355,70 +351,15 @@ impl FuseFs {
             }
         }
     }
-
-    fn begin(&self, op: Op) -> Instant {
-        let sh = &self.shared;
-        sh.profiler.arrive(op);
-        sh.requests.fetch_add(1, Ordering::Relaxed);
-        sh.busy.fetch_add(1, Ordering::AcqRel);
-        sh.last_request.store(sh.since_epoch(), Ordering::Relaxed);
-        Instant::now()
-    }
-
-    /// Runs a request now, on the session thread, counting it in the profiler: `f` returns
-    /// whether it succeeded and the bytes it moved.
-    fn inline(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64)) {
-        let start = self.begin(op);
-        let sh = &self.shared;
-        let (ok, bytes) = f(sh);
-        sh.profiler.record(op, ok, bytes, start.elapsed());
-        sh.busy.fetch_sub(1, Ordering::AcqRel);
-    }
-
-    /// Runs a request on a worker (see [`FuseFs::inline`]).
-    fn worker(&self, op: Op, f: impl FnOnce(&Shared) -> (bool, u64) + Send + 'static) {
-        let start = self.begin(op);
-        let job = move |sh: &Shared| {
-            let (ok, bytes) = f(sh);
-            sh.profiler.record(op, ok, bytes, start.elapsed());
-            sh.busy.fetch_sub(1, Ordering::AcqRel);
-        };
-        match &self.tx {
-            Some(tx) => {
-                let job: Job = Box::new(job);
-                if let Err(mpsc::SendError(job)) = tx.send(job) {
-                    job(&self.shared);
-                }
-            }
-            None => job(&self.shared),
-        }
-    }
-}
-
-/// Replies with the error of `$e` and returns `(false, 0)` from the request's closure.
-macro_rules! tryr {
-    ($reply:expr, $e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(e) => {
-                let e: FsError = e;
-                if matches!(e, FsError::Corrupt(_) | FsError::Io(_) | FsError::Broken(_)) {
-                    eprintln!("tegula-fs: {e}");
-                }
-                $reply.error(e.errno());
-                return (false, 0);
-            }
-        }
-    };
 }
 
 /// Runs `$body` with `$fs` bound to the file system under the read lock, `inline` or on a
 /// `worker`.
 macro_rules! with_read {
     ($self:ident, $lane:ident, $op:expr, $reply:ident, |$fs:ident| $body:block) => {
-        $self.$lane($op, move |sh: &Shared| {
+        $self.lanes.$lane($op, move |sh: &Shared| {
             let g = sh.r();
-            let $fs: &Fs = tryr!($reply, g.as_ref().ok_or_else(unmounted));
+            let $fs: &Fs = $crate::serve::try_reply!($reply, g.as_ref().ok_or_else(unmounted));
             $body
         })
     };
@@ -428,9 +369,9 @@ macro_rules! with_read {
 /// a `worker`, then hands the buffers it queued to the writer.
 macro_rules! with_write {
     ($self:ident, $lane:ident, $op:expr, $reply:ident, |$sh:ident, $fs:ident| $body:block) => {
-        $self.$lane($op, move |$sh: &Shared| {
+        $self.lanes.$lane($op, move |$sh: &Shared| {
             let mut g = $sh.w();
-            let $fs: &mut Fs = tryr!($reply, g.as_mut().ok_or_else(unmounted));
+            let $fs: &mut Fs = $crate::serve::try_reply!($reply, g.as_mut().ok_or_else(unmounted));
             #[allow(clippy::redundant_closure_call)]
             let out = (|| $body)();
             $sh.send_flushes($fs);

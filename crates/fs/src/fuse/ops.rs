@@ -5,8 +5,9 @@
 use super::convert::{attr, file_type, kind_of_mode, ns};
 use super::{unmounted, writer, FuseFs, Shared, KEEP_CACHE, MAX_WRITE, TTL};
 use crate::error::FsError;
-use crate::fs::{Fs, SetAttr};
+use crate::fs::{Attr, Fs, SetAttr};
 use crate::profile::op;
+use crate::serve::{self, try_reply};
 use fuser::{
     Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyEmpty,
     ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
@@ -32,13 +33,7 @@ fn ttl(fs: &Fs) -> &'static Duration {
 
 impl Filesystem for FuseFs {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
-        // Ask for 1 MiB writes and read-ahead; the kernel settles on what it supports.
-        let _ = config.set_max_write(MAX_WRITE);
-        let _ = config.set_max_readahead(MAX_WRITE);
-        let wb = self.want_writeback
-            && config
-                .add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE)
-                .is_ok();
+        let wb = serve::configure(config, MAX_WRITE, self.want_writeback);
         self.shared.writeback.store(wb, Ordering::Relaxed);
         self.start_background();
         Ok(())
@@ -46,12 +41,7 @@ impl Filesystem for FuseFs {
 
     fn destroy(&mut self) {
         // Let queued requests finish, then the background threads, before the final flush.
-        drop(self.tx.take());
-        for w in self.workers.drain(..) {
-            if w.join().is_err() {
-                eprintln!("tegula-fs: a worker thread panicked");
-            }
-        }
+        self.lanes.stop("worker thread");
         self.stop_background();
         eprintln!(
             "tegula-fs: {} requests served ({} workers); largest write request {} bytes",
@@ -75,15 +65,13 @@ impl Filesystem for FuseFs {
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
         let name = name.as_bytes();
         with_read!(self, inline, op::LOOKUP, reply, |fs| {
-            let a = tryr!(reply, fs.lookup(parent, name));
-            fs.remember(a.ino);
-            reply.entry(ttl(fs), &attr(&a), 0);
-            (true, 0)
+            let a = try_reply!(reply, fs.lookup(parent, name));
+            entry(fs, reply, &a)
         });
     }
 
     fn forget(&mut self, _req: &Request<'_>, ino: u64, nlookup: u64) {
-        self.inline(op::FORGET, |sh: &Shared| {
+        self.lanes.inline(op::FORGET, |sh: &Shared| {
             let mut g = sh.w();
             let Some(fs) = g.as_mut() else {
                 return (false, 0);
@@ -97,7 +85,7 @@ impl Filesystem for FuseFs {
     }
 
     fn batch_forget(&mut self, _req: &Request<'_>, nodes: &[fuser::fuse_forget_one]) {
-        self.inline(op::BATCH_FORGET, |sh: &Shared| {
+        self.lanes.inline(op::BATCH_FORGET, |sh: &Shared| {
             let mut g = sh.w();
             let Some(fs) = g.as_mut() else {
                 return (false, 0);
@@ -123,7 +111,7 @@ impl Filesystem for FuseFs {
                 reply.error(libc::ENOSPC);
                 return (false, 0);
             }
-            let a = tryr!(reply, fs.getattr(ino));
+            let a = try_reply!(reply, fs.getattr(ino));
             reply.attr(ttl(fs), &attr(&a));
             (true, 0)
         });
@@ -156,7 +144,7 @@ impl Filesystem for FuseFs {
             mtime: mtime.map(ns),
         };
         with_write!(self, inline, op::SETATTR, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.setattr(ino, &sa));
+            let a = try_reply!(reply, fs.setattr(ino, &sa));
             reply.attr(ttl(fs), &attr(&a));
             (true, 0)
         });
@@ -164,7 +152,7 @@ impl Filesystem for FuseFs {
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
         with_read!(self, inline, op::READLINK, reply, |fs| {
-            let t = tryr!(reply, fs.readlink(ino));
+            let t = try_reply!(reply, fs.readlink(ino));
             reply.data(&t);
             (true, 0)
         });
@@ -186,13 +174,11 @@ impl Filesystem for FuseFs {
         };
         let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
         with_write!(self, inline, op::MKNOD, reply, |_sh, fs| {
-            let a = tryr!(
+            let a = try_reply!(
                 reply,
                 fs.mknod(parent, name, kind, mode & !umask, rdev, uid, gid)
             );
-            fs.remember(a.ino);
-            reply.entry(ttl(fs), &attr(&a), 0);
-            (true, 0)
+            entry(fs, reply, &a)
         });
     }
 
@@ -207,17 +193,15 @@ impl Filesystem for FuseFs {
     ) {
         let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
         with_write!(self, inline, op::MKDIR, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.mkdir(parent, name, mode & !umask, uid, gid));
-            fs.remember(a.ino);
-            reply.entry(ttl(fs), &attr(&a), 0);
-            (true, 0)
+            let a = try_reply!(reply, fs.mkdir(parent, name, mode & !umask, uid, gid));
+            entry(fs, reply, &a)
         });
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
         let name = name.as_bytes();
         with_write!(self, inline, op::UNLINK, reply, |_sh, fs| {
-            tryr!(reply, fs.unlink(parent, name));
+            try_reply!(reply, fs.unlink(parent, name));
             reply.ok();
             (true, 0)
         });
@@ -226,7 +210,7 @@ impl Filesystem for FuseFs {
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
         let name = name.as_bytes();
         with_write!(self, inline, op::RMDIR, reply, |_sh, fs| {
-            tryr!(reply, fs.rmdir(parent, name));
+            try_reply!(reply, fs.rmdir(parent, name));
             reply.ok();
             (true, 0)
         });
@@ -243,10 +227,8 @@ impl Filesystem for FuseFs {
         let (name, uid, gid) = (link_name.as_bytes(), req.uid(), req.gid());
         let target = target.as_os_str().as_bytes();
         with_write!(self, inline, op::SYMLINK, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.symlink(parent, name, target, uid, gid));
-            fs.remember(a.ino);
-            reply.entry(ttl(fs), &attr(&a), 0);
-            (true, 0)
+            let a = try_reply!(reply, fs.symlink(parent, name, target, uid, gid));
+            entry(fs, reply, &a)
         });
     }
 
@@ -267,7 +249,7 @@ impl Filesystem for FuseFs {
         let no_replace = flags & libc::RENAME_NOREPLACE != 0;
         let (name, newname) = (name.as_bytes(), newname.as_bytes());
         with_write!(self, inline, op::RENAME, reply, |_sh, fs| {
-            tryr!(
+            try_reply!(
                 reply,
                 fs.rename(parent, name, newparent, newname, no_replace)
             );
@@ -286,16 +268,14 @@ impl Filesystem for FuseFs {
     ) {
         let newname = newname.as_bytes();
         with_write!(self, inline, op::LINK, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.link(ino, newparent, newname));
-            fs.remember(a.ino);
-            reply.entry(ttl(fs), &attr(&a), 0);
-            (true, 0)
+            let a = try_reply!(reply, fs.link(ino, newparent, newname));
+            entry(fs, reply, &a)
         });
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
         with_write!(self, inline, op::OPEN, reply, |sh, fs| {
-            tryr!(reply, fs.open_file(ino));
+            try_reply!(reply, fs.open_file(ino));
             let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
             if flags & libc::O_TRUNC != 0 && writing {
                 // The kernel normally sends a setattr for O_TRUNC; this covers atomic_o_trunc.
@@ -303,7 +283,7 @@ impl Filesystem for FuseFs {
                     size: Some(0),
                     ..SetAttr::default()
                 };
-                tryr!(reply, fs.setattr(ino, &sa));
+                try_reply!(reply, fs.setattr(ino, &sa));
             }
             let fh = sh.handle(ino, flags);
             reply.opened(fh, open_flags(fs, writing));
@@ -323,7 +303,7 @@ impl Filesystem for FuseFs {
         reply: ReplyData,
     ) {
         with_read!(self, worker, op::READ, reply, |fs| {
-            let d = tryr!(reply, fs.read(ino, offset.max(0) as u64, size as usize));
+            let d = try_reply!(reply, fs.read(ino, offset.max(0) as u64, size as usize));
             reply.data(&d);
             (true, d.len() as u64)
         });
@@ -355,21 +335,21 @@ impl Filesystem for FuseFs {
         if !must_wait {
             with_write!(self, inline, op::WRITE, reply, |sh, fs| {
                 let append = sh.handles().get(&fh).is_some_and(|h| h.append);
-                tryr!(reply, fs.write(ino, off, data, append));
+                try_reply!(reply, fs.write(ino, off, data, append));
                 reply.written(data.len() as u32);
                 (true, data.len() as u64)
             });
             return;
         }
         let data = data.to_vec();
-        self.worker(op::WRITE, move |sh: &Shared| {
+        self.lanes.worker(op::WRITE, move |sh: &Shared| {
             sh.wait_until_writable();
             let mut g = sh.w();
-            let fs: &mut Fs = tryr!(reply, g.as_mut().ok_or_else(unmounted));
+            let fs: &mut Fs = try_reply!(reply, g.as_mut().ok_or_else(unmounted));
             let append = sh.handles().get(&fh).is_some_and(|h| h.append);
             let res = fs.write(ino, off, &data, append);
             sh.send_flushes(fs);
-            tryr!(reply, res);
+            try_reply!(reply, res);
             reply.written(data.len() as u32);
             (true, data.len() as u64)
         });
@@ -377,10 +357,7 @@ impl Filesystem for FuseFs {
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
         // close() does not wait for the disk (as on a page-cache file system); fsync does.
-        self.inline(op::FLUSH, |_sh| {
-            reply.ok();
-            (true, 0)
-        });
+        self.lanes.ok(op::FLUSH, reply);
     }
 
     fn release(
@@ -399,7 +376,7 @@ impl Filesystem for FuseFs {
                 reply.ok();
                 return (true, 0);
             };
-            tryr!(reply, fs.release(h.ino));
+            try_reply!(reply, fs.release(h.ino));
             reply.ok();
             (true, 0)
         });
@@ -416,7 +393,7 @@ impl Filesystem for FuseFs {
         // fdatasync gets the same treatment: the size and the extent map are metadata the
         // data needs, and committing the rest of the batch costs nothing extra. The file's
         // data goes through the writer (after the file's earlier jobs), then one commit.
-        self.worker(op::FSYNC, move |sh: &Shared| {
+        self.lanes.worker(op::FSYNC, move |sh: &Shared| {
             let (tx, rx) = mpsc::channel();
             let sent = sh
                 .writer
@@ -430,17 +407,17 @@ impl Filesystem for FuseFs {
             } else {
                 writer::write_file(sh, ino)
             };
-            tryr!(reply, written);
+            try_reply!(reply, written);
             let mut g = sh.w();
-            let fs: &mut Fs = tryr!(reply, g.as_mut().ok_or_else(unmounted));
-            tryr!(reply, fs.fsync(ino));
+            let fs: &mut Fs = try_reply!(reply, g.as_mut().ok_or_else(unmounted));
+            try_reply!(reply, fs.fsync(ino));
             reply.ok();
             (true, 0)
         });
     }
 
     fn opendir(&mut self, _req: &Request<'_>, _ino: u64, _flags: i32, reply: ReplyOpen) {
-        self.inline(op::OPENDIR, |_sh| {
+        self.lanes.inline(op::OPENDIR, |_sh| {
             reply.opened(0, 0);
             (true, 0)
         });
@@ -455,7 +432,7 @@ impl Filesystem for FuseFs {
         mut reply: ReplyDirectory,
     ) {
         with_read!(self, inline, op::READDIR, reply, |fs| {
-            tryr!(
+            try_reply!(
                 reply,
                 fs.readdir_from(ino, offset.max(0) as u64, |e| {
                     reply.add(
@@ -479,15 +456,12 @@ impl Filesystem for FuseFs {
         _flags: i32,
         reply: ReplyEmpty,
     ) {
-        self.inline(op::RELEASEDIR, |_sh| {
-            reply.ok();
-            (true, 0)
-        });
+        self.lanes.ok(op::RELEASEDIR, reply);
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, _ds: bool, reply: ReplyEmpty) {
         with_write!(self, worker, op::FSYNCDIR, reply, |_sh, fs| {
-            tryr!(reply, fs.fsync_dir(ino));
+            try_reply!(reply, fs.fsync_dir(ino));
             reply.ok();
             (true, 0)
         });
@@ -518,18 +492,11 @@ impl Filesystem for FuseFs {
         _size: u32,
         reply: ReplyXattr,
     ) {
-        // Extended attributes are not supported; ENOSYS tells the kernel not to ask again.
-        self.inline(op::GETXATTR, |_sh| {
-            reply.error(libc::ENOSYS);
-            (false, 0)
-        });
+        self.lanes.no_xattr(op::GETXATTR, reply);
     }
 
     fn listxattr(&mut self, _req: &Request<'_>, _ino: u64, _size: u32, reply: ReplyXattr) {
-        self.inline(op::LISTXATTR, |_sh| {
-            reply.error(libc::ENOSYS);
-            (false, 0)
-        });
+        self.lanes.no_xattr(op::LISTXATTR, reply);
     }
 
     fn create(
@@ -544,8 +511,8 @@ impl Filesystem for FuseFs {
     ) {
         let (name, uid, gid) = (name.as_bytes(), req.uid(), req.gid());
         with_write!(self, inline, op::CREATE, reply, |sh, fs| {
-            let a = tryr!(reply, fs.create(parent, name, mode & !umask, uid, gid));
-            tryr!(reply, fs.open_file(a.ino));
+            let a = try_reply!(reply, fs.create(parent, name, mode & !umask, uid, gid));
+            try_reply!(reply, fs.open_file(a.ino));
             fs.remember(a.ino);
             let fh = sh.handle(a.ino, flags);
             let writing = flags & libc::O_ACCMODE != libc::O_RDONLY;
@@ -571,7 +538,7 @@ impl Filesystem for FuseFs {
             return;
         }
         with_write!(self, inline, op::FALLOCATE, reply, |_sh, fs| {
-            let a = tryr!(reply, fs.getattr(ino));
+            let a = try_reply!(reply, fs.getattr(ino));
             let end = offset.saturating_add(length).max(0) as u64;
             if end > fs.free_bytes().saturating_add(a.size) {
                 reply.error(libc::ENOSPC);
@@ -582,7 +549,7 @@ impl Filesystem for FuseFs {
                     size: Some(end),
                     ..SetAttr::default()
                 };
-                tryr!(reply, fs.setattr(ino, &sa));
+                try_reply!(reply, fs.setattr(ino, &sa));
             }
             reply.ok();
             (true, 0)
@@ -591,11 +558,19 @@ impl Filesystem for FuseFs {
 
     fn access(&mut self, _req: &Request<'_>, ino: u64, _mask: i32, reply: ReplyEmpty) {
         with_read!(self, inline, op::ACCESS, reply, |fs| {
-            tryr!(reply, fs.getattr(ino));
+            try_reply!(reply, fs.getattr(ino));
             reply.ok();
             (true, 0)
         });
     }
+}
+
+/// Replies to a request that made or found `a` with its entry, counting the kernel's new
+/// reference to it.
+fn entry(fs: &Fs, reply: ReplyEntry, a: &Attr) -> (bool, u64) {
+    fs.remember(a.ino);
+    reply.entry(ttl(fs), &attr(a), 0);
+    (true, 0)
 }
 
 /// Open flags: keep the page cache; and when the drive is nearly full, write around the

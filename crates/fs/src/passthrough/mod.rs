@@ -14,14 +14,13 @@
 mod ops;
 mod sys;
 
-use crate::profile::{Op, Profiler};
+use crate::profile::Profiler;
+use crate::serve::{Lanes, Served};
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
-use std::time::Instant;
 
 /// One host file the kernel knows.
 struct Node {
@@ -92,13 +91,15 @@ impl PtShared {
     }
 }
 
-type Job = Box<dyn FnOnce(&PtShared) + Send>;
+impl Served for PtShared {
+    fn profiler(&self) -> &Profiler {
+        &self.profiler
+    }
+}
 
 /// The pass-through file system.
 pub struct Passthrough {
-    st: Arc<PtShared>,
-    tx: Option<mpsc::Sender<Job>>,
-    workers: Vec<JoinHandle<()>>,
+    lanes: Lanes<PtShared>,
     want_writeback: bool,
     done: Option<mpsc::Sender<Result<(), String>>>,
 }
@@ -141,28 +142,8 @@ impl Passthrough {
             writeback: AtomicBool::new(false),
             profiler: Arc::new(Profiler::new("passthrough")),
         });
-        let (tx, rx) = mpsc::channel::<Job>();
-        let rx = Arc::new(Mutex::new(rx));
-        let workers = (0..threads.max(1))
-            .map(|_| {
-                let rx = rx.clone();
-                let st = st.clone();
-                std::thread::spawn(move || loop {
-                    let job = match rx.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => return,
-                    };
-                    match job {
-                        Ok(job) => job(&st),
-                        Err(_) => return,
-                    }
-                })
-            })
-            .collect();
         Ok(Passthrough {
-            st,
-            tx: Some(tx),
-            workers,
+            lanes: Lanes::new(st, threads),
             want_writeback: true,
             done: Some(done),
         })
@@ -177,33 +158,6 @@ impl Passthrough {
 
     /// The profiler counting the requests.
     pub fn profiler(&self) -> Arc<Profiler> {
-        self.st.profiler.clone()
-    }
-
-    /// Runs a request now, counting it: `f` returns whether it succeeded and its bytes.
-    fn inline(&self, op: Op, f: impl FnOnce(&PtShared) -> (bool, u64)) {
-        self.st.profiler.arrive(op);
-        let start = Instant::now();
-        let (ok, bytes) = f(&self.st);
-        self.st.profiler.record(op, ok, bytes, start.elapsed());
-    }
-
-    /// Runs a request on a worker, counting it.
-    fn worker(&self, op: Op, f: impl FnOnce(&PtShared) -> (bool, u64) + Send + 'static) {
-        self.st.profiler.arrive(op);
-        let start = Instant::now();
-        let job = move |st: &PtShared| {
-            let (ok, bytes) = f(st);
-            st.profiler.record(op, ok, bytes, start.elapsed());
-        };
-        match &self.tx {
-            Some(tx) => {
-                let job: Job = Box::new(job);
-                if let Err(mpsc::SendError(job)) = tx.send(job) {
-                    job(&self.st);
-                }
-            }
-            None => job(&self.st),
-        }
+        self.lanes.shared().profiler.clone()
     }
 }

@@ -3,6 +3,7 @@
 use super::sys::{self, Make};
 use super::{lock, Dir, Node, Passthrough, PtShared};
 use crate::profile::op;
+use crate::serve::{self, try_reply};
 use fuser::{
     FileAttr, Filesystem, KernelConfig, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
@@ -14,19 +15,6 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 const TTL: Duration = Duration::from_secs(1);
-
-/// Replies with the errno and returns `(false, 0)` from the request's closure.
-macro_rules! tryp {
-    ($reply:expr, $e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(errno) => {
-                $reply.error(errno);
-                return (false, 0);
-            }
-        }
-    };
-}
 
 impl PtShared {
     /// Looks `name` up in `parent` and counts a kernel reference to what it finds.
@@ -87,51 +75,61 @@ impl PtShared {
     fn fd(&self, ino: u64) -> Result<i32, i32> {
         lock(&self.inodes).fd(ino)
     }
+
+    /// Makes `what` named `name` in `parent` (see [`sys::make`]) and looks it up.
+    fn make(
+        &self,
+        parent: u64,
+        name: &OsStr,
+        what: Make<'_>,
+        perm: u32,
+        (uid, gid): (u32, u32),
+    ) -> Result<FileAttr, i32> {
+        let c = sys::cname(name)?;
+        sys::make(self.fd(parent)?, &c, what, perm, uid, gid)?;
+        self.lookup(parent, name)
+    }
+
+    /// Removes `name` from `parent`: a directory when `dir`.
+    fn unlink(&self, parent: u64, name: &OsStr, dir: bool) -> Result<(), i32> {
+        let c = sys::cname(name)?;
+        sys::unlink(self.fd(parent)?, &c, dir)
+    }
 }
 
 impl Filesystem for Passthrough {
     fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
-        let _ = config.set_max_write(crate::fuse::MAX_WRITE);
-        let _ = config.set_max_readahead(crate::fuse::MAX_WRITE);
-        let wb = self.want_writeback
-            && config
-                .add_capabilities(fuser::consts::FUSE_WRITEBACK_CACHE)
-                .is_ok();
-        self.st.writeback.store(wb, Ordering::Relaxed);
+        let wb = serve::configure(config, crate::fuse::MAX_WRITE, self.want_writeback);
+        self.lanes.shared().writeback.store(wb, Ordering::Relaxed);
         Ok(())
     }
 
     fn destroy(&mut self) {
-        drop(self.tx.take());
-        for w in self.workers.drain(..) {
-            if w.join().is_err() {
-                eprintln!("tegula-fs: a pass-through worker panicked");
-            }
-        }
-        lock(&self.st.files).clear();
-        lock(&self.st.dirs).clear();
+        self.lanes.stop("pass-through worker");
+        lock(&self.lanes.shared().files).clear();
+        lock(&self.lanes.shared().dirs).clear();
         if let Some(tx) = self.done.take() {
             let _ = tx.send(Ok(()));
         }
     }
 
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
-        self.inline(op::LOOKUP, |st| {
-            let a = tryp!(reply, st.lookup(parent, name));
+        self.lanes.inline(op::LOOKUP, |st| {
+            let a = try_reply!(reply, st.lookup(parent, name));
             reply.entry(&TTL, &a, 0);
             (true, 0)
         });
     }
 
     fn forget(&mut self, _req: &Request<'_>, ino: u64, nlookup: u64) {
-        self.inline(op::FORGET, |st| {
+        self.lanes.inline(op::FORGET, |st| {
             st.forget(ino, nlookup);
             (true, 0)
         });
     }
 
     fn batch_forget(&mut self, _req: &Request<'_>, nodes: &[fuser::fuse_forget_one]) {
-        self.inline(op::BATCH_FORGET, |st| {
+        self.lanes.inline(op::BATCH_FORGET, |st| {
             for n in nodes {
                 st.forget(n.nodeid, n.nlookup);
             }
@@ -140,8 +138,8 @@ impl Filesystem for Passthrough {
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        self.inline(op::GETATTR, |st| {
-            let a = tryp!(reply, st.getattr(ino));
+        self.lanes.inline(op::GETATTR, |st| {
+            let a = try_reply!(reply, st.getattr(ino));
             reply.attr(&TTL, &a);
             (true, 0)
         });
@@ -165,23 +163,23 @@ impl Filesystem for Passthrough {
         _flags: Option<u32>,
         reply: ReplyAttr,
     ) {
-        self.inline(op::SETATTR, |st| {
-            let fd = tryp!(reply, st.fd(ino));
+        self.lanes.inline(op::SETATTR, |st| {
+            let fd = try_reply!(reply, st.fd(ino));
             let file = fh.and_then(|h| st.file(h).ok());
-            tryp!(
+            try_reply!(
                 reply,
                 sys::setattr(fd, file, mode, uid, gid, size, atime, mtime)
             );
-            let a = tryp!(reply, st.getattr(ino));
+            let a = try_reply!(reply, st.getattr(ino));
             reply.attr(&TTL, &a);
             (true, 0)
         });
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        self.inline(op::READLINK, |st| {
-            let fd = tryp!(reply, st.fd(ino));
-            let t = tryp!(reply, sys::readlink(fd));
+        self.lanes.inline(op::READLINK, |st| {
+            let fd = try_reply!(reply, st.fd(ino));
+            let t = try_reply!(reply, sys::readlink(fd));
             reply.data(&t);
             (true, 0)
         });
@@ -197,16 +195,10 @@ impl Filesystem for Passthrough {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        let (uid, gid) = (req.uid(), req.gid());
-        self.inline(op::MKNOD, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let pfd = tryp!(reply, st.fd(parent));
-            let perm = mode & 0o7777 & !umask;
-            tryp!(
-                reply,
-                sys::make(pfd, &c, Make::Node { mode, rdev }, perm, uid, gid)
-            );
-            let a = tryp!(reply, st.lookup(parent, name));
+        let owner = (req.uid(), req.gid());
+        self.lanes.inline(op::MKNOD, |st| {
+            let what = Make::Node { mode, rdev };
+            let a = try_reply!(reply, st.make(parent, name, what, perm(mode, umask), owner));
             reply.entry(&TTL, &a, 0);
             (true, 0)
         });
@@ -221,35 +213,26 @@ impl Filesystem for Passthrough {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        let (uid, gid) = (req.uid(), req.gid());
-        self.inline(op::MKDIR, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let pfd = tryp!(reply, st.fd(parent));
-            tryp!(
-                reply,
-                sys::make(pfd, &c, Make::Dir, mode & 0o7777 & !umask, uid, gid)
-            );
-            let a = tryp!(reply, st.lookup(parent, name));
+        let owner = (req.uid(), req.gid());
+        self.lanes.inline(op::MKDIR, |st| {
+            let what = Make::Dir;
+            let a = try_reply!(reply, st.make(parent, name, what, perm(mode, umask), owner));
             reply.entry(&TTL, &a, 0);
             (true, 0)
         });
     }
 
     fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        self.inline(op::UNLINK, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let pfd = tryp!(reply, st.fd(parent));
-            tryp!(reply, sys::unlink(pfd, &c, false));
+        self.lanes.inline(op::UNLINK, |st| {
+            try_reply!(reply, st.unlink(parent, name, false));
             reply.ok();
             (true, 0)
         });
     }
 
     fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
-        self.inline(op::RMDIR, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let pfd = tryp!(reply, st.fd(parent));
-            tryp!(reply, sys::unlink(pfd, &c, true));
+        self.lanes.inline(op::RMDIR, |st| {
+            try_reply!(reply, st.unlink(parent, name, true));
             reply.ok();
             (true, 0)
         });
@@ -263,16 +246,11 @@ impl Filesystem for Passthrough {
         target: &Path,
         reply: ReplyEntry,
     ) {
-        let (uid, gid) = (req.uid(), req.gid());
-        self.inline(op::SYMLINK, |st| {
-            let c = tryp!(reply, sys::cname(link_name));
-            let t = tryp!(reply, sys::cname(target.as_os_str()));
-            let pfd = tryp!(reply, st.fd(parent));
-            tryp!(
-                reply,
-                sys::make(pfd, &c, Make::Symlink(&t), 0o777, uid, gid)
-            );
-            let a = tryp!(reply, st.lookup(parent, link_name));
+        let owner = (req.uid(), req.gid());
+        self.lanes.inline(op::SYMLINK, |st| {
+            let t = try_reply!(reply, sys::cname(target.as_os_str()));
+            let what = Make::Symlink(&t);
+            let a = try_reply!(reply, st.make(parent, link_name, what, 0o777, owner));
             reply.entry(&TTL, &a, 0);
             (true, 0)
         });
@@ -288,12 +266,12 @@ impl Filesystem for Passthrough {
         flags: u32,
         reply: ReplyEmpty,
     ) {
-        self.inline(op::RENAME, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let nc = tryp!(reply, sys::cname(newname));
-            let pfd = tryp!(reply, st.fd(parent));
-            let npfd = tryp!(reply, st.fd(newparent));
-            tryp!(reply, sys::rename(pfd, &c, npfd, &nc, flags));
+        self.lanes.inline(op::RENAME, |st| {
+            let c = try_reply!(reply, sys::cname(name));
+            let nc = try_reply!(reply, sys::cname(newname));
+            let pfd = try_reply!(reply, st.fd(parent));
+            let npfd = try_reply!(reply, st.fd(newparent));
+            try_reply!(reply, sys::rename(pfd, &c, npfd, &nc, flags));
             reply.ok();
             (true, 0)
         });
@@ -307,21 +285,21 @@ impl Filesystem for Passthrough {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        self.inline(op::LINK, |st| {
-            let nc = tryp!(reply, sys::cname(newname));
-            let fd = tryp!(reply, st.fd(ino));
-            let npfd = tryp!(reply, st.fd(newparent));
-            tryp!(reply, sys::link(fd, npfd, &nc));
-            let a = tryp!(reply, st.lookup(newparent, newname));
+        self.lanes.inline(op::LINK, |st| {
+            let nc = try_reply!(reply, sys::cname(newname));
+            let fd = try_reply!(reply, st.fd(ino));
+            let npfd = try_reply!(reply, st.fd(newparent));
+            try_reply!(reply, sys::link(fd, npfd, &nc));
+            let a = try_reply!(reply, st.lookup(newparent, newname));
             reply.entry(&TTL, &a, 0);
             (true, 0)
         });
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
-        self.inline(op::OPEN, |st| {
-            let fd = tryp!(reply, st.fd(ino));
-            let f = tryp!(reply, sys::reopen(fd, io_flags(st, flags)));
+        self.lanes.inline(op::OPEN, |st| {
+            let fd = try_reply!(reply, st.fd(ino));
+            let f = try_reply!(reply, sys::reopen(fd, io_flags(st, flags)));
             let fh = st.add_file(f);
             reply.opened(fh, fuser::consts::FOPEN_KEEP_CACHE);
             (true, 0)
@@ -339,9 +317,9 @@ impl Filesystem for Passthrough {
         _lock_owner: Option<u64>,
         reply: ReplyData,
     ) {
-        self.worker(op::READ, move |st| {
-            let fd = tryp!(reply, st.file(fh));
-            let d = tryp!(reply, sys::pread(fd, offset.max(0) as u64, size as usize));
+        self.lanes.worker(op::READ, move |st| {
+            let fd = try_reply!(reply, st.file(fh));
+            let d = try_reply!(reply, sys::pread(fd, offset.max(0) as u64, size as usize));
             reply.data(&d);
             (true, d.len() as u64)
         });
@@ -360,19 +338,16 @@ impl Filesystem for Passthrough {
         reply: ReplyWrite,
     ) {
         let data = data.to_vec();
-        self.worker(op::WRITE, move |st| {
-            let fd = tryp!(reply, st.file(fh));
-            let n = tryp!(reply, sys::pwrite(fd, offset.max(0) as u64, &data));
+        self.lanes.worker(op::WRITE, move |st| {
+            let fd = try_reply!(reply, st.file(fh));
+            let n = try_reply!(reply, sys::pwrite(fd, offset.max(0) as u64, &data));
             reply.written(n as u32);
             (true, n as u64)
         });
     }
 
     fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
-        self.inline(op::FLUSH, |_st| {
-            reply.ok();
-            (true, 0)
-        });
+        self.lanes.ok(op::FLUSH, reply);
     }
 
     fn release(
@@ -385,7 +360,7 @@ impl Filesystem for Passthrough {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.inline(op::RELEASE, |st| {
+        self.lanes.inline(op::RELEASE, |st| {
             lock(&st.files).remove(&fh);
             reply.ok();
             (true, 0)
@@ -393,18 +368,18 @@ impl Filesystem for Passthrough {
     }
 
     fn fsync(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, datasync: bool, reply: ReplyEmpty) {
-        self.worker(op::FSYNC, move |st| {
-            let fd = tryp!(reply, st.file(fh));
-            tryp!(reply, sys::fsync(fd, datasync));
+        self.lanes.worker(op::FSYNC, move |st| {
+            let fd = try_reply!(reply, st.file(fh));
+            try_reply!(reply, sys::fsync(fd, datasync));
             reply.ok();
             (true, 0)
         });
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        self.inline(op::OPENDIR, |st| {
-            let fd = tryp!(reply, st.fd(ino));
-            let d = tryp!(reply, sys::opendir(fd));
+        self.lanes.inline(op::OPENDIR, |st| {
+            let fd = try_reply!(reply, st.fd(ino));
+            let d = try_reply!(reply, sys::opendir(fd));
             let fh = st.next_fh.fetch_add(1, Ordering::Relaxed);
             lock(&st.dirs).insert(fh, Dir(d));
             reply.opened(fh, 0);
@@ -420,13 +395,13 @@ impl Filesystem for Passthrough {
         offset: i64,
         mut reply: ReplyDirectory,
     ) {
-        self.inline(op::READDIR, |st| {
+        self.lanes.inline(op::READDIR, |st| {
             let dirs = lock(&st.dirs);
             let Some(d) = dirs.get(&fh) else {
                 reply.error(libc::EBADF);
                 return (false, 0);
             };
-            tryp!(
+            try_reply!(
                 reply,
                 sys::readdir(d.0, offset, |ino, off, kind, name| reply
                     .add(ino, off, kind, name))
@@ -444,7 +419,7 @@ impl Filesystem for Passthrough {
         _flags: i32,
         reply: ReplyEmpty,
     ) {
-        self.inline(op::RELEASEDIR, |st| {
+        self.lanes.inline(op::RELEASEDIR, |st| {
             lock(&st.dirs).remove(&fh);
             reply.ok();
             (true, 0)
@@ -452,18 +427,18 @@ impl Filesystem for Passthrough {
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, ds: bool, reply: ReplyEmpty) {
-        self.worker(op::FSYNCDIR, move |st| {
-            let fd = tryp!(reply, st.fd(ino));
-            let d = tryp!(reply, sys::reopen(fd, libc::O_RDONLY | libc::O_DIRECTORY));
-            tryp!(reply, sys::fsync(d.as_raw_fd(), ds));
+        self.lanes.worker(op::FSYNCDIR, move |st| {
+            let fd = try_reply!(reply, st.fd(ino));
+            let d = try_reply!(reply, sys::reopen(fd, libc::O_RDONLY | libc::O_DIRECTORY));
+            try_reply!(reply, sys::fsync(d.as_raw_fd(), ds));
             reply.ok();
             (true, 0)
         });
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
-        self.inline(op::STATFS, |st| {
-            let s = tryp!(reply, sys::statvfs(st.root.as_raw_fd()));
+        self.lanes.inline(op::STATFS, |st| {
+            let s = try_reply!(reply, sys::statvfs(st.root.as_raw_fd()));
             reply.statfs(
                 s.f_blocks,
                 s.f_bfree,
@@ -486,25 +461,16 @@ impl Filesystem for Passthrough {
         _size: u32,
         reply: ReplyXattr,
     ) {
-        self.inline(op::GETXATTR, |_st| {
-            reply.error(libc::ENOSYS);
-            (false, 0)
-        });
+        self.lanes.no_xattr(op::GETXATTR, reply);
     }
 
     fn listxattr(&mut self, _req: &Request<'_>, _ino: u64, _size: u32, reply: ReplyXattr) {
-        self.inline(op::LISTXATTR, |_st| {
-            reply.error(libc::ENOSYS);
-            (false, 0)
-        });
+        self.lanes.no_xattr(op::LISTXATTR, reply);
     }
 
     fn access(&mut self, _req: &Request<'_>, _ino: u64, _mask: i32, reply: ReplyEmpty) {
         // The kernel checks permissions (default_permissions).
-        self.inline(op::ACCESS, |_st| {
-            reply.ok();
-            (true, 0)
-        });
+        self.lanes.ok(op::ACCESS, reply);
     }
 
     fn create(
@@ -518,11 +484,11 @@ impl Filesystem for Passthrough {
         reply: ReplyCreate,
     ) {
         let (uid, gid) = (req.uid(), req.gid());
-        self.inline(op::CREATE, |st| {
-            let c = tryp!(reply, sys::cname(name));
-            let pfd = tryp!(reply, st.fd(parent));
-            let perm = mode & 0o7777 & !umask;
-            let f = tryp!(reply, sys::create_at(pfd, &c, io_flags(st, flags), perm));
+        self.lanes.inline(op::CREATE, |st| {
+            let c = try_reply!(reply, sys::cname(name));
+            let pfd = try_reply!(reply, st.fd(parent));
+            let perm = perm(mode, umask);
+            let f = try_reply!(reply, sys::create_at(pfd, &c, io_flags(st, flags), perm));
             // SAFETY: plain calls on the descriptor just opened.
             let fixed = unsafe {
                 libc::fchmod(f.as_raw_fd(), perm as libc::mode_t) == 0
@@ -532,7 +498,7 @@ impl Filesystem for Passthrough {
                 reply.error(sys::errno());
                 return (false, 0);
             }
-            let a = tryp!(reply, st.lookup(parent, name));
+            let a = try_reply!(reply, st.lookup(parent, name));
             let fh = st.add_file(f);
             reply.created(&TTL, &a, 0, fh, fuser::consts::FOPEN_KEEP_CACHE);
             (true, 0)
@@ -549,13 +515,18 @@ impl Filesystem for Passthrough {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        self.inline(op::FALLOCATE, |st| {
-            let fd = tryp!(reply, st.file(fh));
-            tryp!(reply, sys::fallocate(fd, mode, offset, length));
+        self.lanes.inline(op::FALLOCATE, |st| {
+            let fd = try_reply!(reply, st.file(fh));
+            try_reply!(reply, sys::fallocate(fd, mode, offset, length));
             reply.ok();
             (true, 0)
         });
     }
+}
+
+/// The permission bits of a new file: those of `mode` the `umask` lets through.
+fn perm(mode: u32, umask: u32) -> u32 {
+    mode & 0o7777 & !umask
 }
 
 /// Open flags for the host file: with the writeback cache the kernel may read pages of a

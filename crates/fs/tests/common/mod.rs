@@ -1,18 +1,28 @@
-//! Shared helpers of the file-system tests: a tiny host-managed drive and path helpers.
+//! Shared helpers of the file-system tests: a tiny host-managed drive, path helpers, and
+//! a FUSE mount of an image (with the reason to skip where FUSE is unavailable).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use std::path::Path;
-use std::sync::Arc;
-use tegula_device::{profile, Disk, OpenOptions, ZonedDevice};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use tegula_device::{profile, Disk, DiskConfig, OpenOptions, ZonedDevice};
+use tegula_fs::fuse::FuseFs;
 use tegula_fs::{Fs, FsOptions, Kind, ROOT};
+
+/// A host-managed drive's configuration: `mib` MiB in zones of `zone_mib` MiB, the first
+/// `conventional` of them conventional.
+pub fn hm_smr(mib: u64, zone_mib: u64, conventional: u32) -> DiskConfig {
+    let mut cfg = profile("hm-smr").unwrap();
+    cfg.capacity = mib << 20;
+    cfg.zones.zone_size = zone_mib << 20;
+    cfg.zones.conventional_zones = Some(conventional);
+    cfg
+}
 
 /// A small host-managed drive: `zones` zones of `zone_mib` MiB, two conventional.
 pub fn disk(zones: u64, zone_mib: u64) -> Arc<Disk> {
-    let mut cfg = profile("hm-smr").unwrap();
-    cfg.capacity = zones * (zone_mib << 20);
-    cfg.zones.zone_size = zone_mib << 20;
-    cfg.zones.conventional_zones = Some(2);
-    Arc::new(Disk::in_memory(cfg).unwrap())
+    Arc::new(Disk::in_memory(hm_smr(zones * zone_mib, zone_mib, 2)).unwrap())
 }
 
 /// Options with small buffers so that tests exercise extents and splitting.
@@ -75,4 +85,84 @@ pub fn open_read_only(img: &Path) -> Fs {
         },
     )
     .unwrap()
+}
+
+/// An image `fs.img` in `dir` of a fresh, closed file system on a 256 MiB drive in zones of
+/// `zone_mib` MiB.
+pub fn image(dir: &Path, zone_mib: u64) -> PathBuf {
+    let path = dir.join("fs.img");
+    let disk = Disk::create_image(&path, hm_smr(256, zone_mib, 1)).unwrap();
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    Fs::mkfs(dev, FsOptions::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    path
+}
+
+/// Runs `script` with `sh -e` in `cwd`, asserts that it succeeded and returns its output.
+pub fn sh(cwd: &Path, script: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-ec")
+        .arg(script)
+        .current_dir(cwd)
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "script failed: {script}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Why FUSE mounts cannot be tested here (no `/dev/fuse` or no `fusermount3`), if so.
+pub fn fuse_missing() -> Option<String> {
+    if !Path::new("/dev/fuse").exists() {
+        return Some("/dev/fuse is missing".into());
+    }
+    if Command::new("fusermount3").arg("-V").output().is_err() {
+        return Some("fusermount3 is not installed".into());
+    }
+    None
+}
+
+/// The file system of an image mounted with FUSE in the background.
+pub struct FuseMount {
+    session: Option<fuser::BackgroundSession>,
+    done: mpsc::Receiver<Result<(), String>>,
+}
+
+/// Mounts the file system of `image` at `mp` as `fsname`, with or without the kernel's
+/// writeback cache.
+pub fn mount_image(
+    image: &Path,
+    mp: &Path,
+    fsname: &str,
+    writeback: bool,
+) -> Result<FuseMount, String> {
+    let disk = Disk::open_image(image, OpenOptions::default()).map_err(|e| e.to_string())?;
+    let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
+    let fs = Fs::open(dev, FsOptions::default()).map_err(|e| e.to_string())?;
+    let (tx, rx) = mpsc::channel();
+    let opts = [fuser::MountOption::FSName(fsname.into())];
+    let fuse = FuseFs::new(fs, tx).writeback_cache(writeback);
+    let s = fuser::Session::new(fuse, mp, &opts).map_err(|e| e.to_string())?;
+    let bg = s.spawn().map_err(|e| e.to_string())?;
+    Ok(FuseMount {
+        session: Some(bg),
+        done: rx,
+    })
+}
+
+impl FuseMount {
+    /// Unmounts and waits for the file system to write everything (panics if it did not).
+    pub fn unmount(mut self) {
+        drop(self.session.take());
+        self.done
+            .recv_timeout(Duration::from_secs(60))
+            .expect("unmount finished")
+            .expect("unmount wrote everything");
+    }
 }
