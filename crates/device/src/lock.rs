@@ -15,8 +15,12 @@ use std::time::{Duration, Instant};
 
 static DEFAULT_WAIT_MS: AtomicU64 = AtomicU64::new(0);
 
+/// How long a lock is retried at least (see [`lock`]).
+const FORK_GRACE: Duration = Duration::from_millis(500);
+
 /// How long an opener waits for a lock another process holds before it fails (default: not at
-/// all). The `tegula` binary sets it for its commands.
+/// all beyond a half-second grace for forking children). The `tegula` binary sets it for its
+/// commands.
 pub fn default_wait() -> Duration {
     Duration::from_millis(DEFAULT_WAIT_MS.load(Ordering::Relaxed))
 }
@@ -34,6 +38,10 @@ pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result
     } else {
         libc::LOCK_SH
     };
+    // A lock just released can stay held for a moment by a child some thread of a process is
+    // forking (the child holds the process's descriptors until it execs and drops the
+    // close-on-exec ones): whatever the wait, retry for that long before calling it taken.
+    let wait = wait.max(FORK_GRACE);
     let start = Instant::now();
     loop {
         // SAFETY: flock on a descriptor `file` owns for the duration of the call.

@@ -28,7 +28,7 @@ fn skip_reason() -> Option<String> {
 }
 
 fn mount(image: &Path, mp: &Path) -> Result<FuseMount, String> {
-    mount_image(image, mp, "tegula-dbbench", true)
+    mount_image(image, mp, true)
 }
 
 fn db_bench(db: &Path, benchmarks: &str, extra: &[&str]) -> String {

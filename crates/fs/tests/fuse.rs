@@ -15,7 +15,7 @@ fn mount(image: &Path, mp: &Path) -> Result<FuseMount, String> {
 }
 
 fn mount_with(image: &Path, mp: &Path, writeback: bool) -> Result<FuseMount, String> {
-    mount_image(image, mp, "tegula-test", writeback)
+    mount_image(image, mp, writeback)
 }
 
 #[test]

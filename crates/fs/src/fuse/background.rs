@@ -103,7 +103,7 @@ impl Control {
 /// The cleaner thread's loop.
 pub(super) fn run(sh: &Shared) {
     let c = &sh.cleaner;
-    let t = sh.triggers;
+    let t = sh.triggers();
     let mut last_seen = (sh.requests.load(Ordering::Relaxed), Instant::now());
     let mut dev_mark = None;
     while !c.stop.load(Ordering::Acquire) {

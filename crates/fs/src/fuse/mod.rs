@@ -105,8 +105,9 @@ pub(crate) struct Shared {
     progress: Progress,
     /// The cleaner's controls.
     cleaner: background::Control,
-    /// Cleaning triggers.
-    triggers: Triggers,
+    /// Cleaning triggers (set before the mount starts; a lock because the worker threads
+    /// share this state from construction on).
+    triggers: Mutex<Triggers>,
     /// Per-operation counters.
     profiler: Arc<Profiler>,
 }
@@ -120,6 +121,11 @@ impl Shared {
 
     fn w(&self) -> RwLockWriteGuard<'_, Option<Fs>> {
         self.fs.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cleaning triggers in force.
+    fn triggers(&self) -> Triggers {
+        *self.triggers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn handles(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Handle>> {
@@ -153,7 +159,7 @@ impl Shared {
                 let g = self.r();
                 match g.as_ref() {
                     Some(fs) => (
-                        fs.writers_must_wait(&self.triggers),
+                        fs.writers_must_wait(&self.triggers()),
                         fs.dirty_bytes() > 2 * fs.options().dirty_limit,
                     ),
                     None => return,
@@ -260,7 +266,7 @@ impl FuseFs {
             writer: Mutex::new(None),
             progress: Progress::default(),
             cleaner: background::Control::default(),
-            triggers: Triggers::default(),
+            triggers: Mutex::new(Triggers::default()),
             profiler: Arc::new(Profiler::new("tegula")),
         });
         let threads = threads.max(1);
@@ -292,10 +298,12 @@ impl FuseFs {
     }
 
     /// Cleaning triggers of the background cleaner (default [`Triggers::default`]).
-    pub fn triggers(mut self, t: Triggers) -> Self {
-        if let Some(sh) = Arc::get_mut(&mut self.shared) {
-            sh.triggers = t;
-        }
+    pub fn triggers(self, t: Triggers) -> Self {
+        *self
+            .shared
+            .triggers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = t;
         self
     }
 
@@ -381,3 +389,31 @@ macro_rules! with_write {
 }
 // Declared after the macros above, which the requests use.
 mod ops;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FsOptions;
+    use tegula_device::{profile, Disk, ZonedDevice};
+
+    /// The triggers a mount is given are the ones its cleaner and writers use (they were
+    /// dropped when the worker threads already shared the state).
+    #[test]
+    fn the_triggers_given_are_the_triggers_in_force() {
+        let mut cfg = profile("hm-smr").unwrap();
+        cfg.capacity = 64 << 20;
+        cfg.zones.zone_size = 16 << 20;
+        cfg.zones.conventional_zones = Some(1);
+        let dev: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
+        let fs = Fs::mkfs(dev, FsOptions::default()).unwrap();
+        let (tx, _rx) = mpsc::channel();
+        let t = Triggers {
+            idle_after: 0,
+            low_free: 0.5,
+            high_free: 0.25,
+            step_bytes: 4096,
+        };
+        let f = FuseFs::with_threads(fs, tx, 2).triggers(t);
+        assert_eq!(f.shared.triggers(), t);
+    }
+}

@@ -330,7 +330,7 @@ impl Filesystem for FuseFs {
         let must_wait = {
             let g = self.shared.r();
             g.as_ref()
-                .is_some_and(|fs| fs.writers_must_wait(&self.shared.triggers))
+                .is_some_and(|fs| fs.writers_must_wait(&self.shared.triggers()))
         };
         if !must_wait {
             with_write!(self, inline, op::WRITE, reply, |sh, fs| {

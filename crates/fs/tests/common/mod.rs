@@ -4,10 +4,9 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::Duration;
 use tegula_device::{profile, Disk, DiskConfig, OpenOptions, ZonedDevice};
-use tegula_fs::fuse::FuseFs;
 use tegula_fs::{Fs, FsOptions, Kind, ROOT};
 
 /// A host-managed drive's configuration: `mib` MiB in zones of `zone_mib` MiB, the first
@@ -128,41 +127,29 @@ pub fn fuse_missing() -> Option<String> {
     None
 }
 
-/// The file system of an image mounted with FUSE in the background.
-pub struct FuseMount {
-    session: Option<fuser::BackgroundSession>,
-    done: mpsc::Receiver<Result<(), String>>,
-}
+/// A FUSE mount of a test image (through [`tegula_fs::mount`], whose unmount retries a busy
+/// mount instead of leaving it mounted).
+pub struct FuseMount(tegula_fs::Mounted);
 
-/// Mounts the file system of `image` at `mp` as `fsname`, with or without the kernel's
-/// writeback cache.
-pub fn mount_image(
-    image: &Path,
-    mp: &Path,
-    fsname: &str,
-    writeback: bool,
-) -> Result<FuseMount, String> {
+/// Mounts the file system of `image` at `mp`, with or without the kernel's writeback cache.
+pub fn mount_image(image: &Path, mp: &Path, writeback: bool) -> Result<FuseMount, String> {
     let disk = Disk::open_image(image, OpenOptions::default()).map_err(|e| e.to_string())?;
     let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
     let fs = Fs::open(dev, FsOptions::default()).map_err(|e| e.to_string())?;
-    let (tx, rx) = mpsc::channel();
-    let opts = [fuser::MountOption::FSName(fsname.into())];
-    let fuse = FuseFs::new(fs, tx).writeback_cache(writeback);
-    let s = fuser::Session::new(fuse, mp, &opts).map_err(|e| e.to_string())?;
-    let bg = s.spawn().map_err(|e| e.to_string())?;
-    Ok(FuseMount {
-        session: Some(bg),
-        done: rx,
-    })
+    let opts = tegula_fs::MountOptions {
+        writeback_cache: writeback,
+        ..tegula_fs::MountOptions::default()
+    };
+    tegula_fs::mount(fs, mp, &opts)
+        .map(FuseMount)
+        .map_err(|e| e.to_string())
 }
 
 impl FuseMount {
     /// Unmounts and waits for the file system to write everything (panics if it did not).
-    pub fn unmount(mut self) {
-        drop(self.session.take());
-        self.done
-            .recv_timeout(Duration::from_secs(60))
-            .expect("unmount finished")
+    pub fn unmount(self) {
+        self.0
+            .unmount(Duration::from_secs(60))
             .expect("unmount wrote everything");
     }
 }
