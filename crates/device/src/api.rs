@@ -185,3 +185,27 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
         (**self).hint_zone(index, hint)
     }
 }
+
+/// Serves `reqs` one after another through `dev`'s `read`, `write_with` and `flush`: the
+/// `submit` of a device that has no queue of its own (each request completes before the next).
+pub fn submit_serially<D: BlockDevice + ?Sized>(
+    dev: &D,
+    reqs: Vec<Request>,
+) -> Vec<Result<Completion>> {
+    let ss = u64::from(dev.info().sector_size);
+    reqs.into_iter()
+        .map(|r| match r {
+            Request::Read { lba, sectors } => {
+                let mut data = vec![0u8; (sectors * ss) as usize];
+                dev.read(lba, &mut data).map(|done| Completion {
+                    done,
+                    data: Some(data),
+                })
+            }
+            Request::Write { lba, data, fua } => dev
+                .write_with(lba, &data, WriteFlags { fua })
+                .map(|done| Completion { done, data: None }),
+            Request::Flush => dev.flush().map(|done| Completion { done, data: None }),
+        })
+        .collect()
+}

@@ -289,21 +289,7 @@ impl BlockDevice for HostBanded {
     }
 
     fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion>> {
-        reqs.into_iter()
-            .map(|r| match r {
-                Request::Read { lba, sectors } => {
-                    let mut buf = vec![0u8; (sectors * self.info.sector_size as u64) as usize];
-                    self.read(lba, &mut buf).map(|done| Completion {
-                        done,
-                        data: Some(buf),
-                    })
-                }
-                Request::Write { lba, data, fua } => self
-                    .write_with(lba, &data, WriteFlags { fua })
-                    .map(|done| Completion { done, data: None }),
-                Request::Flush => self.flush().map(|done| Completion { done, data: None }),
-            })
-            .collect()
+        crate::api::submit_serially(self, reqs)
     }
 
     fn now(&self) -> Nanos {
@@ -317,14 +303,7 @@ impl BlockDevice for HostBanded {
 
 impl ZonedDevice for HostBanded {
     fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
-        self.inner
-            .lock()
-            .zones
-            .zones()
-            .iter()
-            .filter(|z| filter.matches(z))
-            .cloned()
-            .collect()
+        self.inner.lock().zones.report(filter)
     }
 
     fn zone(&self, index: u32) -> Result<Zone> {
