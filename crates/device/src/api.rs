@@ -209,3 +209,23 @@ pub fn submit_serially<D: BlockDevice + ?Sized>(
         })
         .collect()
 }
+
+/// The whole sectors of a `len`-byte transfer at `lba` on a device of `capacity` sectors of
+/// `ss` bytes: the command check every device makes (some whole sectors, all on the device).
+pub fn transfer_sectors(lba: u64, len: usize, ss: u64, capacity: u64) -> Result<u64> {
+    if len == 0 || !(len as u64).is_multiple_of(ss) {
+        return Err(crate::DeviceError::BadLength {
+            len,
+            sector_size: ss as u32,
+        });
+    }
+    let n = len as u64 / ss;
+    if lba.checked_add(n).is_none_or(|e| e > capacity) {
+        return Err(crate::DeviceError::OutOfRange {
+            lba,
+            sectors: n,
+            capacity,
+        });
+    }
+    Ok(n)
+}

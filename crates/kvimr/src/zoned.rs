@@ -20,6 +20,7 @@ use crate::store::{NewFile, Store};
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use tegula_device::api::transfer_sectors;
 use tegula_device::{
     BlockDevice, Completion, DeviceError, DeviceInfo, IoDone, Nanos, Request, TrackLayout,
     WriteFlags, Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneHint, ZoneTarget, ZoneType,
@@ -309,30 +310,13 @@ impl ZonedAdapter {
         ))
     }
 
-    /// The whole sectors in `len` bytes at `lba`; fails unless they are some and lie on the
-    /// device.
-    fn sectors_at(&self, lba: u64, len: usize) -> Result<u64, DeviceError> {
-        let ss = self.ss;
-        if len == 0 || !(len as u64).is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len,
-                sector_size: ss as u32,
-            });
-        }
-        let n = len as u64 / ss;
-        let cap = self.zones as u64 * self.zone_sectors;
-        if lba.checked_add(n).is_none_or(|e| e > cap) {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: cap,
-            });
-        }
-        Ok(n)
-    }
-
     fn write_inner(&self, lba: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let n = self.sectors_at(lba, data.len())?;
+        let n = transfer_sectors(
+            lba,
+            data.len(),
+            self.ss,
+            self.zones as u64 * self.zone_sectors,
+        )?;
         let zone = (lba / self.zone_sectors) as u32;
         let off = lba - zone as u64 * self.zone_sectors;
         let Some(i) = self.seq_index(zone) else {
@@ -420,7 +404,7 @@ impl ZonedAdapter {
 
     fn read_inner(&self, lba: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
         let ss = self.ss;
-        let n = self.sectors_at(lba, buf.len())?;
+        let n = transfer_sectors(lba, buf.len(), ss, self.zones as u64 * self.zone_sectors)?;
         let mut pos = 0u64;
         while pos < n {
             let l = lba + pos;
