@@ -185,3 +185,47 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
         (**self).hint_zone(index, hint)
     }
 }
+
+/// Serves `reqs` one after another through `dev`'s `read`, `write_with` and `flush`: the
+/// `submit` of a device that has no queue of its own (each request completes before the next).
+pub fn submit_serially<D: BlockDevice + ?Sized>(
+    dev: &D,
+    reqs: Vec<Request>,
+) -> Vec<Result<Completion>> {
+    let ss = u64::from(dev.info().sector_size);
+    reqs.into_iter()
+        .map(|r| match r {
+            Request::Read { lba, sectors } => {
+                let mut data = vec![0u8; (sectors * ss) as usize];
+                dev.read(lba, &mut data).map(|done| Completion {
+                    done,
+                    data: Some(data),
+                })
+            }
+            Request::Write { lba, data, fua } => dev
+                .write_with(lba, &data, WriteFlags { fua })
+                .map(|done| Completion { done, data: None }),
+            Request::Flush => dev.flush().map(|done| Completion { done, data: None }),
+        })
+        .collect()
+}
+
+/// The whole sectors of a `len`-byte transfer at `lba` on a device of `capacity` sectors of
+/// `ss` bytes: the command check every device makes (some whole sectors, all on the device).
+pub fn transfer_sectors(lba: u64, len: usize, ss: u64, capacity: u64) -> Result<u64> {
+    if len == 0 || !(len as u64).is_multiple_of(ss) {
+        return Err(crate::DeviceError::BadLength {
+            len,
+            sector_size: ss as u32,
+        });
+    }
+    let n = len as u64 / ss;
+    if lba.checked_add(n).is_none_or(|e| e > capacity) {
+        return Err(crate::DeviceError::OutOfRange {
+            lba,
+            sectors: n,
+            capacity,
+        });
+    }
+    Ok(n)
+}

@@ -2,7 +2,7 @@
 //! Lost on power cut; destaged on FLUSH, when full, and during idle time. The media's cache
 //! and a drive-managed drive's (in `tegula-stl`, keyed by logical LBA) are both this one.
 
-use std::collections::BTreeMap;
+use std::collections::{btree_map, BTreeMap};
 
 /// One dirty extent. `data` is `None` on drives that keep no data.
 #[derive(Debug, Clone)]
@@ -110,6 +110,16 @@ impl WriteCache {
         self.put(lba, Dirty { sectors, data });
     }
 
+    /// The dirty extents overlapping `[lba, end)` in LBA order, one that starts before `lba`
+    /// included.
+    fn overlapping(&self, lba: u64, end: u64) -> btree_map::Range<'_, u64, Dirty> {
+        let start_key = match self.dirty.range(..=lba).next_back() {
+            Some((&k, d)) if k + d.sectors > lba => k,
+            _ => lba,
+        };
+        self.dirty.range(start_key..end)
+    }
+
     /// Copies dirty data over `buf` (which holds `[lba, lba + len)` read from the media).
     /// Returns the number of sectors the cache supplied.
     pub fn overlay(&self, lba: u64, buf: Option<&mut [u8]>, len: u64) -> u64 {
@@ -117,11 +127,7 @@ impl WriteCache {
         let end = lba + len;
         let mut covered = 0;
         let mut buf = buf;
-        let start_key = match self.dirty.range(..=lba).next_back() {
-            Some((&k, d)) if k + d.sectors > lba => k,
-            _ => lba,
-        };
-        for (&k, d) in self.dirty.range(start_key..end) {
+        for (&k, d) in self.overlapping(lba, end) {
             let a = k.max(lba);
             let b = (k + d.sectors).min(end);
             if a >= b {
@@ -142,11 +148,7 @@ impl WriteCache {
     pub fn uncovered(&self, lba: u64, end: u64) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
         let mut pos = lba;
-        let start_key = match self.dirty.range(..=lba).next_back() {
-            Some((&k, d)) if k + d.sectors > lba => k,
-            _ => lba,
-        };
-        for (&k, d) in self.dirty.range(start_key..end) {
+        for (&k, d) in self.overlapping(lba, end) {
             if k > pos {
                 out.push((pos, k.min(end)));
             }
@@ -228,11 +230,7 @@ impl WriteCache {
     /// in LBA order (sectors that are not dirty, or carry no data, append nothing).
     pub fn take_range(&mut self, lba: u64, end: u64, out: &mut Vec<u8>) {
         let ss = self.sector_size;
-        let start_key = match self.dirty.range(..=lba).next_back() {
-            Some((&k, d)) if k + d.sectors > lba => k,
-            _ => lba,
-        };
-        for (&k, d) in self.dirty.range(start_key..end) {
+        for (&k, d) in self.overlapping(lba, end) {
             let a = k.max(lba);
             let b = (k + d.sectors).min(end);
             if let (true, Some(src)) = (a < b, d.data.as_ref()) {

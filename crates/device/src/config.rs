@@ -206,64 +206,90 @@ fn cmr_timing() -> TimingParams {
     }
 }
 
+/// Zones of a drive without shingled zones: 256 MiB, all conventional, no open limit.
+fn unzoned(mib: u64) -> ZoneParams {
+    ZoneParams {
+        zone_size: 256 * mib,
+        conventional_fraction: 1.0,
+        conventional_zones: None,
+        max_open: 0,
+        unrestricted_reads: true,
+    }
+}
+
+/// A built-in profile from the parts that differ between them; the rest is shared (4 KiB
+/// sectors, scaled span, stored data, a 32 MiB cache, no interlacing, capacity filled in later).
+fn built_in(
+    name: &str,
+    kind: DriveKind,
+    media: MediaParams,
+    timing: TimingParams,
+    zones: ZoneParams,
+    shingle: ShingleParams,
+    write_cache: bool,
+) -> DiskConfig {
+    DiskConfig {
+        profile: name.into(),
+        kind,
+        capacity: 0,
+        sector_size: 4096,
+        span: Span::Scaled,
+        store_data: true,
+        seed: 0,
+        media,
+        timing,
+        zones,
+        shingle,
+        cache: CacheParams {
+            write_cache,
+            size: 32 << 20,
+        },
+        interlace: None,
+    }
+}
+
 /// The built-in profile `name` at its full capacity.
 pub fn profile(name: &str) -> Result<DiskConfig> {
     let mib = 1u64 << 20;
-    let cfg = match name {
-        "cmr-7200" => DiskConfig {
-            profile: name.into(),
-            kind: DriveKind::Cmr,
-            capacity: 0,
-            sector_size: 4096,
-            span: Span::Scaled,
-            store_data: true,
-            seed: 0,
-            media: MediaParams {
+    // cmr-7200 and the imr profiles: a conventional 7200 rpm drive, serpentine layout.
+    let cmr = |kind, heads, cylinders, od_track_bytes, od_id_ratio, recording_zones| {
+        built_in(
+            name,
+            kind,
+            MediaParams {
                 rpm: 7200,
-                heads: 10,
-                cylinders: 320_800,
-                od_track_bytes: 1_668_096,
-                od_id_ratio: 175.0 / 83.0,
-                recording_zones: 30,
+                heads,
+                cylinders,
+                od_track_bytes,
+                od_id_ratio,
+                recording_zones,
                 stroke_tracks: Some(18),
                 strokes_per_surface: None,
                 serpentine: true,
             },
-            timing: TimingParams {
+            TimingParams {
                 track_switch_ms: Some(0.9),
                 ..cmr_timing()
             },
-            zones: ZoneParams {
-                zone_size: 256 * mib,
-                conventional_fraction: 1.0,
-                conventional_zones: None,
-                max_open: 0,
-                unrestricted_reads: true,
-            },
-            shingle: ShingleParams {
+            unzoned(mib),
+            ShingleParams {
                 overlap_tracks: 1,
                 band_tracks: None,
                 unshingled_prefix: 0,
             },
-            cache: CacheParams {
-                write_cache: true,
-                size: 32 * mib,
-            },
-            interlace: None,
-        },
-        "hm-smr" | "ha-smr" => DiskConfig {
-            profile: name.into(),
-            kind: if name == "hm-smr" {
+            true,
+        )
+    };
+    let cfg = match name {
+        "cmr-7200" => cmr(DriveKind::Cmr, 10, 320_800, 1_668_096, 175.0 / 83.0, 30),
+        "hm-smr" | "ha-smr" => built_in(
+            name,
+            if name == "hm-smr" {
                 DriveKind::HmSmr
             } else {
                 DriveKind::HaSmr
             },
-            capacity: 0,
-            sector_size: 4096,
-            span: Span::Scaled,
-            store_data: true,
-            seed: 0,
-            media: MediaParams {
+            MediaParams {
                 rpm: 7200,
                 heads: 16,
                 cylinders: 557_000,
@@ -274,34 +300,25 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 strokes_per_surface: Some(32),
                 serpentine: false,
             },
-            timing: cmr_timing(),
-            zones: ZoneParams {
+            cmr_timing(),
+            ZoneParams {
                 zone_size: 256 * mib,
                 conventional_fraction: 0.0094,
                 conventional_zones: None,
                 max_open: 128,
                 unrestricted_reads: false,
             },
-            shingle: ShingleParams {
+            ShingleParams {
                 overlap_tracks: 3,
                 band_tracks: None,
                 unshingled_prefix: 0,
             },
-            cache: CacheParams {
-                write_cache: true,
-                size: 32 * mib,
-            },
-            interlace: None,
-        },
-        "smr-5900" => DiskConfig {
-            profile: name.into(),
-            kind: DriveKind::SmrRaw,
-            capacity: 0,
-            sector_size: 4096,
-            span: Span::Scaled,
-            store_data: true,
-            seed: 0,
-            media: MediaParams {
+            true,
+        ),
+        "smr-5900" => built_in(
+            name,
+            DriveKind::SmrRaw,
+            MediaParams {
                 rpm: 5900,
                 heads: 8,
                 cylinders: 450_000,
@@ -312,7 +329,7 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 strokes_per_surface: Some(32),
                 serpentine: false,
             },
-            timing: TimingParams {
+            TimingParams {
                 seek_read: SeekPoints {
                     t2t_ms: 1.0,
                     avg_ms: 11.0,
@@ -329,72 +346,28 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 read_ahead_bytes: 1 << 20,
                 track_switch_ms: None,
             },
-            zones: ZoneParams {
-                zone_size: 256 * mib,
-                conventional_fraction: 1.0,
-                conventional_zones: None,
-                max_open: 0,
-                unrestricted_reads: true,
-            },
-            shingle: ShingleParams {
+            unzoned(mib),
+            ShingleParams {
                 overlap_tracks: 3,
                 band_tracks: Some(16),
                 unshingled_prefix: 0,
             },
-            cache: CacheParams {
-                write_cache: false,
-                size: 32 * mib,
-            },
-            interlace: None,
-        },
+            false,
+        ),
         "imr" | "imr-paper" => {
             let paper = name == "imr-paper";
-            DiskConfig {
-                profile: name.into(),
-                kind: DriveKind::Imr,
-                capacity: 0,
-                sector_size: 4096,
-                span: Span::Scaled,
-                store_data: true,
-                seed: 0,
-                media: MediaParams {
-                    rpm: 7200,
-                    heads: 8,
-                    // imr: ≈560,000 tracks per surface; imr-paper: the slides' 100 GB drive.
-                    cylinders: if paper { 6_000 } else { 560_000 },
-                    od_track_bytes: 568 * 4096,
-                    // imr-paper has one recording zone: every track pair holds 2 MiB.
-                    od_id_ratio: if paper { 1.0 } else { 175.0 / 83.0 },
-                    recording_zones: if paper { 1 } else { 30 },
-                    stroke_tracks: Some(18),
-                    strokes_per_surface: None,
-                    serpentine: true,
-                },
-                timing: TimingParams {
-                    track_switch_ms: Some(0.9),
-                    ..cmr_timing()
-                },
-                zones: ZoneParams {
-                    zone_size: 256 * mib,
-                    conventional_fraction: 1.0,
-                    conventional_zones: None,
-                    max_open: 0,
-                    unrestricted_reads: true,
-                },
-                shingle: ShingleParams {
-                    overlap_tracks: 1,
-                    band_tracks: None,
-                    unshingled_prefix: 0,
-                },
-                cache: CacheParams {
-                    write_cache: true,
-                    size: 32 * mib,
-                },
-                interlace: Some(InterlaceParams {
-                    bottom_top_ratio: IMRSIM_RATIO,
-                    damage: true,
-                }),
-            }
+            // imr: ≈560,000 tracks per surface; imr-paper: the slides' 100 GB drive, with one
+            // recording zone: every track pair holds 2 MiB.
+            let mut c = if paper {
+                cmr(DriveKind::Imr, 8, 6_000, 568 * 4096, 1.0, 1)
+            } else {
+                cmr(DriveKind::Imr, 8, 560_000, 568 * 4096, 175.0 / 83.0, 30)
+            };
+            c.interlace = Some(InterlaceParams {
+                bottom_top_ratio: IMRSIM_RATIO,
+                damage: true,
+            });
+            c
         }
         other => {
             return Err(DeviceError::Config(format!(

@@ -574,13 +574,7 @@ impl BlockDevice for Disk {
 
 impl ZonedDevice for Disk {
     fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
-        let g = self.inner.lock();
-        g.zones
-            .zones()
-            .iter()
-            .filter(|z| filter.matches(z))
-            .cloned()
-            .collect()
+        self.inner.lock().zones.report(filter)
     }
 
     fn zone(&self, index: u32) -> Result<Zone> {

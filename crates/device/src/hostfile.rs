@@ -189,15 +189,10 @@ impl HostBanded {
             .map_err(|e| DeviceError::io(format!("renaming {}", tmp.display()), e))
     }
 
-    fn check_len(&self, len: usize) -> Result<u64> {
-        let ss = self.info.sector_size as u64;
-        if len == 0 || !(len as u64).is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len,
-                sector_size: ss as u32,
-            });
-        }
-        Ok(len as u64 / ss)
+    /// The sectors of a `len`-byte transfer at `lba`, checked as every device checks them.
+    fn transfer(&self, lba: u64, len: usize) -> Result<u64> {
+        let ss = u64::from(self.info.sector_size);
+        crate::api::transfer_sectors(lba, len, ss, self.info.capacity_sectors)
     }
 
     fn check_range(&self, lba: u64, n: u64) -> Result<()> {
@@ -221,8 +216,7 @@ impl BlockDevice for HostBanded {
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
-        let n = self.check_len(buf.len())?;
-        self.check_range(lba, n)?;
+        let n = self.transfer(lba, buf.len())?;
         self.inner.lock().zones.check_read(lba, n)?;
         let start = self.now_ns();
         self.file
@@ -235,8 +229,7 @@ impl BlockDevice for HostBanded {
     }
 
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
-        let n = self.check_len(data.len())?;
-        self.check_range(lba, n)?;
+        let n = self.transfer(lba, data.len())?;
         let mut g = self.inner.lock();
         let zi = g.zones.zone_of(lba);
         let before = g.zones.zone(zi as u64)?.clone();
@@ -289,21 +282,7 @@ impl BlockDevice for HostBanded {
     }
 
     fn submit(&self, reqs: Vec<Request>) -> Vec<Result<Completion>> {
-        reqs.into_iter()
-            .map(|r| match r {
-                Request::Read { lba, sectors } => {
-                    let mut buf = vec![0u8; (sectors * self.info.sector_size as u64) as usize];
-                    self.read(lba, &mut buf).map(|done| Completion {
-                        done,
-                        data: Some(buf),
-                    })
-                }
-                Request::Write { lba, data, fua } => self
-                    .write_with(lba, &data, WriteFlags { fua })
-                    .map(|done| Completion { done, data: None }),
-                Request::Flush => self.flush().map(|done| Completion { done, data: None }),
-            })
-            .collect()
+        crate::api::submit_serially(self, reqs)
     }
 
     fn now(&self) -> Nanos {
@@ -317,14 +296,7 @@ impl BlockDevice for HostBanded {
 
 impl ZonedDevice for HostBanded {
     fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
-        self.inner
-            .lock()
-            .zones
-            .zones()
-            .iter()
-            .filter(|z| filter.matches(z))
-            .cloned()
-            .collect()
+        self.inner.lock().zones.report(filter)
     }
 
     fn zone(&self, index: u32) -> Result<Zone> {

@@ -5,12 +5,13 @@
 
 use crate::config::DiskConfig;
 use crate::error::{DeviceError, Result};
+use crate::imagefile::{self, ImageFileError, SlotPair};
 use crate::ranges::RangeSet;
-use crate::slots::{self, SlotRead};
+use crate::slots;
 use crate::stats::Stats;
 use crate::units::Nanos;
 use crate::zone::ZoneCondition;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use tegula_codec::frame::Format;
@@ -29,7 +30,6 @@ pub const STATE_VERSION: u32 = 1;
 pub const STATE_FORMAT: Format = Format::slot("state", &STATE_MAGIC, STATE_VERSION);
 /// Bytes reserved for the header.
 pub const HEADER_REGION: u64 = 64 << 10;
-const FLAG_STORE_DATA: u32 = 1;
 
 /// The decoded header.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,14 +86,9 @@ const HEADER: HeaderKind<'static> = HeaderKind {
 
 /// Encodes a header.
 pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
-    let flags = if h.config.store_data {
-        FLAG_STORE_DATA
-    } else {
-        0
-    };
     HEADER.encode(
         h.version,
-        flags,
+        imagefile::header_flags(h.config.store_data),
         &[h.state_offset, h.slot_size, h.data_offset],
         &h.config.to_toml(),
     )
@@ -102,21 +97,11 @@ pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
 /// Decodes a header, checking magic, version, lengths and checksum.
 pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
     let raw = HEADER.decode(b)?;
-    let (version, flags) = (raw.version, raw.flags);
+    let version = raw.version;
     let [state_offset, slot_size, data_offset] = raw.fields[..] else {
         return Err("corrupt header: layout fields missing".into());
     };
-    let config = DiskConfig::from_toml(raw.text).map_err(|e| {
-        format!(
-            "corrupt header: configuration (offset {}): {e}",
-            HEADER.fixed_len()
-        )
-    })?;
-    if config.store_data != (flags & FLAG_STORE_DATA != 0) {
-        return Err(
-            "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
-        );
-    }
+    let config = imagefile::header_config(&HEADER, &raw, DiskConfig::from_toml, |c| c.store_data)?;
     // Checked arithmetic: a forged layout must not overflow when the image is opened.
     let slots_end = slot_size
         .checked_mul(2)
@@ -243,16 +228,30 @@ fn image_err(path: &Path, problem: impl Into<String>) -> DeviceError {
     }
 }
 
+/// The device error for a failed image-file operation on `path`.
+fn file_err(path: &Path) -> impl FnOnce(ImageFileError) -> DeviceError + '_ {
+    move |e| match e {
+        ImageFileError::Io { doing, source } => {
+            DeviceError::io(format!("{doing} {}", path.display()), source)
+        }
+        ImageFileError::Invalid(p) => image_err(path, p),
+        ImageFileError::Device(d) => d,
+    }
+}
+
+/// The state slots of an image with `header`.
+fn slot_pair(header: &ImageHeader) -> SlotPair<'static> {
+    SlotPair {
+        format: &STATE_FORMAT,
+        offset: header.state_offset,
+        size: header.slot_size,
+    }
+}
+
 impl ImageFile {
     /// Creates a new image (refusing to overwrite an existing file) and writes its first state.
     pub fn create(path: &Path, config: &DiskConfig, state: &ImageState) -> Result<(Self, File)> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| DeviceError::io(format!("creating {}", path.display()), e))?;
-        crate::lock::lock(&file, path, true, crate::lock::default_wait())?;
+        let file = imagefile::open_locked(path, true, true).map_err(file_err(path))?;
         let (slot_size, data_offset) = layout_for(config);
         let header = ImageHeader {
             version: IMAGE_VERSION,
@@ -295,26 +294,8 @@ impl ImageFile {
     /// Opens an image, validating header and state. Returns the image, the newest valid state
     /// and a handle for the data region.
     pub fn open(path: &Path, writable: bool) -> Result<(Self, ImageState, File)> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .map_err(|e| DeviceError::io(format!("opening {}", path.display()), e))?;
-        // Held by this handle and its clones for as long as the image is open.
-        crate::lock::lock(&file, path, writable, crate::lock::default_wait())?;
-        let size = file
-            .metadata()
-            .map_err(|e| DeviceError::io(format!("stat {}", path.display()), e))?
-            .len();
-        if size < HEADER.fixed_len() as u64 + 4 {
-            return Err(image_err(
-                path,
-                format!("truncated: {size} bytes is shorter than an image header"),
-            ));
-        }
-        let mut hb = vec![0u8; HEADER_REGION.min(size) as usize];
-        file.read_exact_at(&mut hb, 0)
-            .map_err(|e| DeviceError::io(format!("reading {}", path.display()), e))?;
+        let file = imagefile::open_locked(path, writable, false).map_err(file_err(path))?;
+        let (size, hb) = imagefile::read_header(&file, &HEADER).map_err(file_err(path))?;
         let header = decode_header(&hb).map_err(|p| image_err(path, p))?;
         let expect = header.data_offset
             + if header.config.store_data {
@@ -328,20 +309,9 @@ impl ImageFile {
                 format!("truncated: {size} bytes, the configuration needs {expect}"),
             ));
         }
-        let mut reads = Vec::with_capacity(2);
-        for slot in 0..2 {
-            let off = header.state_offset + slot * header.slot_size;
-            let mut b = vec![0u8; header.slot_size as usize];
-            file.read_exact_at(&mut b, off)
-                .map_err(|e| DeviceError::io(format!("reading {}", path.display()), e))?;
-            let claimed = STATE_FORMAT.decode_header(&b).ok().map(|h| h.seq);
-            let head = &b[..b.len().min(STATE_FORMAT.header_len())];
-            reads.push(SlotRead::new(off, head, decode_state(&b), claimed));
-        }
-        let pair: [SlotRead<ImageState>; 2] = match reads.try_into() {
-            Ok(p) => p,
-            Err(_) => return Err(image_err(path, "state slots unreadable")),
-        };
+        let pair = slot_pair(&header)
+            .read(&file, header.slot_size as usize, decode_state)
+            .map_err(file_err(path))?;
         let choice = slots::choose("state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
         let (state, warnings) = (choice.state, choice.warnings);
         if state.zones.len() != header.config.zone_count() as usize {
@@ -380,23 +350,9 @@ impl ImageFile {
     pub fn write_state(&mut self, mut state: ImageState) -> Result<()> {
         state.seq = self.next_seq;
         let b = encode_state(&state);
-        if b.len() as u64 > self.header.slot_size {
-            return Err(image_err(
-                &self.path,
-                format!(
-                    "device state of {} bytes exceeds the {}-byte slot (too many damaged ranges)",
-                    b.len(),
-                    self.header.slot_size
-                ),
-            ));
-        }
-        let off = self.header.state_offset + (state.seq % 2) * self.header.slot_size;
-        self.file
-            .write_all_at(&b, off)
-            .map_err(|e| DeviceError::io(format!("writing state of {}", self.path.display()), e))?;
-        self.file
-            .sync_data()
-            .map_err(|e| DeviceError::io(format!("syncing {}", self.path.display()), e))?;
+        slot_pair(&self.header)
+            .write(&self.file, "device state", state.seq, &b, true)
+            .map_err(file_err(&self.path))?;
         self.next_seq += 1;
         Ok(())
     }
@@ -435,11 +391,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn state_round_trips_and_detects_corruption() {
+    /// A state with a few non-default fields (the fixture of the tests below).
+    fn state() -> ImageState {
         let mut destroyed = RangeSet::new();
         destroyed.insert(10, 20);
-        let s = ImageState {
+        ImageState {
             seq: 7,
             now: 123,
             zones: vec![
@@ -452,7 +408,12 @@ mod tests {
                 reads: 3,
                 ..Default::default()
             },
-        };
+        }
+    }
+
+    #[test]
+    fn state_round_trips_and_detects_corruption() {
+        let s = state();
         let b = encode_state(&s);
         assert_eq!(decode_state(&b), Ok(s));
         for i in 0..b.len() {
@@ -474,22 +435,7 @@ mod tests {
     /// build before the shared codec encoded it (format version 1).
     #[test]
     fn state_bytes_match_those_written_by_earlier_builds() {
-        let mut destroyed = RangeSet::new();
-        destroyed.insert(10, 20);
-        let s = ImageState {
-            seq: 7,
-            now: 123,
-            zones: vec![
-                (ZoneCondition::Empty, false, 0),
-                (ZoneCondition::Closed, true, 99),
-            ],
-            destroyed,
-            injected: RangeSet::new(),
-            stats: Stats {
-                reads: 3,
-                ..Default::default()
-            },
-        };
+        let s = state();
         let old = unhex(concat!(
             "54474c415354415401000000b501000007000000000000007b0000000000000002000000010000000000",
             "0000000004016300000000000000010000000a0000000000000014000000000000000000000079010000",

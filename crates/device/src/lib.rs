@@ -22,6 +22,7 @@ pub mod error;
 pub mod geometry;
 pub mod hostfile;
 pub mod image;
+pub mod imagefile;
 pub mod interlace;
 pub mod lock;
 pub mod mechanics;

@@ -330,6 +330,15 @@ impl ZoneTable {
         &self.zones
     }
 
+    /// Copies of the zones `filter` matches, in order (what a zone report returns).
+    pub fn report(&self, filter: ZoneFilter) -> Vec<Zone> {
+        self.zones
+            .iter()
+            .filter(|z| filter.matches(z))
+            .cloned()
+            .collect()
+    }
+
     /// One zone.
     pub fn zone(&self, index: u64) -> Result<&Zone> {
         self.zones

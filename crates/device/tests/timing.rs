@@ -24,19 +24,26 @@ fn full_size(name: &str, cache: bool) -> (Disk, DiskConfig) {
 fn batch_rate(d: &Disk, lba: u64) -> f64 {
     const N: u64 = 48;
     let per = (1u64 << 20) / 4096;
-    let reqs = (0..N)
+    let reqs: Vec<Request> = (0..N)
         .map(|i| Request::Write {
             lba: lba + i * per,
             data: vec![0u8; 1 << 20],
             fua: false,
         })
         .collect();
+    submit_rate(d, reqs, (1u64 << 20) as f64)
+}
+
+/// Submits `reqs` as one queued batch of requests of `bytes` each; the rate in MB/s between
+/// the first and the last completion.
+fn submit_rate(d: &Disk, reqs: Vec<Request>, bytes: f64) -> f64 {
+    let n = reqs.len();
     let ends: Vec<u64> = d
         .submit(reqs)
         .into_iter()
         .map(|r| r.unwrap().done.end)
         .collect();
-    (N - 1) as f64 * (1u64 << 20) as f64 / ((ends[N as usize - 1] - ends[0]) as f64 / 1e9) / 1e6
+    (n - 1) as f64 * bytes / ((ends[n - 1] - ends[0]) as f64 / 1e9) / 1e6
 }
 
 /// spt·sector·rpm/60 / (1 + switch/revolution), with the track switch the layout's skew is
@@ -150,12 +157,7 @@ fn qd1_sequential_4k_reads_stream_from_read_ahead_without_seeking() {
             sectors: 1,
         })
         .collect();
-    let ends: Vec<u64> = d
-        .submit(reqs)
-        .into_iter()
-        .map(|r| r.unwrap().done.end)
-        .collect();
-    let rate = 511.0 * 4096.0 / ((ends[511] - ends[0]) as f64 / 1e9) / 1e6;
+    let rate = submit_rate(&d, reqs, 4096.0);
     let media = d.with_media(|m| m.mechanics().geometry().media_rate_at(lba)) / 1e6;
     assert!(
         rate > 0.9 * media && rate <= media * 1.001,

@@ -20,6 +20,7 @@ use crate::store::{NewFile, Store};
 use parking_lot::Mutex;
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use tegula_device::api::transfer_sectors;
 use tegula_device::{
     BlockDevice, Completion, DeviceError, DeviceInfo, IoDone, Nanos, Request, TrackLayout,
     WriteFlags, Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneHint, ZoneTarget, ZoneType,
@@ -310,22 +311,12 @@ impl ZonedAdapter {
     }
 
     fn write_inner(&self, lba: u64, data: &[u8]) -> Result<(), DeviceError> {
-        let ss = self.ss;
-        if data.is_empty() || !(data.len() as u64).is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len: data.len(),
-                sector_size: ss as u32,
-            });
-        }
-        let n = data.len() as u64 / ss;
-        let cap = self.zones as u64 * self.zone_sectors;
-        if lba.checked_add(n).is_none_or(|e| e > cap) {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: cap,
-            });
-        }
+        let n = transfer_sectors(
+            lba,
+            data.len(),
+            self.ss,
+            self.zones as u64 * self.zone_sectors,
+        )?;
         let zone = (lba / self.zone_sectors) as u32;
         let off = lba - zone as u64 * self.zone_sectors;
         let Some(i) = self.seq_index(zone) else {
@@ -413,21 +404,7 @@ impl ZonedAdapter {
 
     fn read_inner(&self, lba: u64, buf: &mut [u8]) -> Result<(), DeviceError> {
         let ss = self.ss;
-        if buf.is_empty() || !(buf.len() as u64).is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len: buf.len(),
-                sector_size: ss as u32,
-            });
-        }
-        let n = buf.len() as u64 / ss;
-        let cap = self.zones as u64 * self.zone_sectors;
-        if lba.checked_add(n).is_none_or(|e| e > cap) {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: cap,
-            });
-        }
+        let n = transfer_sectors(lba, buf.len(), ss, self.zones as u64 * self.zone_sectors)?;
         let mut pos = 0u64;
         while pos < n {
             let l = lba + pos;
@@ -534,21 +511,7 @@ impl BlockDevice for ZonedAdapter {
     }
 
     fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
-        reqs.into_iter()
-            .map(|r| match r {
-                Request::Read { lba, sectors } => {
-                    let mut data = vec![0u8; (sectors * self.ss) as usize];
-                    self.read(lba, &mut data).map(|done| Completion {
-                        done,
-                        data: Some(data),
-                    })
-                }
-                Request::Write { lba, data, fua } => self
-                    .write_with(lba, &data, WriteFlags { fua })
-                    .map(|done| Completion { done, data: None }),
-                Request::Flush => self.flush().map(|done| Completion { done, data: None }),
-            })
-            .collect()
+        tegula_device::api::submit_serially(self, reqs)
     }
 
     fn now(&self) -> Nanos {

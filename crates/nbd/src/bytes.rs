@@ -15,6 +15,21 @@ pub(crate) fn dev_errno(e: &DeviceError) -> u32 {
     }
 }
 
+/// Reads the whole sectors covering bytes `[off, off + len)`: the first sector, their bytes,
+/// and where byte `off` is among them.
+fn read_covering(
+    dev: &dyn BlockDevice,
+    ss: u64,
+    off: u64,
+    len: u64,
+) -> Result<(u64, Vec<u8>, usize), DeviceError> {
+    let first = off / ss;
+    let last = (off + len).div_ceil(ss);
+    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
+    dev.read(first, &mut tmp)?;
+    Ok((first, tmp, (off - first * ss) as usize))
+}
+
 /// Reads bytes `[off, off + buf.len())`, handling offsets and lengths that are not whole
 /// sectors by reading the covering sectors.
 pub(crate) fn read_bytes(
@@ -28,11 +43,7 @@ pub(crate) fn read_bytes(
         dev.read(off / ss, buf)?;
         return Ok(());
     }
-    let first = off / ss;
-    let last = (off + len).div_ceil(ss);
-    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
-    dev.read(first, &mut tmp)?;
-    let s = (off - first * ss) as usize;
+    let (_, tmp, s) = read_covering(dev, ss, off, len)?;
     buf.copy_from_slice(&tmp[s..s + buf.len()]);
     Ok(())
 }
@@ -51,11 +62,7 @@ pub(crate) fn write_bytes(
         dev.write_with(off / ss, data, flags)?;
         return Ok(());
     }
-    let first = off / ss;
-    let last = (off + len).div_ceil(ss);
-    let mut tmp = vec![0u8; ((last - first) * ss) as usize];
-    dev.read(first, &mut tmp)?;
-    let s = (off - first * ss) as usize;
+    let (first, mut tmp, s) = read_covering(dev, ss, off, len)?;
     tmp[s..s + data.len()].copy_from_slice(data);
     dev.write_with(first, &tmp, flags)?;
     Ok(())

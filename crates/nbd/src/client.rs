@@ -233,8 +233,8 @@ impl NbdClient {
         }
     }
 
-    /// Sends one request and reads its simple reply; returns the handle used.
-    fn request(&mut self, kind: u16, flags: u16, offset: u64, len: u32, data: &[u8]) -> Result<()> {
+    /// Writes one request (header under the next handle, then `data`) without flushing it.
+    fn send(&mut self, kind: u16, flags: u16, offset: u64, len: u32, data: &[u8]) -> Result<()> {
         self.handle += 1;
         let mut h = Vec::with_capacity(28);
         h.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
@@ -245,6 +245,12 @@ impl NbdClient {
         h.extend_from_slice(&len.to_be_bytes());
         self.w.write_all(&h)?;
         self.w.write_all(data)?;
+        Ok(())
+    }
+
+    /// Sends one request and reads its simple reply; returns the handle used.
+    fn request(&mut self, kind: u16, flags: u16, offset: u64, len: u32, data: &[u8]) -> Result<()> {
+        self.send(kind, flags, offset, len, data)?;
         self.w.flush()?;
         if get_u32(&mut self.r)? != SIMPLE_REPLY_MAGIC {
             return Err(ClientError::Protocol("bad reply magic".into()));
@@ -295,7 +301,6 @@ impl NbdClient {
 
     fn send_all(&mut self, cmds: &[Command<'_>]) -> Result<()> {
         for c in cmds {
-            self.handle += 1;
             let (kind, flags, offset, len, data): (u16, u16, u64, u32, &[u8]) = match *c {
                 Command::Read { offset, len } => (cmd::READ, 0, offset, len, &[]),
                 Command::Write { offset, data, fua } => {
@@ -306,15 +311,7 @@ impl NbdClient {
                 }
                 Command::Flush => (cmd::FLUSH, 0, 0, 0, &[]),
             };
-            let mut h = Vec::with_capacity(28);
-            h.extend_from_slice(&REQUEST_MAGIC.to_be_bytes());
-            h.extend_from_slice(&flags.to_be_bytes());
-            h.extend_from_slice(&kind.to_be_bytes());
-            h.extend_from_slice(&self.handle.to_be_bytes());
-            h.extend_from_slice(&offset.to_be_bytes());
-            h.extend_from_slice(&len.to_be_bytes());
-            self.w.write_all(&h)?;
-            self.w.write_all(data)?;
+            self.send(kind, flags, offset, len, data)?;
         }
         self.w.flush()?;
         Ok(())

@@ -2,6 +2,7 @@
 //! size, throughput against offset. Tests describe a [`Plot`]; [`write_all`] draws them.
 
 use crate::error::{ProbeError, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -122,6 +123,55 @@ fn err(path: &Path, e: impl std::fmt::Display) -> ProbeError {
     }
 }
 
+/// Draws the axes, series (their points whose y `keep` accepts) and legend of `p` on a chart
+/// with y axis `y`: linear or logarithmic, the one difference between the two kinds of chart.
+fn chart<Y>(
+    b: &mut ChartBuilder<'_, '_, SVGBackend<'_>>,
+    p: &Plot,
+    path: &Path,
+    x: std::ops::Range<f64>,
+    y: Y,
+    keep: impl Fn(f64) -> bool,
+) -> Result<()>
+where
+    Y: AsRangedCoord,
+    Y::CoordDescType: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let colors = |i: usize| Palette99::pick(i).to_rgba();
+    let mut c = b.build_cartesian_2d(x, y).map_err(|e| err(path, e))?;
+    c.configure_mesh()
+        .x_desc(&p.x_label)
+        .y_desc(&p.y_label)
+        .draw()
+        .map_err(|e| err(path, e))?;
+    for (i, s) in p.series.iter().enumerate() {
+        let color = colors(i);
+        let data: Vec<(f64, f64)> = thin(&s.points, 6000)
+            .into_iter()
+            .filter(|q| keep(q.1))
+            .collect();
+        match s.style {
+            Style::Dots => c
+                .draw_series(
+                    data.into_iter()
+                        .map(move |q| Circle::new(q, 2, color.filled())),
+                )
+                .map_err(|e| err(path, e))?,
+            Style::Line => c
+                .draw_series(LineSeries::new(data, color.stroke_width(2)))
+                .map_err(|e| err(path, e))?,
+        }
+        .label(s.name.clone())
+        .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+    }
+    c.configure_series_labels()
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+        .map_err(|e| err(path, e))?;
+    Ok(())
+}
+
 /// Draws one chart into `path`.
 pub fn draw(p: &Plot, path: &Path) -> Result<()> {
     let pts = || p.series.iter().flat_map(|s| s.points.iter());
@@ -159,76 +209,12 @@ pub fn draw(p: &Plot, path: &Path) -> Result<()> {
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70);
-    let colors = |i: usize| Palette99::pick(i).to_rgba();
     if p.log_y {
         let ymin = if ypos.is_finite() { ypos / 1.5 } else { 0.01 };
-        let mut c = b
-            .build_cartesian_2d(xmin..xmax, (ymin..ymax.max(ymin * 10.0)).log_scale())
-            .map_err(|e| err(path, e))?;
-        c.configure_mesh()
-            .x_desc(&p.x_label)
-            .y_desc(&p.y_label)
-            .draw()
-            .map_err(|e| err(path, e))?;
-        for (i, s) in p.series.iter().enumerate() {
-            let color = colors(i);
-            let data: Vec<(f64, f64)> = thin(&s.points, 6000)
-                .into_iter()
-                .filter(|q| q.1 > 0.0 && q.1.is_finite())
-                .collect();
-            match s.style {
-                Style::Dots => c
-                    .draw_series(
-                        data.into_iter()
-                            .map(move |q| Circle::new(q, 2, color.filled())),
-                    )
-                    .map_err(|e| err(path, e))?,
-                Style::Line => c
-                    .draw_series(LineSeries::new(data, color.stroke_width(2)))
-                    .map_err(|e| err(path, e))?,
-            }
-            .label(s.name.clone())
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
-        }
-        c.configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| err(path, e))?;
+        let y = (ymin..ymax.max(ymin * 10.0)).log_scale();
+        chart(&mut b, p, path, xmin..xmax, y, |v| v > 0.0 && v.is_finite())?;
     } else {
-        let mut c = b
-            .build_cartesian_2d(xmin..xmax, 0.0..ymax)
-            .map_err(|e| err(path, e))?;
-        c.configure_mesh()
-            .x_desc(&p.x_label)
-            .y_desc(&p.y_label)
-            .draw()
-            .map_err(|e| err(path, e))?;
-        for (i, s) in p.series.iter().enumerate() {
-            let color = colors(i);
-            let data: Vec<(f64, f64)> = thin(&s.points, 6000)
-                .into_iter()
-                .filter(|q| q.1.is_finite())
-                .collect();
-            match s.style {
-                Style::Dots => c
-                    .draw_series(
-                        data.into_iter()
-                            .map(move |q| Circle::new(q, 2, color.filled())),
-                    )
-                    .map_err(|e| err(path, e))?,
-                Style::Line => c
-                    .draw_series(LineSeries::new(data, color.stroke_width(2)))
-                    .map_err(|e| err(path, e))?,
-            }
-            .label(s.name.clone())
-            .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
-        }
-        c.configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .draw()
-            .map_err(|e| err(path, e))?;
+        chart(&mut b, p, path, xmin..xmax, 0.0..ymax, f64::is_finite)?;
     }
     root.present().map_err(|e| err(path, e))?;
     Ok(())

@@ -187,6 +187,23 @@ fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
         }
     }
     let j = r.journal.as_ref();
+    // The cache's usable bytes (which differ by translation layer) and its raw bytes.
+    let cache_sizes = |usable: f64| {
+        [
+            size(
+                "cache.usable_bytes",
+                Some(usable),
+                r.cache.usable_bytes.map(|x| x as f64),
+                0.05,
+            ),
+            size(
+                "cache.raw_bytes",
+                Some(cfg.cache_size as f64),
+                r.cache.raw_bytes.map(|x| x as f64),
+                0.05,
+            ),
+        ]
+    };
     if journal {
         v.push(size(
             "journal.entry_min_bytes",
@@ -223,31 +240,9 @@ fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
         let emax = cfg.journal_entry_max as f64;
         let usable = cfg.cache_size as f64 * (1.0 - cfg.cache_low_watermark) * emax
             / (emax + cfg.journal_oob as f64);
-        v.push(size(
-            "cache.usable_bytes",
-            Some(usable),
-            r.cache.usable_bytes.map(|x| x as f64),
-            0.05,
-        ));
-        v.push(size(
-            "cache.raw_bytes",
-            Some(cfg.cache_size as f64),
-            r.cache.raw_bytes.map(|x| x as f64),
-            0.05,
-        ));
+        v.extend(cache_sizes(usable));
     } else {
-        v.push(size(
-            "cache.usable_bytes",
-            Some(cfg.cache_size as f64),
-            r.cache.usable_bytes.map(|x| x as f64),
-            0.05,
-        ));
-        v.push(size(
-            "cache.raw_bytes",
-            Some(cfg.cache_size as f64),
-            r.cache.raw_bytes.map(|x| x as f64),
-            0.05,
-        ));
+        v.extend(cache_sizes(cfg.cache_size as f64));
         if !full {
             v.push(size(
                 "cache.map_entries",

@@ -8,7 +8,7 @@ use crate::config::{DmConfig, StlKind};
 use crate::error::{Result, StlError};
 use crate::layout::Layout;
 use crate::stats::StlStats;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,8 @@ use tegula_codec::{Dec, Enc};
 use tegula_device::image::{
     decode_state as decode_media, encode_state as encode_media, ImageState,
 };
-use tegula_device::slots::{self, SlotRead};
+use tegula_device::imagefile::{self, ImageFileError, SlotPair};
+use tegula_device::slots;
 
 /// Magic number at offset 0 of every drive-managed SMR image.
 pub const DM_MAGIC: [u8; 8] = *b"TGLADMSR";
@@ -37,7 +38,6 @@ pub const DM_STATE_FORMAT: Format = Format::slot("drive-state", &DM_STATE_MAGIC,
 pub const DM_HEADER_REGION: u64 = 64 << 10;
 /// Bytes of each drive-state slot.
 pub const DM_STATE_SLOT: u64 = 4 << 20;
-const FLAG_STORE_DATA: u32 = 1;
 const MIB: u64 = 1 << 20;
 
 /// The decoded header.
@@ -120,11 +120,7 @@ const HEADER: HeaderKind<'static> = HeaderKind {
 
 /// Encodes a header.
 pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
-    let flags = if h.config.store_data {
-        FLAG_STORE_DATA
-    } else {
-        0
-    };
+    let flags = imagefile::header_flags(h.config.store_data);
     let fields = [
         h.state_offset,
         h.state_slot,
@@ -139,23 +135,13 @@ pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
 /// Decodes a header, checking magic, version, lengths, checksum, configuration and layout.
 pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
     let raw = HEADER.decode(b)?;
-    let (version, flags) = (raw.version, raw.flags);
+    let version = raw.version;
     let [state_offset, state_slot, meta_offset, meta_slot, data_offset, flash_offset] =
         raw.fields[..]
     else {
         return Err("corrupt header: layout fields missing".into());
     };
-    let config = DmConfig::from_toml(raw.text).map_err(|e| {
-        format!(
-            "corrupt header: configuration (offset {}): {e}",
-            HEADER.fixed_len()
-        )
-    })?;
-    if config.store_data != (flags & FLAG_STORE_DATA != 0) {
-        return Err(
-            "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
-        );
-    }
+    let config = imagefile::header_config(&HEADER, &raw, DmConfig::from_toml, |c| c.store_data)?;
     let state_end = state_slot
         .checked_mul(2)
         .and_then(|s| s.checked_add(state_offset));
@@ -229,6 +215,24 @@ fn io_err(path: &Path, what: &str, e: std::io::Error) -> StlError {
     image_err(path, format!("{what}: {e}"))
 }
 
+/// The drive error for a failed image-file operation on `path`.
+fn file_err(path: &Path) -> impl FnOnce(ImageFileError) -> StlError + '_ {
+    move |e| match e {
+        ImageFileError::Io { doing, source } => io_err(path, doing.trim_end_matches(" of"), source),
+        ImageFileError::Invalid(p) => image_err(path, p),
+        ImageFileError::Device(d) => d.into(),
+    }
+}
+
+/// The drive-state slots of an image with `header`.
+fn slot_pair(header: &DmImageHeader) -> SlotPair<'static> {
+    SlotPair {
+        format: &DM_STATE_FORMAT,
+        offset: header.state_offset,
+        size: header.state_slot,
+    }
+}
+
 impl DmImage {
     /// Creates a new image (refusing to overwrite an existing file) sized for `layout` with
     /// `data_bytes` of raw media data and `flash_bytes` of flash cache data.
@@ -239,13 +243,7 @@ impl DmImage {
         data_bytes: u64,
         flash_bytes: u64,
     ) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| io_err(path, "creating", e))?;
-        tegula_device::lock::lock(&file, path, true, tegula_device::lock::default_wait())?;
+        let file = imagefile::open_locked(path, true, true).map_err(file_err(path))?;
         let meta_slot = meta_slot_size(config, layout);
         let meta_offset = align(DM_HEADER_REGION + 2 * DM_STATE_SLOT, MIB);
         let data_offset = align(meta_offset + 2 * meta_slot, MIB);
@@ -290,23 +288,8 @@ impl DmImage {
 
     /// Opens an image: validates the header and finds the newest valid drive state.
     pub fn open(path: &Path, writable: bool) -> Result<(Self, DriveState)> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(writable)
-            .open(path)
-            .map_err(|e| io_err(path, "opening", e))?;
-        // Held by this handle and its clones for as long as the image is open.
-        tegula_device::lock::lock(&file, path, writable, tegula_device::lock::default_wait())?;
-        let size = file.metadata().map_err(|e| io_err(path, "stat", e))?.len();
-        if size < HEADER.fixed_len() as u64 + 4 {
-            return Err(image_err(
-                path,
-                format!("truncated: {size} bytes is shorter than an image header"),
-            ));
-        }
-        let mut hb = vec![0u8; DM_HEADER_REGION.min(size) as usize];
-        file.read_exact_at(&mut hb, 0)
-            .map_err(|e| io_err(path, "reading the header", e))?;
+        let file = imagefile::open_locked(path, writable, false).map_err(file_err(path))?;
+        let (size, hb) = imagefile::read_header(&file, &HEADER).map_err(file_err(path))?;
         let header = decode_header(&hb).map_err(|p| image_err(path, p))?;
         if size < header.data_offset {
             return Err(image_err(
@@ -318,19 +301,9 @@ impl DmImage {
             ));
         }
         let slot_len = header.state_slot.min(DM_STATE_SLOT * 4) as usize;
-        let mut reads = Vec::with_capacity(2);
-        for slot in 0..2u64 {
-            let off = header.state_offset + slot * header.state_slot;
-            let mut b = vec![0u8; slot_len];
-            file.read_exact_at(&mut b, off)
-                .map_err(|e| io_err(path, "reading a drive-state slot", e))?;
-            let claimed = DM_STATE_FORMAT.decode_header(&b).ok().map(|h| h.seq);
-            let head = &b[..b.len().min(DM_STATE_FORMAT.header_len())];
-            reads.push(SlotRead::new(off, head, decode_drive_state(&b), claimed));
-        }
-        let pair: [SlotRead<DriveState>; 2] = reads
-            .try_into()
-            .map_err(|_| image_err(path, "drive-state slots unreadable"))?;
+        let pair = slot_pair(&header)
+            .read(&file, slot_len, decode_drive_state)
+            .map_err(file_err(path))?;
         let choice =
             slots::choose("drive state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
         let (state, warnings) = (choice.state, choice.warnings);
@@ -400,25 +373,9 @@ impl DmImage {
     pub fn write_state(&mut self, mut state: DriveState, sync: bool) -> Result<()> {
         state.seq = self.next_seq;
         let b = encode_drive_state(&state);
-        if b.len() as u64 > self.header.state_slot {
-            return Err(image_err(
-                &self.path,
-                format!(
-                    "drive state of {} bytes exceeds the {}-byte slot (too many damaged ranges)",
-                    b.len(),
-                    self.header.state_slot
-                ),
-            ));
-        }
-        let off = self.header.state_offset + (state.seq % 2) * self.header.state_slot;
-        self.file
-            .write_all_at(&b, off)
-            .map_err(|e| io_err(&self.path, "writing the drive state", e))?;
-        if sync {
-            self.file
-                .sync_data()
-                .map_err(|e| io_err(&self.path, "syncing", e))?;
-        }
+        slot_pair(&self.header)
+            .write(&self.file, "drive state", state.seq, &b, sync)
+            .map_err(file_err(&self.path))?;
         self.next_seq += 1;
         Ok(())
     }

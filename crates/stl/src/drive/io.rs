@@ -13,22 +13,7 @@ impl Inner {
         if !self.media.is_powered() {
             return Err(DeviceError::PowerLoss);
         }
-        let ss = self.ss();
-        if len == 0 || !(len as u64).is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len,
-                sector_size: ss as u32,
-            });
-        }
-        let n = len as u64 / ss;
-        if lba.checked_add(n).is_none_or(|e| e > cap) {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: cap,
-            });
-        }
-        Ok(n)
+        tegula_device::api::transfer_sectors(lba, len, self.ss(), cap)
     }
 
     /// Reads through the layer (or, when the volatile cache holds every sector, costs one
