@@ -265,9 +265,10 @@ teardown() { # target -> sets umount_s, device_s
 }
 
 # `sync -f DIR`; a failure is recorded in $note (the run's last CSV column) and the sync
-# repeated once, which then must succeed. (tegula fs at 10831cb answers ENOENT to the SETATTR
-# the kernel sends for a deleted file it still holds, here tar's placeholder for a symlink;
-# syncfs reports that write-back error once.)
+# repeated once, which then must succeed. (A tegula build from before 10831cb answered
+# ENOENT to the SETATTR the kernel sends for a deleted file it still holds, here tar's
+# placeholder for the repository's symlink configs/dm-smr; syncfs reported that write-back
+# error once. Not seen at 10831cb.)
 syncfs() {
     local err
     if ! err=$(sync -f "$1" 2>&1); then
