@@ -132,6 +132,21 @@ impl Dev {
         Ok(buf)
     }
 
+    /// The sectors `first..end` of `zone` that hold `len` bytes at byte offset `off`, or a
+    /// corruption error when they run past the zone end (a damaged extent).
+    fn sectors_of(&self, zone: u32, off: u64, len: usize) -> Result<(u64, u64)> {
+        let first = off / self.ss;
+        let end = (off + len as u64).div_ceil(self.ss);
+        if end > self.zone_sectors {
+            return Err(Error::corruption(
+                zone,
+                off,
+                format!("read of {len} bytes runs past the zone end"),
+            ));
+        }
+        Ok((first, end))
+    }
+
     /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone`; returns
     /// them and where the requested bytes start in them (callers that copy the bytes out
     /// anyway save [`Dev::read_at`]'s move to the front).
@@ -142,15 +157,7 @@ impl Dev {
         len: usize,
         kind: IoKind,
     ) -> Result<(Vec<u8>, usize)> {
-        let first = off / self.ss;
-        let end = (off + len as u64).div_ceil(self.ss);
-        if end > self.zone_sectors {
-            return Err(Error::corruption(
-                zone,
-                off,
-                format!("read of {len} bytes runs past the zone end"),
-            ));
-        }
+        let (first, end) = self.sectors_of(zone, off, len)?;
         let mut buf = vec![0u8; ((end - first) * self.ss) as usize];
         let done = self
             .dev
@@ -174,15 +181,7 @@ impl Dev {
         thread_local! {
             static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
         }
-        let first = off / self.ss;
-        let end = (off + len as u64).div_ceil(self.ss);
-        if end > self.zone_sectors {
-            return Err(Error::corruption(
-                zone,
-                off,
-                format!("read of {len} bytes runs past the zone end"),
-            ));
-        }
+        let (first, end) = self.sectors_of(zone, off, len)?;
         let n = ((end - first) * self.ss) as usize;
         // Taken out of the thread-local while in use, so that a nested call gets its own.
         let mut buf = SCRATCH.with(|c| c.take());

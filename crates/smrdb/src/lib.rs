@@ -29,7 +29,6 @@
 pub mod band;
 pub mod cache;
 pub mod check;
-pub mod codec;
 pub mod compaction;
 pub mod cursor;
 pub mod db;

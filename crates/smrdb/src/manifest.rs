@@ -6,7 +6,7 @@
 //! Copy: `magic "SMRDBMAN" u64 | version u32 | generation u64 | body_len u32 | body | crc u32`
 //! (crc over everything before it). See `docs/formats/smrdb.md`.
 
-use crate::codec::{crc, put_bytes, put_u32, put_u64, put_varint, Reader};
+use tegula_codec::{Dec, Enc};
 
 /// Manifest magic.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
@@ -85,61 +85,58 @@ pub struct Manifest {
 impl Manifest {
     /// Encodes a copy.
     pub fn encode(&self) -> Vec<u8> {
-        let mut body = Vec::new();
-        put_varint(&mut body, self.next_band_id);
-        put_varint(&mut body, self.flushed_seq);
-        put_varint(&mut body, self.log_zones.len() as u64);
+        let mut body = Enc::new();
+        body.varint(self.next_band_id);
+        body.varint(self.flushed_seq);
+        body.varint(self.log_zones.len() as u64);
         for z in &self.log_zones {
-            put_varint(&mut body, *z as u64);
+            body.varint(*z as u64);
         }
-        put_varint(&mut body, self.bands.len() as u64);
+        body.varint(self.bands.len() as u64);
         for b in &self.bands {
-            put_varint(&mut body, b.id);
-            put_varint(&mut body, b.zone as u64);
-            body.push(b.level);
-            put_varint(&mut body, b.sectors);
-            put_bytes(&mut body, &b.smallest);
-            put_bytes(&mut body, &b.largest);
-            put_varint(&mut body, b.min_seq);
-            put_varint(&mut body, b.max_seq);
-            put_varint(&mut body, b.entries);
-            put_varint(&mut body, b.data_bytes);
-            put_varint(&mut body, b.write_time);
+            body.varint(b.id);
+            body.varint(b.zone as u64);
+            body.u8(b.level);
+            body.varint(b.sectors);
+            body.bytes_varint(&b.smallest);
+            body.bytes_varint(&b.largest);
+            body.varint(b.min_seq);
+            body.varint(b.max_seq);
+            body.varint(b.entries);
+            body.varint(b.data_bytes);
+            body.varint(b.write_time);
         }
-        put_varint(&mut body, self.compact_pointers.len() as u64);
+        body.varint(self.compact_pointers.len() as u64);
         for p in &self.compact_pointers {
-            put_bytes(&mut body, p);
+            body.bytes_varint(p);
         }
-        let mut b = Vec::with_capacity(body.len() + MANIFEST_HEADER + 4);
-        put_u64(&mut b, MANIFEST_MAGIC);
-        put_u32(&mut b, MANIFEST_VERSION);
-        put_u64(&mut b, self.generation);
-        put_u32(&mut b, body.len() as u32);
-        b.extend_from_slice(&body);
-        let c = crc(&b);
-        put_u32(&mut b, c);
-        b
+        let mut b = Enc::with_capacity(body.len() + MANIFEST_HEADER + 4);
+        b.u64(MANIFEST_MAGIC);
+        b.u32(MANIFEST_VERSION);
+        b.u64(self.generation);
+        b.bytes_u32(body.as_bytes());
+        crate::band::block::checksummed(b)
     }
 
     /// Total encoded length announced by a copy's header, or `None` if the header is not a
     /// manifest header.
     pub fn encoded_len(header: &[u8]) -> Option<usize> {
-        let mut r = Reader::new(header);
-        if r.u64()? != MANIFEST_MAGIC {
+        let mut r = Dec::new(header);
+        if r.u64().ok()? != MANIFEST_MAGIC {
             return None;
         }
-        r.u32()?;
-        r.u64()?;
-        Some(MANIFEST_HEADER + r.u32()? as usize + 4)
+        r.u32().ok()?;
+        r.u64().ok()?;
+        Some(MANIFEST_HEADER + r.u32().ok()? as usize + 4)
     }
 
     /// The format version a copy's header names, or `None` if it is not a manifest header.
     pub fn version_of(header: &[u8]) -> Option<u32> {
-        let mut r = Reader::new(header);
-        if r.u64()? != MANIFEST_MAGIC {
+        let mut r = Dec::new(header);
+        if r.u64().ok()? != MANIFEST_MAGIC {
             return None;
         }
-        r.u32()
+        r.u32().ok()
     }
 
     /// Decodes and checks a copy.
@@ -147,43 +144,45 @@ impl Manifest {
         let total = Self::encoded_len(buf).ok_or("no manifest header")?;
         let all = buf.get(..total).ok_or("truncated manifest")?;
         let body = crate::band::block::verify(all)?;
-        let mut r = Reader::new(body);
-        let bad = || "malformed manifest".to_string();
-        r.u64().ok_or_else(bad)?;
-        let v = r.u32().ok_or_else(bad)?;
+        let mut r = Dec::new(body);
+        fn bad<E>(_: E) -> String {
+            "malformed manifest".into()
+        }
+        r.u64().map_err(bad)?;
+        let v = r.u32().map_err(bad)?;
         if !(MANIFEST_MIN_VERSION..=MANIFEST_VERSION).contains(&v) {
             return Err(format!("unknown manifest version {v}"));
         }
-        let generation = r.u64().ok_or_else(bad)?;
-        r.u32().ok_or_else(bad)?;
-        let next_band_id = r.varint().ok_or_else(bad)?;
-        let flushed_seq = r.varint().ok_or_else(bad)?;
-        let nl = r.varint().ok_or_else(bad)?;
+        let generation = r.u64().map_err(bad)?;
+        r.u32().map_err(bad)?;
+        let next_band_id = r.varint().map_err(bad)?;
+        let flushed_seq = r.varint().map_err(bad)?;
+        let nl = r.varint().map_err(bad)?;
         let mut log_zones = Vec::new();
         for _ in 0..nl.min(1 << 20) {
-            log_zones.push(u32::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?);
+            log_zones.push(u32::try_from(r.varint().map_err(bad)?).map_err(bad)?);
         }
-        let nb = r.varint().ok_or_else(bad)?;
+        let nb = r.varint().map_err(bad)?;
         let mut bands = Vec::new();
         for _ in 0..nb.min(1 << 24) {
             bands.push(BandMeta {
-                id: r.varint().ok_or_else(bad)?,
-                zone: u32::try_from(r.varint().ok_or_else(bad)?).map_err(|_| bad())?,
-                level: r.u8().ok_or_else(bad)?,
-                sectors: r.varint().ok_or_else(bad)?,
-                smallest: r.bytes().ok_or_else(bad)?.to_vec(),
-                largest: r.bytes().ok_or_else(bad)?.to_vec(),
-                min_seq: r.varint().ok_or_else(bad)?,
-                max_seq: r.varint().ok_or_else(bad)?,
-                entries: r.varint().ok_or_else(bad)?,
-                data_bytes: r.varint().ok_or_else(bad)?,
-                write_time: r.varint().ok_or_else(bad)?,
+                id: r.varint().map_err(bad)?,
+                zone: u32::try_from(r.varint().map_err(bad)?).map_err(bad)?,
+                level: r.u8().map_err(bad)?,
+                sectors: r.varint().map_err(bad)?,
+                smallest: r.bytes_varint().map_err(bad)?.to_vec(),
+                largest: r.bytes_varint().map_err(bad)?.to_vec(),
+                min_seq: r.varint().map_err(bad)?,
+                max_seq: r.varint().map_err(bad)?,
+                entries: r.varint().map_err(bad)?,
+                data_bytes: r.varint().map_err(bad)?,
+                write_time: r.varint().map_err(bad)?,
             });
         }
-        let np = r.varint().ok_or_else(bad)?;
+        let np = r.varint().map_err(bad)?;
         let mut compact_pointers = Vec::new();
         for _ in 0..np.min(64) {
-            compact_pointers.push(r.bytes().ok_or_else(bad)?.to_vec());
+            compact_pointers.push(r.bytes_varint().map_err(bad)?.to_vec());
         }
         if !r.is_empty() {
             return Err("trailing bytes in manifest".into());
@@ -202,6 +201,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tegula_codec::checksum::masked_crc32c;
 
     pub(crate) fn sample() -> Manifest {
         Manifest {
@@ -246,7 +246,7 @@ mod tests {
         let mut enc = sample().encode();
         enc[8..12].copy_from_slice(&version.to_le_bytes());
         let n = enc.len() - 4;
-        let c = crc(&enc[..n]);
+        let c = masked_crc32c(&enc[..n]);
         enc[n..].copy_from_slice(&c.to_le_bytes());
         enc
     }

@@ -4,8 +4,9 @@
 //! `magic "SMRDBSUP" u64 | version u32 | sector_size u32 | zone_sectors u64 | zones u32 |
 //!  conventional_zones u32 | slot_sectors u64 | mode u8 | crc u32`
 
-use crate::codec::{crc, put_u32, put_u64, Reader};
 use crate::options::Mode;
+use tegula_codec::checksum::masked_crc32c;
+use tegula_codec::{Dec, Enc};
 
 /// Superblock magic.
 pub const SUPER_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBSUP");
@@ -32,48 +33,48 @@ pub struct Superblock {
 impl Superblock {
     /// Encoded form (shorter than one sector).
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::new();
-        put_u64(&mut b, SUPER_MAGIC);
-        put_u32(&mut b, SUPER_VERSION);
-        put_u32(&mut b, self.sector_size);
-        put_u64(&mut b, self.zone_sectors);
-        put_u32(&mut b, self.zones);
-        put_u32(&mut b, self.conventional_zones);
-        put_u64(&mut b, self.slot_sectors);
-        b.push(match self.mode {
+        let mut b = Enc::new();
+        b.u64(SUPER_MAGIC);
+        b.u32(SUPER_VERSION);
+        b.u32(self.sector_size);
+        b.u64(self.zone_sectors);
+        b.u32(self.zones);
+        b.u32(self.conventional_zones);
+        b.u64(self.slot_sectors);
+        b.u8(match self.mode {
             Mode::Soc => 0,
             Mode::Loc => 1,
         });
-        let c = crc(&b);
-        put_u32(&mut b, c);
-        b
+        crate::band::block::checksummed(b)
     }
 
     /// Decodes a superblock from the start of sector 0. `Ok(None)` when there is none (no
     /// magic: a fresh device); `Err` when one is there but damaged or foreign.
     pub fn decode(buf: &[u8]) -> Result<Option<Self>, String> {
-        let mut r = Reader::new(buf);
-        let bad = || "truncated superblock".to_string();
-        if r.u64().ok_or_else(bad)? != SUPER_MAGIC {
+        let mut r = Dec::new(buf);
+        fn bad<E>(_: E) -> String {
+            "truncated superblock".into()
+        }
+        if r.u64().map_err(bad)? != SUPER_MAGIC {
             return Ok(None);
         }
         const LEN: usize = 8 + 4 + 4 + 8 + 4 + 4 + 8 + 1;
-        let body = buf.get(..LEN).ok_or_else(bad)?;
-        let stored = buf.get(LEN..LEN + 4).ok_or_else(bad)?;
-        if crc(body).to_le_bytes() != stored {
+        let body = buf.get(..LEN).ok_or_else(|| bad(()))?;
+        let stored = buf.get(LEN..LEN + 4).ok_or_else(|| bad(()))?;
+        if masked_crc32c(body).to_le_bytes() != stored {
             return Err("superblock checksum mismatch".into());
         }
-        let v = r.u32().ok_or_else(bad)?;
+        let v = r.u32().map_err(bad)?;
         if v != SUPER_VERSION {
             return Err(format!("unknown superblock version {v}"));
         }
         let sb = Superblock {
-            sector_size: r.u32().ok_or_else(bad)?,
-            zone_sectors: r.u64().ok_or_else(bad)?,
-            zones: r.u32().ok_or_else(bad)?,
-            conventional_zones: r.u32().ok_or_else(bad)?,
-            slot_sectors: r.u64().ok_or_else(bad)?,
-            mode: match r.u8().ok_or_else(bad)? {
+            sector_size: r.u32().map_err(bad)?,
+            zone_sectors: r.u64().map_err(bad)?,
+            zones: r.u32().map_err(bad)?,
+            conventional_zones: r.u32().map_err(bad)?,
+            slot_sectors: r.u64().map_err(bad)?,
+            mode: match r.u8().map_err(bad)? {
                 0 => Mode::Soc,
                 1 => Mode::Loc,
                 m => return Err(format!("unknown mode {m}")),

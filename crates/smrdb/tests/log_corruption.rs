@@ -10,8 +10,8 @@ mod common;
 
 use common::*;
 use std::sync::Arc;
+use tegula_codec::checksum::masked_crc32c as crc;
 use tegula_device::{BlockDevice, Disk, Zone, ZoneFilter, ZonedDevice};
-use tegula_smrdb::codec::crc;
 use tegula_smrdb::log::chunk::{read_head, Head};
 use tegula_smrdb::log::{encode_batch, frame_v1};
 use tegula_smrdb::manifest::Manifest;

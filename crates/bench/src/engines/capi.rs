@@ -26,6 +26,103 @@ macro_rules! opaque {
 }
 pub(crate) use opaque;
 
+/// Declares, in an ffi module, the functions both C APIs have with the same signature, under
+/// the shared names (the C name without its `$prefix`, `"leveldb_"` or `"rocksdb_"`); the
+/// module declares the opaque types they take and its own extra functions.
+macro_rules! shared_extern {
+    ($prefix:literal) => {
+        extern "C" {
+            #[link_name = concat!($prefix, "options_create")]
+            pub fn options_create() -> *mut Options;
+            #[link_name = concat!($prefix, "options_destroy")]
+            pub fn options_destroy(o: *mut Options);
+            #[link_name = concat!($prefix, "options_set_create_if_missing")]
+            pub fn options_set_create_if_missing(o: *mut Options, v: c_uchar);
+            #[link_name = concat!($prefix, "options_set_write_buffer_size")]
+            pub fn options_set_write_buffer_size(o: *mut Options, v: usize);
+            #[link_name = concat!($prefix, "options_set_compression")]
+            pub fn options_set_compression(o: *mut Options, v: c_int);
+            #[link_name = concat!($prefix, "cache_create_lru")]
+            pub fn cache_create_lru(capacity: usize) -> *mut Cache;
+            #[link_name = concat!($prefix, "cache_destroy")]
+            pub fn cache_destroy(c: *mut Cache);
+            #[link_name = concat!($prefix, "open")]
+            pub fn open(
+                o: *const Options,
+                name: *const c_char,
+                errptr: *mut *mut c_char,
+            ) -> *mut Db;
+            #[link_name = concat!($prefix, "close")]
+            pub fn close(db: *mut Db);
+            #[link_name = concat!($prefix, "destroy_db")]
+            pub fn destroy_db(o: *const Options, name: *const c_char, errptr: *mut *mut c_char);
+            #[link_name = concat!($prefix, "write")]
+            pub fn write(
+                db: *mut Db,
+                o: *const WriteOptions,
+                batch: *mut WriteBatch,
+                errptr: *mut *mut c_char,
+            );
+            #[link_name = concat!($prefix, "get")]
+            pub fn get(
+                db: *mut Db,
+                o: *const ReadOptions,
+                key: *const c_char,
+                keylen: usize,
+                vallen: *mut usize,
+                errptr: *mut *mut c_char,
+            ) -> *mut c_char;
+            #[link_name = concat!($prefix, "property_value")]
+            pub fn property_value(db: *mut Db, name: *const c_char) -> *mut c_char;
+            #[link_name = concat!($prefix, "free")]
+            pub fn free(p: *mut c_void);
+            #[link_name = concat!($prefix, "writeoptions_create")]
+            pub fn writeoptions_create() -> *mut WriteOptions;
+            #[link_name = concat!($prefix, "writeoptions_destroy")]
+            pub fn writeoptions_destroy(o: *mut WriteOptions);
+            #[link_name = concat!($prefix, "writeoptions_set_sync")]
+            pub fn writeoptions_set_sync(o: *mut WriteOptions, v: c_uchar);
+            #[link_name = concat!($prefix, "readoptions_create")]
+            pub fn readoptions_create() -> *mut ReadOptions;
+            #[link_name = concat!($prefix, "readoptions_destroy")]
+            pub fn readoptions_destroy(o: *mut ReadOptions);
+            #[link_name = concat!($prefix, "writebatch_create")]
+            pub fn writebatch_create() -> *mut WriteBatch;
+            #[link_name = concat!($prefix, "writebatch_destroy")]
+            pub fn writebatch_destroy(b: *mut WriteBatch);
+            #[link_name = concat!($prefix, "writebatch_clear")]
+            pub fn writebatch_clear(b: *mut WriteBatch);
+            #[link_name = concat!($prefix, "writebatch_put")]
+            pub fn writebatch_put(
+                b: *mut WriteBatch,
+                key: *const c_char,
+                klen: usize,
+                val: *const c_char,
+                vlen: usize,
+            );
+            #[link_name = concat!($prefix, "writebatch_delete")]
+            pub fn writebatch_delete(b: *mut WriteBatch, key: *const c_char, klen: usize);
+            #[link_name = concat!($prefix, "create_iterator")]
+            pub fn create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iterator;
+            #[link_name = concat!($prefix, "iter_destroy")]
+            pub fn iter_destroy(it: *mut Iterator);
+            #[link_name = concat!($prefix, "iter_valid")]
+            pub fn iter_valid(it: *const Iterator) -> c_uchar;
+            #[link_name = concat!($prefix, "iter_seek")]
+            pub fn iter_seek(it: *mut Iterator, k: *const c_char, klen: usize);
+            #[link_name = concat!($prefix, "iter_next")]
+            pub fn iter_next(it: *mut Iterator);
+            #[link_name = concat!($prefix, "iter_key")]
+            pub fn iter_key(it: *const Iterator, klen: *mut usize) -> *const c_char;
+            #[link_name = concat!($prefix, "iter_value")]
+            pub fn iter_value(it: *const Iterator, vlen: *mut usize) -> *const c_char;
+            #[link_name = concat!($prefix, "iter_get_error")]
+            pub fn iter_get_error(it: *const Iterator, errptr: *mut *mut c_char);
+        }
+    };
+}
+pub(crate) use shared_extern;
+
 /// A write batch per thread and library, reused by every single put and delete of that
 /// thread (as db_bench's write loop reuses one `WriteBatch`): the C API's `put` builds and
 /// frees a batch per call. Expands, in an engine module, to the thread-local batch and

@@ -5,13 +5,14 @@
 //! `varint klen | key | varint (seq << 1 | has_value) | [varint vlen | value]` and the crc
 //! (masked crc32c) covers everything before it.
 
-use crate::codec::{crc, put_bytes, put_u32, put_varint, Reader};
 use crate::memtable::{Entry, EntryRef};
+use tegula_codec::checksum::masked_crc32c;
+use tegula_codec::{Dec, DecodeError, Enc};
 
 /// Appends entries and produces an encoded block.
 #[derive(Debug, Default)]
 pub struct BlockBuilder {
-    buf: Vec<u8>,
+    buf: Enc,
     count: u32,
 }
 
@@ -19,10 +20,10 @@ impl BlockBuilder {
     /// Adds an entry (callers add in internal key order).
     pub fn add<'e>(&mut self, e: impl Into<EntryRef<'e>>) {
         let e = e.into();
-        put_bytes(&mut self.buf, e.key);
-        put_varint(&mut self.buf, (e.seq << 1) | e.value.is_some() as u64);
+        self.buf.bytes_varint(e.key);
+        self.buf.varint((e.seq << 1) | e.value.is_some() as u64);
         if let Some(v) = e.value {
-            put_bytes(&mut self.buf, v);
+            self.buf.bytes_varint(v);
         }
         self.count += 1;
     }
@@ -37,12 +38,18 @@ impl BlockBuilder {
     /// The encoded block with its trailer; the builder is empty afterwards.
     pub fn finish(&mut self) -> Vec<u8> {
         let mut b = std::mem::take(&mut self.buf);
-        put_u32(&mut b, self.count);
-        let c = crc(&b);
-        put_u32(&mut b, c);
+        b.u32(self.count);
         self.count = 0;
-        b
+        checksummed(b)
     }
+}
+
+/// Appends the masked crc of everything encoded so far and returns the bytes: the
+/// `payload | crc: u32` form every band structure, the manifest and the superblock end with.
+pub fn checksummed(mut e: Enc) -> Vec<u8> {
+    let c = masked_crc32c(e.as_bytes());
+    e.u32(c);
+    e.into_bytes()
 }
 
 /// Checks a checksummed structure `payload | crc: u32` and returns the payload.
@@ -52,7 +59,7 @@ pub fn verify(buf: &[u8]) -> Result<&[u8], String> {
     }
     let (body, tail) = buf.split_at(buf.len() - 4);
     let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
-    let actual = crc(body);
+    let actual = masked_crc32c(body);
     if stored != actual {
         return Err(format!(
             "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
@@ -75,23 +82,10 @@ pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, String> 
     }
     let (entries, cnt) = body.split_at(body.len() - 4);
     let count = u32::from_le_bytes([cnt[0], cnt[1], cnt[2], cnt[3]]) as usize;
-    let mut r = Reader::new(entries);
+    let mut r = Dec::new(entries);
     let mut out = Vec::with_capacity(count.min(entries.len() / 3 + 1));
     while !r.is_empty() {
-        let at = r.pos();
-        let bad = || format!("malformed entry at block offset {at}");
-        let key = r.bytes().ok_or_else(bad)?.to_vec();
-        let sk = r.varint().ok_or_else(bad)?;
-        let value = if sk & 1 == 1 {
-            Some(r.bytes().ok_or_else(bad)?.to_vec())
-        } else {
-            None
-        };
-        out.push(Entry {
-            key,
-            seq: sk >> 1,
-            value,
-        });
+        out.push(next_ref(&mut r)?.to_entry());
     }
     if out.len() != count {
         return Err(format!(
@@ -119,13 +113,13 @@ pub fn block_entries(buf: &[u8], verify_crc: bool) -> Result<&[u8], String> {
 }
 
 /// Decodes the entry at the reader's position.
-fn next_ref<'a>(r: &mut Reader<'a>) -> Result<EntryRef<'a>, String> {
+fn next_ref<'a>(r: &mut Dec<'a>) -> Result<EntryRef<'a>, String> {
     let at = r.pos();
-    let bad = || format!("malformed entry at block offset {at}");
-    let key = r.bytes().ok_or_else(bad)?;
-    let sk = r.varint().ok_or_else(bad)?;
+    let bad = |_: DecodeError| format!("malformed entry at block offset {at}");
+    let key = r.bytes_varint().map_err(bad)?;
+    let sk = r.varint().map_err(bad)?;
     let value = if sk & 1 == 1 {
-        Some(r.bytes().ok_or_else(bad)?)
+        Some(r.bytes_varint().map_err(bad)?)
     } else {
         None
     };
@@ -143,7 +137,7 @@ pub fn search_block<'a>(
     key: &[u8],
     snap: u64,
 ) -> Result<Option<EntryRef<'a>>, String> {
-    let mut r = Reader::new(entries);
+    let mut r = Dec::new(entries);
     while !r.is_empty() {
         let e = next_ref(&mut r)?;
         if crate::band::reader::cmp_ikey(e.key, e.seq, key, snap) != std::cmp::Ordering::Less {
@@ -171,18 +165,16 @@ pub struct IndexEntry {
 /// Encodes an index (band format version 2): `varint n | (bytes last_key | varint seq |
 /// varint offset | varint len | bytes first_key)* | crc`.
 pub fn encode_index(idx: &[IndexEntry]) -> Vec<u8> {
-    let mut b = Vec::new();
-    put_varint(&mut b, idx.len() as u64);
+    let mut b = Enc::new();
+    b.varint(idx.len() as u64);
     for e in idx {
-        put_bytes(&mut b, &e.last_key);
-        put_varint(&mut b, e.last_seq);
-        put_varint(&mut b, e.offset);
-        put_varint(&mut b, e.len as u64);
-        put_bytes(&mut b, &e.first_key);
+        b.bytes_varint(&e.last_key);
+        b.varint(e.last_seq);
+        b.varint(e.offset);
+        b.varint(e.len as u64);
+        b.bytes_varint(&e.first_key);
     }
-    let c = crc(&b);
-    put_u32(&mut b, c);
-    b
+    checksummed(b)
 }
 
 /// Decodes an index block of the current band format.
@@ -193,17 +185,17 @@ pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, String> {
 /// Decodes an index block of band format `version` (1: no first keys).
 pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>, String> {
     let body = verify(buf)?;
-    let mut r = Reader::new(body);
-    let bad = "malformed index".to_string();
-    let n = r.varint().ok_or_else(|| bad.clone())?;
+    let mut r = Dec::new(body);
+    let bad = |_| "malformed index".to_string();
+    let n = r.varint().map_err(bad)?;
     let mut out = Vec::with_capacity((n as usize).min(body.len()));
     for _ in 0..n {
-        let last_key = r.bytes().ok_or_else(|| bad.clone())?.to_vec();
-        let last_seq = r.varint().ok_or_else(|| bad.clone())?;
-        let offset = r.varint().ok_or_else(|| bad.clone())?;
-        let len = r.varint().ok_or_else(|| bad.clone())?;
+        let last_key = r.bytes_varint().map_err(bad)?.to_vec();
+        let last_seq = r.varint().map_err(bad)?;
+        let offset = r.varint().map_err(bad)?;
+        let len = r.varint().map_err(bad)?;
         let first_key = if version >= 2 {
-            r.bytes().ok_or_else(|| bad.clone())?.to_vec()
+            r.bytes_varint().map_err(bad)?.to_vec()
         } else {
             Vec::new()
         };
@@ -212,7 +204,7 @@ pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>,
             last_key,
             last_seq,
             offset,
-            len: u32::try_from(len).map_err(|_| bad.clone())?,
+            len: u32::try_from(len).map_err(|_| "malformed index".to_string())?,
         });
     }
     if !r.is_empty() {
@@ -261,14 +253,13 @@ mod tests {
         }];
         assert_eq!(decode_index(&encode_index(&idx)).unwrap(), idx);
         // A version 1 index (no first keys) still decodes as version 1.
-        let mut v1 = Vec::new();
-        put_varint(&mut v1, 1);
-        put_bytes(&mut v1, b"k");
-        put_varint(&mut v1, 7);
-        put_varint(&mut v1, 4096);
-        put_varint(&mut v1, 100);
-        let c = crc(&v1);
-        put_u32(&mut v1, c);
+        let mut v1 = Enc::new();
+        v1.varint(1);
+        v1.bytes_varint(b"k");
+        v1.varint(7);
+        v1.varint(4096);
+        v1.varint(100);
+        let v1 = checksummed(v1);
         let old = decode_index_version(&v1, 1).unwrap();
         assert_eq!(
             (old[0].first_key.len(), &old[0].last_key[..]),

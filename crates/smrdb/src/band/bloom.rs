@@ -1,7 +1,7 @@
 //! Bloom filter over a band's user keys (LevelDB's double-hashing scheme).
 //! Encoding: `bits | k: u8 | crc: u32`.
 
-use crate::codec::{crc, put_u32};
+use tegula_codec::Enc;
 
 /// A 32-bit hash of a key (Murmur-like, as LevelDB's `Hash`).
 pub fn hash(data: &[u8]) -> u32 {
@@ -78,11 +78,10 @@ impl Bloom {
 
     /// Encoded form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = self.bits.clone();
-        b.push(self.k);
-        let c = crc(&b);
-        put_u32(&mut b, c);
-        b
+        let mut b = Enc::with_capacity(self.bits.len() + 5);
+        b.raw(&self.bits);
+        b.u8(self.k);
+        super::block::checksummed(b)
     }
 
     /// Decodes and checks a filter.

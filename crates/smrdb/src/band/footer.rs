@@ -2,7 +2,7 @@
 //! index, filter and histogram and carries the band's identity, so a band found through the
 //! manifest can be checked against it.
 
-use crate::codec::{crc, put_u32, put_u64, Reader};
+use tegula_codec::{Dec, Enc};
 
 /// Footer magic: `SMRDBBND`.
 pub const BAND_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBBND");
@@ -65,20 +65,18 @@ impl Default for Footer {
 impl Footer {
     /// Encodes to exactly [`FOOTER_LEN`] bytes.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(FOOTER_LEN);
-        put_u64(&mut b, BAND_MAGIC);
-        put_u32(&mut b, self.version);
-        put_u64(&mut b, self.band_id);
+        let mut b = Enc::with_capacity(FOOTER_LEN);
+        b.u64(BAND_MAGIC);
+        b.u32(self.version);
+        b.u64(self.band_id);
         for x in [self.index, self.bloom, self.histogram] {
-            put_u64(&mut b, x.offset);
-            put_u32(&mut b, x.len);
+            b.u64(x.offset);
+            b.u32(x.len);
         }
         for v in [self.entries, self.data_bytes, self.min_seq, self.max_seq] {
-            put_u64(&mut b, v);
+            b.u64(v);
         }
-        let c = crc(&b);
-        put_u32(&mut b, c);
-        b
+        super::block::checksummed(b)
     }
 
     /// Decodes and checks a footer.
@@ -87,20 +85,20 @@ impl Footer {
             return Err(format!("footer of {} bytes", buf.len()));
         }
         let body = super::block::verify(buf)?;
-        let mut r = Reader::new(body);
-        let bad = || "truncated footer".to_string();
-        if r.u64().ok_or_else(bad)? != BAND_MAGIC {
+        let mut r = Dec::new(body);
+        let bad = |_| "truncated footer".to_string();
+        if r.u64().map_err(bad)? != BAND_MAGIC {
             return Err("bad band magic".into());
         }
-        let v = r.u32().ok_or_else(bad)?;
+        let v = r.u32().map_err(bad)?;
         if !(BAND_MIN_VERSION..=BAND_VERSION).contains(&v) {
             return Err(format!("unknown band version {v}"));
         }
-        let band_id = r.u64().ok_or_else(bad)?;
+        let band_id = r.u64().map_err(bad)?;
         let mut ex = [Extent::default(); 3];
         for x in &mut ex {
-            x.offset = r.u64().ok_or_else(bad)?;
-            x.len = r.u32().ok_or_else(bad)?;
+            x.offset = r.u64().map_err(bad)?;
+            x.len = r.u32().map_err(bad)?;
         }
         Ok(Footer {
             version: v,
@@ -108,10 +106,10 @@ impl Footer {
             index: ex[0],
             bloom: ex[1],
             histogram: ex[2],
-            entries: r.u64().ok_or_else(bad)?,
-            data_bytes: r.u64().ok_or_else(bad)?,
-            min_seq: r.u64().ok_or_else(bad)?,
-            max_seq: r.u64().ok_or_else(bad)?,
+            entries: r.u64().map_err(bad)?,
+            data_bytes: r.u64().map_err(bad)?,
+            min_seq: r.u64().map_err(bad)?,
+            max_seq: r.u64().map_err(bad)?,
         })
     }
 }

@@ -4,7 +4,7 @@
 //! Encoding: `varint n | first key | (bytes upper_key | varint bytes)* | crc: u32`.
 
 use super::block::IndexEntry;
-use crate::codec::{crc, put_bytes, put_u32, put_varint, Reader};
+use tegula_codec::{Dec, Enc};
 
 /// One bucket: keys up to and including `upper` (after the previous bucket), `bytes` of data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,29 +84,27 @@ impl Histogram {
 
     /// Encoded form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::new();
-        put_varint(&mut b, self.buckets.len() as u64);
-        put_bytes(&mut b, &self.first);
+        let mut b = Enc::new();
+        b.varint(self.buckets.len() as u64);
+        b.bytes_varint(&self.first);
         for x in &self.buckets {
-            put_bytes(&mut b, &x.upper);
-            put_varint(&mut b, x.bytes);
+            b.bytes_varint(&x.upper);
+            b.varint(x.bytes);
         }
-        let c = crc(&b);
-        put_u32(&mut b, c);
-        b
+        super::block::checksummed(b)
     }
 
     /// Decodes and checks a histogram.
     pub fn decode(buf: &[u8]) -> Result<Self, String> {
         let body = super::block::verify(buf)?;
-        let mut r = Reader::new(body);
-        let bad = || "malformed histogram".to_string();
-        let n = r.varint().ok_or_else(bad)?;
-        let first = r.bytes().ok_or_else(bad)?.to_vec();
+        let mut r = Dec::new(body);
+        let bad = |_| "malformed histogram".to_string();
+        let n = r.varint().map_err(bad)?;
+        let first = r.bytes_varint().map_err(bad)?.to_vec();
         let mut buckets = Vec::with_capacity((n as usize).min(body.len()));
         for _ in 0..n {
-            let upper = r.bytes().ok_or_else(bad)?.to_vec();
-            let bytes = r.varint().ok_or_else(bad)?;
+            let upper = r.bytes_varint().map_err(bad)?.to_vec();
+            let bytes = r.varint().map_err(bad)?;
             buckets.push(Bucket { upper, bytes });
         }
         if !r.is_empty() {

@@ -127,46 +127,35 @@ impl BlockIndex {
 
     /// The first block whose last user key is > `key` (`len()` if none).
     pub fn seek_past(&self, key: &[u8]) -> usize {
-        let p = prefix16(key);
-        let (mut lo, mut hi) = self.narrow(p);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let s = &self.slots[mid];
-            let ord = match s.prefix.cmp(&p) {
-                Ordering::Equal => self
-                    .keys
-                    .get(s.kmid as usize..self.key_end(mid))
-                    .unwrap_or_default()
-                    .cmp(key),
-                o => o,
-            };
-            if ord != Ordering::Greater {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.partition(key, |last, _| last.cmp(key) != Ordering::Greater)
     }
 
     /// The first block whose last internal key is ≥ `(key, seq)` (`len()` if none).
     pub fn seek(&self, key: &[u8], seq: u64) -> usize {
+        self.partition(key, |last, last_seq| {
+            cmp_ikey(last, last_seq, key, seq) == Ordering::Less
+        })
+    }
+
+    /// The first block for which `before` is false, by binary search (`before` must hold
+    /// for a prefix of the blocks). Blocks whose 16-byte key prefix differs from `key`'s are
+    /// judged by the prefix alone; `before` sees the last key and sequence of the others.
+    fn partition(&self, key: &[u8], before: impl Fn(&[u8], u64) -> bool) -> usize {
         let p = prefix16(key);
         let (mut lo, mut hi) = self.narrow(p);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             let s = &self.slots[mid];
-            let ord = match s.prefix.cmp(&p) {
-                Ordering::Equal => {
-                    let last = self
-                        .keys
+            let go_right = match s.prefix.cmp(&p) {
+                Ordering::Equal => before(
+                    self.keys
                         .get(s.kmid as usize..self.key_end(mid))
-                        .unwrap_or_default();
-                    cmp_ikey(last, s.last_seq, key, seq)
-                }
-                o => o,
+                        .unwrap_or_default(),
+                    s.last_seq,
+                ),
+                o => o == Ordering::Less,
             };
-            if ord == Ordering::Less {
+            if go_right {
                 lo = mid + 1;
             } else {
                 hi = mid;

@@ -299,17 +299,41 @@ mod tests {
         out
     }
 
+    /// An in-memory host-managed disk of 4 MiB zones.
+    fn test_dev() -> Arc<Dev> {
+        let mut cfg = profile("hm-smr").unwrap();
+        cfg.zones.zone_size = 4 << 20;
+        cfg.capacity = 32 << 20;
+        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
+        Arc::new(Dev::new(disk))
+    }
+
+    /// Writes `entries` (in internal key order) as band 7 in `zone`, in 4 KiB blocks.
+    fn write_band(dev: &Arc<Dev>, zone: u32, entries: &[Entry]) -> Arc<Band> {
+        let mut w = BandWriter::new(
+            dev,
+            zone,
+            IoKind::Flush,
+            WriterConfig {
+                block_size: 4096,
+                bloom_bits_per_key: 10,
+                histogram_bytes: 4096,
+                write_chunk_bytes: 64 << 10,
+            },
+        );
+        for e in entries {
+            w.add(e).unwrap();
+        }
+        Arc::new(w.finish(7, 0, 0).unwrap())
+    }
+
     /// Scans from many start keys over one band agree with the entries written, with the
     /// index's first keys (format 2: bounds from the index, blocks read when reached) and
     /// without them (format 1), for blocks of one large entry and of many small ones, through
     /// the cached first blocks and into read-ahead.
     #[test]
     fn scans_from_any_start_with_and_without_first_keys() {
-        let mut cfg = profile("hm-smr").unwrap();
-        cfg.zones.zone_size = 4 << 20;
-        cfg.capacity = 32 << 20;
-        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
-        let dev = Arc::new(Dev::new(disk));
+        let dev = test_dev();
         let conv = dev.dev.info().conventional_zones;
         for (zone, vlen) in [(conv, 5000usize), (conv + 1, 60)] {
             let mut entries = Vec::new();
@@ -323,21 +347,7 @@ mod tests {
                     });
                 }
             }
-            let mut w = BandWriter::new(
-                &dev,
-                zone,
-                IoKind::Flush,
-                WriterConfig {
-                    block_size: 4096,
-                    bloom_bits_per_key: 10,
-                    histogram_bytes: 4096,
-                    write_chunk_bytes: 64 << 10,
-                },
-            );
-            for e in &entries {
-                w.add(e).unwrap();
-            }
-            let band = Arc::new(w.finish(7, 0, 0).unwrap());
+            let band = write_band(&dev, zone, &entries);
             let raw = dev
                 .read_at(
                     zone,
@@ -401,11 +411,7 @@ mod tests {
     /// the next block's first key without a read.
     #[test]
     fn skip_key_passes_every_version() {
-        let mut cfg = profile("hm-smr").unwrap();
-        cfg.zones.zone_size = 4 << 20;
-        cfg.capacity = 32 << 20;
-        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
-        let dev = Arc::new(Dev::new(disk));
+        let dev = test_dev();
         let conv = dev.dev.info().conventional_zones;
         for (zone, vlen, versions) in [(conv, 5000usize, 3u64), (conv + 1, 300, 40)] {
             let mut entries = Vec::new();
@@ -419,21 +425,7 @@ mod tests {
                     });
                 }
             }
-            let mut w = BandWriter::new(
-                &dev,
-                zone,
-                IoKind::Flush,
-                WriterConfig {
-                    block_size: 4096,
-                    bloom_bits_per_key: 10,
-                    histogram_bytes: 4096,
-                    write_chunk_bytes: 64 << 10,
-                },
-            );
-            for e in &entries {
-                w.add(e).unwrap();
-            }
-            let band = Arc::new(w.finish(7, 0, 0).unwrap());
+            let band = write_band(&dev, zone, &entries);
             let cache = Arc::new(BlockCache::new(1 << 20));
             for i in 0..40u64 {
                 let key = format!("k{:05}", i * 2).into_bytes();

@@ -56,15 +56,15 @@ pub trait Cursor: Send {
 /// Reads one block entry at `pos` of an entry area: `(key, seq, value, next pos)`, or `None`
 /// if the bytes there are not a whole entry.
 pub(crate) fn parse_entry(area: &[u8], pos: usize) -> Option<(Range, u64, Option<Range>, usize)> {
-    let mut r = crate::codec::Reader::new(area.get(pos..)?);
-    let klen = r.varint()? as usize;
+    let mut r = tegula_codec::Dec::new(area.get(pos..)?);
+    let klen = r.varint().ok()? as usize;
     let k0 = pos + r.pos();
-    r.take(klen)?;
-    let sk = r.varint()?;
+    r.take(klen).ok()?;
+    let sk = r.varint().ok()?;
     let value = if sk & 1 == 1 {
-        let vlen = r.varint()? as usize;
+        let vlen = r.varint().ok()? as usize;
         let v0 = pos + r.pos();
-        r.take(vlen)?;
+        r.take(vlen).ok()?;
         Some((v0, v0 + vlen))
     } else {
         None

@@ -1,13 +1,14 @@
 //! [`WriteBatch`]: a group of puts and deletes kept encoded as the log stores them.
 
 use crate::log;
+use tegula_codec::Enc;
 
 /// A group of puts and deletes applied atomically. Operations are kept encoded as the log
 /// stores them (`kind u8 | bytes key | [bytes value]`), so applying a batch copies it once
 /// into the log buffer and once into the memtable.
 #[derive(Debug, Clone, Default)]
 pub struct WriteBatch {
-    pub(super) rep: Vec<u8>,
+    pub(super) rep: Enc,
     pub(super) count: usize,
     pub(super) bytes: usize,
     pub(super) max_key: usize,
@@ -22,7 +23,7 @@ impl WriteBatch {
     /// An empty batch with room for `bytes` of encoded operations.
     pub fn with_capacity(bytes: usize) -> Self {
         WriteBatch {
-            rep: Vec::with_capacity(bytes),
+            rep: Enc::with_capacity(bytes),
             ..Self::default()
         }
     }
@@ -59,6 +60,6 @@ impl WriteBatch {
     }
     /// The operations in order: `(key, Some(value))` for a put, `(key, None)` for a delete.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
-        log::OpIter::new(&self.rep)
+        log::OpIter::new(self.rep.as_bytes())
     }
 }

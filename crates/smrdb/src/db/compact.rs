@@ -46,21 +46,7 @@ impl Inner {
                 ms.m = saved;
                 return Err(e);
             }
-            let mut svw = self.sv.write();
-            let mut n = (**svw).clone();
-            let all: Vec<VBand> = n
-                .bands
-                .iter()
-                .map(|b| {
-                    let mut b = b.clone();
-                    if plan.inputs.contains(&b.id()) {
-                        b.level = plan.output_level;
-                    }
-                    b
-                })
-                .collect();
-            n.bands = Arc::new(all);
-            *svw = Arc::new(n);
+            self.relevel(&plan.inputs, plan.output_level);
             self.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }

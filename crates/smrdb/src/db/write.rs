@@ -71,7 +71,7 @@ impl Inner {
                 .flatten()
                 .any(|m| m.first_unlogged().is_some());
             let gap = (pending && w.last_unlogged != w.marked_gap).then_some(w.last_unlogged);
-            let mut rec_len = log::record_len(seq0, batch.count, &batch.rep);
+            let mut rec_len = log::record_len(seq0, batch.count, batch.rep.as_bytes());
             if let Some(g) = gap {
                 rec_len += log::record_len(g, 0, &[]);
             }
@@ -82,7 +82,7 @@ impl Inner {
                 w.buf.append_record(g, 0, &[]);
                 w.marked_gap = g;
             }
-            w.buf.append_record(seq0, batch.count, &batch.rep);
+            w.buf.append_record(seq0, batch.count, batch.rep.as_bytes());
         }
         sv.mem.insert_many(seq0, batch.iter());
         drop(sv);

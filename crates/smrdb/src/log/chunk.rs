@@ -12,7 +12,8 @@
 //! is known to be one a power cut tore (its header sector reached the media intact), never a
 //! damaged length field; see [`super::replay`].
 
-use crate::codec::{crc, put_u32, Reader};
+use tegula_codec::checksum::masked_crc32c as crc;
+use tegula_codec::{Dec, Enc};
 
 /// Magic of a version 2 chunk (the one written).
 pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"SLG2");
@@ -54,10 +55,10 @@ impl Head {
 /// Reads the chunk header at the start of `b` (at least [`CHUNK_HEADER`] bytes for a
 /// version 2 chunk, else it is [`Head::Damaged`]).
 pub fn read_head(b: &[u8]) -> Head {
-    let mut r = Reader::new(b);
+    let mut r = Dec::new(b);
     match r.u32() {
-        Some(LOG_MAGIC) => {
-            let (Some(len), Some(_), Some(stored)) = (r.u32(), r.u32(), r.u32()) else {
+        Ok(LOG_MAGIC) => {
+            let (Ok(len), Ok(_), Ok(stored)) = (r.u32(), r.u32(), r.u32()) else {
                 return Head::Damaged("chunk header cut short".into());
             };
             if crc(&b[..12]) != stored {
@@ -69,8 +70,8 @@ pub fn read_head(b: &[u8]) -> Head {
                 header: CHUNK_HEADER,
             }
         }
-        Some(LOG_MAGIC_V1) => {
-            let (Some(_), Some(len)) = (r.u32(), r.u32()) else {
+        Ok(LOG_MAGIC_V1) => {
+            let (Ok(_), Ok(len)) = (r.u32(), r.u32()) else {
                 return Head::Damaged("chunk header cut short".into());
             };
             Head::Chunk {
@@ -111,11 +112,12 @@ pub fn frame(payload: &[u8], ss: u64) -> Vec<u8> {
 /// Frames a payload as a version 1 chunk (what engines before version 2 wrote; kept to make
 /// old-format fixtures in tests).
 pub fn frame_v1(payload: &[u8], ss: u64) -> Vec<u8> {
-    let mut b = Vec::with_capacity(payload.len() + CHUNK_HEADER_V1 + ss as usize);
-    put_u32(&mut b, LOG_MAGIC_V1);
-    put_u32(&mut b, 0);
-    put_u32(&mut b, payload.len() as u32);
-    b.extend_from_slice(payload);
+    let mut e = Enc::with_capacity(payload.len() + CHUNK_HEADER_V1 + ss as usize);
+    e.u32(LOG_MAGIC_V1);
+    e.u32(0);
+    e.u32(payload.len() as u32);
+    e.raw(payload);
+    let mut b = e.into_bytes();
     let c = crc(&b[8..]);
     b[4..8].copy_from_slice(&c.to_le_bytes());
     let n = (b.len() as u64).div_ceil(ss.max(1)) * ss.max(1);

@@ -11,17 +11,17 @@ pub mod replay;
 pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
 pub use replay::{replay_zone, LogEnd};
 
-use crate::codec::{put_bytes, put_varint, Reader};
+use tegula_codec::{Dec, DecodeError, Enc};
 
 /// One operation of a batch: a put (`Some(value)`) or a delete (`None`).
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
 
 /// Appends one encoded operation (the body of a batch record).
-pub fn encode_op(buf: &mut Vec<u8>, key: &[u8], value: Option<&[u8]>) {
-    buf.push(value.is_some() as u8);
-    put_bytes(buf, key);
+pub fn encode_op(buf: &mut Enc, key: &[u8], value: Option<&[u8]>) {
+    buf.u8(value.is_some() as u8);
+    buf.bytes_varint(key);
     if let Some(v) = value {
-        put_bytes(buf, v);
+        buf.bytes_varint(v);
     }
 }
 
@@ -43,9 +43,11 @@ pub fn record_len(first_seq: u64, count: usize, ops: &[u8]) -> usize {
 /// Appends a batch record (length prefix included) whose operations are already encoded.
 pub fn append_record(buf: &mut Vec<u8>, first_seq: u64, count: usize, ops: &[u8]) {
     let body = varint_len(first_seq) + varint_len(count as u64) + ops.len();
-    put_varint(buf, body as u64);
-    put_varint(buf, first_seq);
-    put_varint(buf, count as u64);
+    let mut head = Enc::with_capacity(30);
+    head.varint(body as u64);
+    head.varint(first_seq);
+    head.varint(count as u64);
+    buf.extend_from_slice(head.as_bytes());
     buf.extend_from_slice(ops);
 }
 
@@ -53,15 +55,13 @@ pub fn append_record(buf: &mut Vec<u8>, first_seq: u64, count: usize, ops: &[u8]
 /// operations it encoded itself).
 #[derive(Debug, Clone)]
 pub struct OpIter<'a> {
-    r: Reader<'a>,
+    r: Dec<'a>,
 }
 
 impl<'a> OpIter<'a> {
     /// Iterates `ops`.
     pub fn new(ops: &'a [u8]) -> Self {
-        OpIter {
-            r: Reader::new(ops),
-        }
+        OpIter { r: Dec::new(ops) }
     }
 }
 
@@ -71,11 +71,11 @@ impl<'a> Iterator for OpIter<'a> {
         if self.r.is_empty() {
             return None;
         }
-        let kind = self.r.u8()?;
-        let k = self.r.bytes()?;
+        let kind = self.r.u8().ok()?;
+        let k = self.r.bytes_varint().ok()?;
         match kind {
             0 => Some((k, None)),
-            1 => Some((k, Some(self.r.bytes()?))),
+            1 => Some((k, Some(self.r.bytes_varint().ok()?))),
             _ => None,
         }
     }
@@ -83,12 +83,12 @@ impl<'a> Iterator for OpIter<'a> {
 
 /// Encodes a batch record (with its length prefix) for the log buffer.
 pub fn encode_batch(first_seq: u64, ops: &[Op]) -> Vec<u8> {
-    let mut rep = Vec::new();
+    let mut rep = Enc::new();
     for (k, v) in ops {
         encode_op(&mut rep, k, v.as_deref());
     }
     let mut out = Vec::with_capacity(rep.len() + 24);
-    append_record(&mut out, first_seq, ops.len(), &rep);
+    append_record(&mut out, first_seq, ops.len(), rep.as_bytes());
     out
 }
 
@@ -114,7 +114,7 @@ impl<'a> Record<'a> {
 /// The batch records of a chunk payload in order, each checked (lengths, operation kinds,
 /// count); an `Err` item ends the iteration.
 pub fn records(p: &[u8]) -> impl Iterator<Item = Result<Record<'_>, String>> + '_ {
-    let mut r = Reader::new(p);
+    let mut r = Dec::new(p);
     let mut failed = false;
     std::iter::from_fn(move || {
         if failed || r.is_empty() {
@@ -126,29 +126,29 @@ pub fn records(p: &[u8]) -> impl Iterator<Item = Result<Record<'_>, String>> + '
     })
 }
 
-fn parse_record<'a>(r: &mut Reader<'a>) -> Result<Record<'a>, String> {
+fn parse_record<'a>(r: &mut Dec<'a>) -> Result<Record<'a>, String> {
     let at = r.pos();
     let rec = r
-        .bytes()
-        .ok_or_else(|| format!("truncated batch record at payload offset {at}"))?;
-    let bad = || format!("malformed batch record at payload offset {at}");
-    let mut q = Reader::new(rec);
-    let first_seq = q.varint().ok_or_else(bad)?;
-    let count = q.varint().ok_or_else(bad)?;
+        .bytes_varint()
+        .map_err(|_| format!("truncated batch record at payload offset {at}"))?;
+    let bad = |_: DecodeError| format!("malformed batch record at payload offset {at}");
+    let mut q = Dec::new(rec);
+    let first_seq = q.varint().map_err(bad)?;
+    let count = q.varint().map_err(bad)?;
     let ops = &rec[q.pos()..];
     for _ in 0..count {
-        let kind = q.u8().ok_or_else(bad)?;
-        q.bytes().ok_or_else(bad)?;
+        let kind = q.u8().map_err(bad)?;
+        q.bytes_varint().map_err(bad)?;
         match kind {
             0 => {}
             1 => {
-                q.bytes().ok_or_else(bad)?;
+                q.bytes_varint().map_err(bad)?;
             }
-            _ => return Err(bad()),
+            _ => return Err(bad(q.invalid("unknown operation kind"))),
         }
     }
     if !q.is_empty() {
-        return Err(bad());
+        return Err(bad(q.invalid("trailing bytes")));
     }
     Ok(Record {
         first_seq,
@@ -272,11 +272,12 @@ mod tests {
         // The in-place buffer frames the same bytes, and again after a clear.
         let mut lb = LogBuffer::default();
         for _ in 0..2 {
-            let rep: Vec<u8> = ops.iter().fold(Vec::new(), |mut b, (k, v)| {
+            let rep = ops.iter().fold(Enc::new(), |mut b, (k, v)| {
                 encode_op(&mut b, k, v.as_deref());
                 b
             });
-            lb.append_record(5, ops.len(), &rep);
+            let rep = rep.as_bytes();
+            lb.append_record(5, ops.len(), rep);
             lb.append_record(7, 1, &rep[..rep.len() - 3]);
             assert_eq!(lb.len(), p.len());
             assert_eq!(lb.framed(512), &f[..]);
