@@ -59,6 +59,10 @@ pub enum FsCommand {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Workload write rate for the cleaning estimate, bytes per second (e.g. `40MiB`);
+        /// default: the average since mkfs, idle time between writes included.
+        #[arg(long)]
+        write_rate: Option<String>,
     },
     /// Check metadata consistency and read every stored byte through its checksums.
     Check {
@@ -121,7 +125,19 @@ pub fn run(cmd: FsCommand) -> Result<()> {
         FsCommand::Mount(args) => mount::run(args),
         FsCommand::Profile { mountpoint, wait } => profile::run(&mountpoint, wait),
         FsCommand::Experiment(args) => experiment::run(args),
-        FsCommand::Stats { image, json } => stats::run(&image, json),
+        FsCommand::Stats {
+            image,
+            json,
+            write_rate,
+        } => {
+            let rate = write_rate
+                .map(|r| {
+                    tegula_device::parse_size(r.trim_end_matches("/s"))
+                        .map_err(|e| anyhow::anyhow!("--write-rate: {e}"))
+                })
+                .transpose()?;
+            stats::run(&image, json, rate)
+        }
         FsCommand::Check {
             image,
             quick,

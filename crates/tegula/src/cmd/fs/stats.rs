@@ -12,13 +12,26 @@ fn opt(v: Option<f64>) -> serde_json::Value {
     v.map_or(serde_json::Value::Null, |x| serde_json::json!(x))
 }
 
-/// Runs `tegula fs stats`.
-pub fn run(image: &Path, json: bool) -> anyhow::Result<()> {
+/// Runs `tegula fs stats`; `write_rate` (bytes per second) replaces the observed average in
+/// the cleaning estimate.
+pub fn run(image: &Path, json: bool, write_rate: Option<u64>) -> anyhow::Result<()> {
+    if write_rate == Some(0) {
+        anyhow::bail!("--write-rate must be more than 0");
+    }
     let fs = super::open_fs(image, true)?;
     let zs = fs.zone_stats();
     let m = fs.meta_stats();
     let s = fs.statfs();
-    let g = fs.gc_estimate(FILL);
+    let observed = fs.gc_estimate(FILL);
+    let g = match write_rate {
+        Some(r) => observed.at_write_rate(r as f64),
+        None => observed,
+    };
+    let rate_source = if write_rate.is_some() {
+        "given"
+    } else {
+        "observed"
+    };
     let (used, live, dead, free) = zs.iter().fold((0, 0, 0, 0), |a, z| {
         (a.0 + z.used, a.1 + z.live, a.2 + z.dead, a.3 + z.free)
     });
@@ -44,7 +57,9 @@ pub fn run(image: &Path, json: bool) -> anyhow::Result<()> {
                 "space_overhead": g.space_overhead, "dead_fraction": g.dead_fraction,
                 "written": g.written, "moved": g.moved, "deleted": g.deleted,
                 "write_amplification": g.write_amplification, "span_secs": g.span_secs,
-                "write_rate": opt(g.write_rate), "fill": g.fill, "capacity": g.capacity,
+                "write_rate": opt(g.write_rate), "write_rate_source": rate_source,
+                "observed_write_rate": opt(observed.write_rate),
+                "fill": g.fill, "capacity": g.capacity,
                 "time_to_fill_secs": opt(g.time_to_fill_secs),
                 "dead_at_capacity": g.dead_at_capacity, "clean_rate": opt(g.clean_rate),
             },
@@ -87,8 +102,11 @@ pub fn run(image: &Path, json: bool) -> anyhow::Result<()> {
     );
     match (g.write_rate, g.time_to_fill_secs, g.clean_rate) {
         (Some(r), Some(t), Some(c)) => println!(
-            "  at the observed write rate of {}/s ({:.1} s of writing), {:.0}% of the capacity fills in {:.0} s; a full drive would hold {} dead, so the cleaner must reclaim {}/s",
+            "  at the {rate_source} write rate of {}/s (observed: {} over {:.1} s since mkfs), {:.0}% of the capacity fills in {:.0} s; a full drive would hold {} dead, so the cleaner must reclaim {}/s",
             format_size(r as u64),
+            observed
+                .write_rate
+                .map_or("none".to_string(), |o| format!("{}/s", format_size(o as u64))),
             g.span_secs,
             g.fill * 100.0,
             t,
