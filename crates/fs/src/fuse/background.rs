@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 
 /// How often the cleaner looks at the triggers when nothing wakes it.
 const POLL: Duration = Duration::from_millis(50);
+/// How many times in a row the cleaner must find nothing to clean before a writer waiting
+/// for room gets `ENOSPC`.
+const STUCK_TRIES: u32 = 3;
 /// How long a low-priority step waits for a moment without requests.
 const YIELD: Duration = Duration::from_millis(2);
 
@@ -70,10 +73,11 @@ impl Control {
     }
 
     /// Asks the cleaner for room and waits until a zone has room (true), the cleaner found
-    /// nothing to clean (false), or `timeout` passed (false).
+    /// nothing to clean [`STUCK_TRIES`] times in a row (false), or `timeout` passed (false).
     pub(super) fn wait_for_room(&self, sh: &Shared, timeout: Duration) -> bool {
         let start = Instant::now();
-        let stuck = self.stuck.load(Ordering::Acquire);
+        let mut stuck = self.stuck.load(Ordering::Acquire);
+        let mut nothing = 0;
         self.want_room.store(true, Ordering::Release);
         self.notify();
         loop {
@@ -92,7 +96,20 @@ impl Control {
                     None => return false,
                 }
             }
-            if self.stuck.load(Ordering::Acquire) != stuck || start.elapsed() > timeout {
+            let now = self.stuck.load(Ordering::Acquire);
+            if now != stuck {
+                // The cleaner found nothing to clean just now. A zone held by a write in
+                // flight, or one a stream is still filling, can be cleanable a moment later:
+                // ask again, and give up only when it keeps finding nothing.
+                nothing += 1;
+                if nothing >= STUCK_TRIES {
+                    return false;
+                }
+                stuck = now;
+                self.want_room.store(true, Ordering::Release);
+                self.notify();
+            }
+            if start.elapsed() > timeout {
                 return false;
             }
             sh.progress.wait_past(seen, POLL);
