@@ -78,17 +78,11 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
         .triggers(opts.triggers)
         .device_idle(opts.device_idle);
     let profiler = fuse.profiler();
-    let options = fuse_options("tegula", opts.allow_other);
     let io =
         |e: std::io::Error| FsError::Io(format!("FUSE mount on {}: {e}", mountpoint.display()));
+    let options = fuse_options("tegula", opts.allow_other);
     let session = fuser::Session::new(fuse, mountpoint, &options).map_err(io)?;
-    let bg = session.spawn().map_err(io)?;
-    Ok(Mounted {
-        session: Some(bg),
-        mountpoint: canonical,
-        done: rx,
-        profiler,
-    })
+    Mounted::serve(session, canonical, rx, profiler).map_err(io)
 }
 
 /// Mounts a pass-through of directory `dir` on `mountpoint`: every request is counted by
@@ -110,13 +104,7 @@ pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> 
     let profiler = pt.profiler();
     let options = fuse_options("tegula-passthrough", opts.allow_other);
     let session = fuser::Session::new(pt, mountpoint, &options).map_err(io)?;
-    let bg = session.spawn().map_err(io)?;
-    Ok(Mounted {
-        session: Some(bg),
-        mountpoint: canonical,
-        done: rx,
-        profiler,
-    })
+    Mounted::serve(session, canonical, rx, profiler).map_err(io)
 }
 
 /// What [`Mounted::wait`] saw.
@@ -129,6 +117,21 @@ pub enum MountEvent {
 }
 
 impl Mounted {
+    /// Serves `session` (mounted at `mountpoint`) on a background thread.
+    fn serve<FS: fuser::Filesystem + Send + 'static>(
+        session: fuser::Session<FS>,
+        mountpoint: PathBuf,
+        done: mpsc::Receiver<std::result::Result<(), String>>,
+        profiler: Arc<Profiler>,
+    ) -> std::io::Result<Mounted> {
+        Ok(Mounted {
+            session: Some(session.spawn()?),
+            mountpoint,
+            done,
+            profiler,
+        })
+    }
+
     /// The profiler counting the mount's requests.
     pub fn profiler(&self) -> Arc<Profiler> {
         self.profiler.clone()
