@@ -360,10 +360,11 @@ fn drive_delta(before: &Value, after: &Value, wall_s: f64) -> Value {
         "reclaimed": reclaimed,
         "clean_rate_measured": if wall_s > 0.0 { reclaimed / wall_s } else { 0.0 },
         // `fs stats`' estimate averages the write rate since mkfs (idle gaps between phases
-        // included); the same §8.1 calculation at this phase's own write rate is the need
-        // to set beside what the cleaner did in the phase.
+        // included) and takes the dead fraction the cleaner left; the §8.1 calculation at
+        // this phase's own write rate and dead fraction is the need to set beside what the
+        // cleaner did in the phase.
         "clean_rate_estimate": num(after, &["fs", "gc_estimate", "clean_rate"]),
-        "clean_rate_estimate_phase": phase_clean_rate(after, d(&["fs", "gc_estimate", "written"]), wall_s),
+        "clean_rate_estimate_phase": phase_clean_rate(after, d(&["fs", "gc_estimate", "written"]), died, wall_s),
         "write_amplification": num(after, &["fs", "gc_estimate", "write_amplification"]),
         "live": num(after, &["fs", "total", "live"]),
         "dead": dead_after,
@@ -371,15 +372,18 @@ fn drive_delta(before: &Value, after: &Value, wall_s: f64) -> Value {
     })
 }
 
-/// The ShingledFS §8.1 cleaning rate at a phase's write rate (`written` bytes in `wall_s`):
-/// the drive fills to `fill` of its capacity in fill × capacity / rate, and a full drive
-/// holds capacity × dead fraction, so the cleaner must reclaim dead fraction × rate / fill.
-fn phase_clean_rate(after: &Value, written: f64, wall_s: f64) -> f64 {
+/// The ShingledFS §8.1 cleaning rate at a phase's own write rate and dead fraction: at
+/// `written` bytes in `wall_s` the drive fills to `fill` of its capacity in fill × capacity /
+/// rate, and a drive filled by this workload holds capacity × (died / written) dead (the
+/// fraction of what the phase wrote that it also deleted, at most 1), so the cleaner must
+/// reclaim that fraction × rate / fill. The end state's dead fraction would not do: it is
+/// what the cleaner left, so the better it cleans the less it would seem to need.
+fn phase_clean_rate(after: &Value, written: f64, died: f64, wall_s: f64) -> f64 {
     let fill = num(after, &["fs", "gc_estimate", "fill"]);
-    let dead_fraction = num(after, &["fs", "gc_estimate", "dead_fraction"]);
-    if wall_s <= 0.0 || fill <= 0.0 {
+    if wall_s <= 0.0 || fill <= 0.0 || written <= 0.0 {
         return 0.0;
     }
+    let dead_fraction = (died / written).min(1.0);
     dead_fraction * (written / wall_s) / fill
 }
 
@@ -1113,6 +1117,30 @@ fn print_hdfs(doc: &Value) {
             } else {
                 "FAIL"
             }
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_phase_need_is_the_dead_fraction_of_its_writes_times_its_rate_over_the_fill() {
+        let after = json!({"fs": {"gc_estimate": {"fill": 0.7}}});
+        let mib = (1u64 << 20) as f64;
+        // Half of what it wrote died, at 10 MiB/s.
+        let need = phase_clean_rate(&after, 100.0 * mib, 50.0 * mib, 10.0);
+        assert!((need - 0.5 * 10.0 * mib / 0.7).abs() < 1.0, "{need}");
+        // Deleting more than it wrote (older data too) needs no more than all of it.
+        let all = phase_clean_rate(&after, 100.0 * mib, 300.0 * mib, 10.0);
+        assert!((all - 10.0 * mib / 0.7).abs() < 1.0, "{all}");
+        // No time, no writes or no fill: nothing to say.
+        assert_eq!(phase_clean_rate(&after, 100.0 * mib, 50.0 * mib, 0.0), 0.0);
+        assert_eq!(phase_clean_rate(&after, 0.0, 50.0 * mib, 10.0), 0.0);
+        assert_eq!(
+            phase_clean_rate(&json!({}), 100.0 * mib, 50.0 * mib, 10.0),
+            0.0
         );
     }
 }
