@@ -219,7 +219,18 @@ impl Listener {
                 tracing::warn!("nbd: cannot make a connection blocking ({e}); closing it");
                 continue;
             }
-            if active.load(Ordering::Acquire) >= opts.max_connections {
+            // Join the connection threads that ended (a thread nobody joins keeps its stack),
+            // and count the rest: a connection's slot is free only once its thread is gone,
+            // so the process never runs more than `max_connections` of them.
+            let (ended, running): (Vec<_>, Vec<_>) =
+                threads.drain(..).partition(|t| t.is_finished());
+            for t in ended {
+                let _ = t.join();
+            }
+            threads = running;
+            if threads.len() >= opts.max_connections
+                || active.load(Ordering::Acquire) >= opts.max_connections
+            {
                 tracing::warn!(
                     "nbd: {} connections already; closing a new one",
                     opts.max_connections
