@@ -161,22 +161,18 @@ impl Mounted {
         let mut last = String::new();
         while start.elapsed() < timeout.min(Duration::from_secs(30)) {
             match unmount_now(&self.mountpoint) {
-                Ok(()) => {
+                // Done, or not busy (not mounted any more, say): nothing to wait for.
+                Ok(()) | Err(Unmount { busy: false, .. }) => {
                     last.clear();
                     break;
                 }
-                // Not busy (not mounted any more, say): nothing to wait for.
-                Err(e) if !e.contains("busy") => {
-                    last.clear();
-                    break;
-                }
-                Err(e) => last = e,
+                Err(Unmount { why, .. }) => last = why,
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         if !last.is_empty() {
             if let Err(e) = unmount_lazily(&self.mountpoint) {
-                last = format!("{last}; lazily: {e}");
+                last = format!("{last}; lazily: {}", e.why);
             }
         }
         drop(self.session.take());
@@ -200,38 +196,53 @@ fn canonical(mp: &Path) -> PathBuf {
     mp.canonicalize().unwrap_or_else(|_| mp.to_path_buf())
 }
 
-/// Unmounts `mp` now (not lazily): `umount2` as root, `fusermount3 -u` otherwise. An error
-/// says why (busy, not mounted, ...).
-fn unmount_now(mp: &Path) -> std::result::Result<(), String> {
+/// Why an unmount failed.
+struct Unmount {
+    /// The mount is in use (EBUSY): worth trying again.
+    busy: bool,
+    why: String,
+}
+
+/// Unmounts `mp` now (not lazily): `umount2` as root, `fusermount3 -u` otherwise.
+fn unmount_now(mp: &Path) -> std::result::Result<(), Unmount> {
     unmount_with(mp, 0, &["-u"])
 }
 
 /// Detaches `mp` (`MNT_DETACH`, `fusermount3 -u -z`): the kernel ends the session once the
 /// last user of the mount is gone.
-fn unmount_lazily(mp: &Path) -> std::result::Result<(), String> {
+fn unmount_lazily(mp: &Path) -> std::result::Result<(), Unmount> {
     unmount_with(mp, libc::MNT_DETACH, &["-u", "-z"])
 }
 
-fn unmount_with(mp: &Path, flags: i32, fusermount: &[&str]) -> std::result::Result<(), String> {
+fn unmount_with(mp: &Path, flags: i32, fusermount: &[&str]) -> std::result::Result<(), Unmount> {
+    let other = |why: String| Unmount { busy: false, why };
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        let c =
-            std::ffi::CString::new(mp.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+        let c = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes())
+            .map_err(|e| other(e.to_string()))?;
         // SAFETY: `c` is a valid C string that outlives the call.
         if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
             return Ok(());
         }
-        return Err(std::io::Error::last_os_error().to_string());
+        let e = std::io::Error::last_os_error();
+        return Err(Unmount {
+            busy: e.raw_os_error() == Some(libc::EBUSY),
+            why: e.to_string(),
+        });
     }
     let out = std::process::Command::new("fusermount3")
         .args(fusermount)
         .arg("--")
         .arg(mp)
         .output()
-        .map_err(|e| format!("running fusermount3: {e}"))?;
+        .map_err(|e| other(format!("running fusermount3: {e}")))?;
     if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+        return Ok(());
     }
+    // fusermount3 says why only in words ("Device or resource busy").
+    let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Err(Unmount {
+        busy: why.contains("busy"),
+        why,
+    })
 }

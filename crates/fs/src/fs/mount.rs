@@ -85,11 +85,17 @@ impl Fs {
             fs.broken = Some("mounted read-only".into());
             return Ok(fs);
         }
-        for ino in fs.state.orphans() {
-            fs.log(Op::Free { ino })?;
-        }
+        fs.free_orphans()?;
         fs.commit()?;
         Ok(fs)
+    }
+
+    /// Frees the inodes no name refers to (after a crash, or held until the unmount).
+    fn free_orphans(&mut self) -> Result<()> {
+        for ino in self.state.orphans() {
+            self.log(Op::Free { ino })?;
+        }
+        Ok(())
     }
 
     /// Writes every buffer, commits, checkpoints: the clean unmount.
@@ -98,9 +104,7 @@ impl Fs {
         // Nothing holds an inode past the unmount: free the unlinked ones the kernel still
         // held (or that were open) so the image has no orphans.
         if self.broken.is_none() {
-            for ino in self.state.orphans() {
-                self.log(Op::Free { ino })?;
-            }
+            self.free_orphans()?;
         }
         self.checkpoint()?;
         self.dev.flush()?;
