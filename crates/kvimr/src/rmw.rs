@@ -49,6 +49,7 @@ impl Inner {
         let first_sector = f.buf_start / ss;
         let end_sector = f.len.div_ceil(ss);
         self.ensure_tracks(id, end_sector)?;
+        let t0 = self.dev.now();
         let f = self.file(id)?;
         let level = f.level();
         let mut data = f.buf.clone();
@@ -71,6 +72,7 @@ impl Inner {
             }
         }
         self.execute(&pieces, &data, level)?;
+        self.stats.persist_ns += self.dev.now() - t0;
         let f = self.file_mut(id)?;
         let new_start = f.len / ss * ss;
         let drop = (new_start - f.buf_start) as usize;

@@ -52,6 +52,10 @@ pub struct Stats {
     /// Device time spent in read-modify-writes beyond writing the bottoms themselves
     /// (backup reads, staging writes, restores and their syncs).
     pub rmw_ns: u64,
+    /// Device time spent persisting data files: their track writes with every
+    /// read-modify-write and ordering sync they needed (what the paper calls the time of
+    /// persisting SSTables; `rmw_ns` is part of it).
+    pub persist_ns: u64,
     /// Staging records restored when the store was opened (read-modify-writes a power cut
     /// interrupted).
     pub recovered_rmw: u64,

@@ -247,3 +247,105 @@ fn thin_device_fills_its_media_and_fails_with_nospace_cleanly() {
         db.close().unwrap();
     }
 }
+
+/// One near-full run: unique random keys, every 16th put synced, until `NoSpace` or the
+/// power cut armed at media write `cut` (none: counted). Returns the puts acknowledged, the
+/// index of the last synced one, and (for the counting run) the media writes at the first
+/// checkpointed compaction and at the end.
+fn near_full_run(
+    disk: &Arc<Disk>,
+    dev: &Arc<Thin>,
+    cut: Option<u64>,
+) -> (Vec<u64>, usize, u64, u64) {
+    disk.arm_power_cut(cut.unwrap_or(u64::MAX), cut.unwrap_or(0));
+    let db = Db::create(dev.clone(), format(Mode::Loc), tiny_opts()).unwrap();
+    let mut rng = Rng(23);
+    let mut acked = Vec::new();
+    let mut last_sync = 0;
+    let mut first_low = 0;
+    for i in 0..1_000_000u64 {
+        let k = rng.below(1 << 40);
+        let sync = i % 16 == 15;
+        let mut b = tegula_smrdb::WriteBatch::new();
+        b.put(&key(k), &thin_value(k));
+        let wo = tegula_smrdb::WriteOptions {
+            sync,
+            disable_wal: false,
+        };
+        match db.write(b, wo) {
+            Ok(()) => {
+                acked.push(k);
+                if sync {
+                    last_sync = acked.len();
+                }
+            }
+            Err(Error::NoSpace(_)) => break,
+            Err(e) => {
+                assert!(cut.is_some() && e.is_power_loss(), "cut {cut:?}: {e}");
+                break;
+            }
+        }
+        if first_low == 0 && i % 32 == 0 && db.stats().low_space_compactions > 0 {
+            first_low = disk.with_media(|m| m.media_writes_since_armed());
+        }
+    }
+    let writes = disk.with_media(|m| m.media_writes_since_armed());
+    match cut {
+        Some(_) => {
+            disk.power_cut();
+            drop(db);
+        }
+        None => db.close().unwrap(),
+    }
+    (acked, last_sync, first_low, writes)
+}
+
+fn thin_value(k: u64) -> Vec<u8> {
+    let mut v = format!("value of {k} ").into_bytes();
+    v.resize(300 + (k % 500) as usize, (k % 251) as u8);
+    v
+}
+
+#[test]
+fn power_cuts_near_full_keep_every_synced_write() {
+    let budget = 24;
+    // Where the near-full phase lies in media writes.
+    let (disk, dev) = thin(budget);
+    let (_, _, first_low, total) = near_full_run(&disk, &dev, None);
+    assert!(first_low > 0, "the run reached checkpointed compactions");
+    let mut rng = Rng(99);
+    let cuts = 6;
+    for c in 0..cuts {
+        let at = first_low.saturating_sub(200) + rng.below(total - first_low + 200);
+        let (disk, dev) = thin(budget);
+        let (acked, last_sync, ..) = near_full_run(&disk, &dev, Some(at));
+        disk.power_on();
+        let dev = reopen(&disk, budget);
+        let db = Db::open(dev.clone(), tiny_opts())
+            .unwrap_or_else(|e| panic!("cut {c} at write {at}: reopen: {e}"));
+        let rep = db.check().unwrap();
+        assert!(rep.is_ok(), "cut {c} at write {at}: {:?}", rep.problems);
+        // Every put up to the last synced one is there; later ones are there or not, whole.
+        for (i, &k) in acked.iter().enumerate() {
+            let got = db.get(&key(k)).unwrap();
+            if i < last_sync {
+                assert_eq!(got, Some(thin_value(k)), "cut {c} at write {at}: put {i}");
+            } else if let Some(v) = got {
+                assert_eq!(v, thin_value(k), "cut {c} at write {at}: put {i}");
+            }
+        }
+        // Still usable: writes succeed or fail with NoSpace, deletes make room.
+        for k in acked.iter().take(acked.len() / 2) {
+            db.delete(&key(*k))
+                .unwrap_or_else(|e| panic!("cut {c} at write {at}: delete: {e}"));
+        }
+        db.compact_all()
+            .unwrap_or_else(|e| panic!("cut {c} at write {at}: compact: {e}"));
+        for k in 0..200u64 {
+            db.put(&key(1 << 41 | k), &thin_value(k))
+                .unwrap_or_else(|e| panic!("cut {c} at write {at}: put after deletes: {e}"));
+        }
+        assert!(db.check().unwrap().is_ok());
+        db.close().unwrap();
+    }
+}

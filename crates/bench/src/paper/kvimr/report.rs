@@ -33,6 +33,14 @@ pub struct Totals {
     pub lsm_write_amp: f64,
     /// Device seconds of the load.
     pub device_s: f64,
+    /// Data inserted at the end of the load, over the data tracks' capacity.
+    pub inserted: f64,
+    /// Fraction of the data tracks owned by live SSTables at the end of the load.
+    pub live_usage: f64,
+    /// Device seconds of persisting SSTables to tracks (read-modify-writes included).
+    pub persist_s: f64,
+    /// Device seconds of read-modify-write beyond the bottom writes.
+    pub rmw_s: f64,
 }
 
 /// Load totals of `scheme` (`None` if it has no load rows).
@@ -59,6 +67,10 @@ pub fn totals(rows: &[Row], scheme: Scheme) -> Option<Totals> {
         media_write_amp: last.media_write_amp,
         lsm_write_amp: last.lsm_write_amp,
         device_s: secs,
+        inserted: last.usage,
+        live_usage: last.live_usage,
+        persist_s: load.iter().map(|r| r.persist_s).sum(),
+        rmw_s: load.iter().map(|r| r.rmw_s).sum(),
     })
 }
 
@@ -184,17 +196,19 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
         "### Random load to {:.0}% of the data tracks\n",
         s.load_usage * 100.0
     );
-    let _ = writeln!(md, "| scheme | ops/s | at ≥ 70% | device s | compactions | compaction s | top rewrites | RMWs | syncs | media WA | LSM WA |");
+    let _ = writeln!(md, "| scheme | inserted | live tracks | ops/s | at ≥ 70% | device s | compactions | compaction s | top rewrites | RMWs | syncs | media WA | LSM WA |");
     let _ = writeln!(
         md,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for &sc in &schemes {
         if let Some(t) = totals(rows, sc) {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {:.0} | {:.1} | {} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
+                "| {} | {:.1}% | {:.1}% | {:.0} | {:.0} | {:.1} | {} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
                 sc.name(),
+                t.inserted * 100.0,
+                t.live_usage * 100.0,
                 t.ops_per_sec,
                 t.high_ops_per_sec,
                 t.device_s,
@@ -205,6 +219,34 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
                 t.syncs,
                 t.media_write_amp,
                 t.lsm_write_amp
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\n### Where the load's device time goes\n\nPersisting SSTables: their track writes with the read-modify-writes and ordering syncs they needed (RMW: the backups, staging writes, restores and their syncs beyond the bottom writes). Compaction includes its reads and the persists of its outputs.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| scheme | device s | compaction s | persisting SSTables s | of which RMW s | RMW share of persisting |"
+    );
+    let _ = writeln!(md, "| --- | ---: | ---: | ---: | ---: | ---: |");
+    for &sc in &schemes {
+        if let Some(t) = totals(rows, sc) {
+            let share = if t.persist_s > 0.0 {
+                t.rmw_s / t.persist_s * 100.0
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% |",
+                sc.name(),
+                t.device_s,
+                t.compaction_s,
+                t.persist_s,
+                t.rmw_s,
+                share
             );
         }
     }
