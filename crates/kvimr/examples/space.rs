@@ -4,7 +4,7 @@
 //! level (their bytes, the tracks they own, the slack of their last tracks), deleted files'
 //! tracks pending a map write, and free tracks; and the engine's view (free zones).
 //!
-//! `cargo run --release -p tegula-kvimr --example space -- [capacity_mib] [zone_mib] [policy]`
+//! `cargo run --release -p tegula-kvimr --example space -- [capacity_mib] [zone_mib] [seq|three-phase|kvimr-n|kvimr-m|cmr]`
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
 use std::collections::BTreeMap;
@@ -17,14 +17,19 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let cap_mib: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3072);
     let zone_mib: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(16);
-    let policy = match args.get(3).map(String::as_str) {
-        Some("seq") => Policy::Seq,
-        Some("three-phase") => Policy::ThreePhase,
-        _ => Policy::CompactionAware,
+    let scheme = args.get(3).map_or("kvimr-m", String::as_str);
+    let (policy, rmw) = match scheme {
+        "seq" => (Policy::Seq, RmwMode::Naive),
+        "three-phase" | "cmr" => (Policy::ThreePhase, RmwMode::Naive),
+        "kvimr-n" => (Policy::CompactionAware, RmwMode::Naive),
+        _ => (Policy::CompactionAware, RmwMode::Merged),
     };
     let mut cfg = profile("imr-paper").unwrap();
     cfg.capacity = cap_mib << 20;
     cfg.zones.zone_size = 16 << 20;
+    if scheme == "cmr" {
+        cfg = cfg.cmr_twin();
+    }
     let disk = Arc::new(Disk::in_memory(cfg).unwrap());
     let tracks = disk.track_layout().unwrap().clone();
     let dev: Arc<dyn BlockDevice> = disk.clone();
@@ -36,7 +41,7 @@ fn main() {
     };
     let opts = Options {
         policy,
-        rmw: RmwMode::Merged,
+        rmw,
         ..Options::default()
     };
     let a = Arc::new(ZonedAdapter::format(dev, &tracks, zo, opts).unwrap());
@@ -65,6 +70,7 @@ fn main() {
     let db = Db::create(a.clone(), FormatOptions::loc(), dbo).unwrap();
     let mut inserted = 0u64;
     let mut next_report = 0.05;
+    let mut last = (0u64, 0u64, a.store().stats());
     let mut value = vec![0u8; 1000];
     let mut x = 0x1234_5678_9abc_def0u64;
     for k in 0u64.. {
@@ -85,6 +91,17 @@ fn main() {
         let u = inserted as f64 / data_bytes as f64;
         if u >= next_report || done {
             next_report += 0.05;
+            let now = disk.now();
+            let st = a.store().stats();
+            println!(
+                "step: {:.0} ops/s, {} RMWs, {} top rewrites, {:.1} s persisting ({:.1} s RMW)",
+                (k + 1 - last.0) as f64 / ((now - last.1) as f64 / 1e9),
+                st.rmw_ops - last.2.rmw_ops,
+                st.top_rewrites - last.2.top_rewrites,
+                (st.persist_ns - last.2.persist_ns) as f64 / 1e9,
+                (st.rmw_ns - last.2.rmw_ns) as f64 / 1e9,
+            );
+            last = (k + 1, now, st);
             report(&a, &db, inserted, data_bytes);
         }
         if let Err(e) = r {
@@ -137,6 +154,53 @@ fn report(a: &ZonedAdapter, db: &Db, inserted: u64, data_bytes: u64) {
         ds.compactions,
         ds.low_space_compactions,
         ds.checkpoints,
+    );
+    // Census of the free data tracks (pending tracks count as used here).
+    let mut used = vec![false; layout.tracks.len()];
+    for f in st.files() {
+        for &t in &f.tracks {
+            used[t as usize] = true;
+        }
+    }
+    let (mut fb_clean, mut fb_dirty, mut ft_over_used, mut ft_other) = (0, 0, 0, 0);
+    let mut runs: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut run = 0usize;
+    let mut prev: Option<u32> = None;
+    for &t in &layout.data {
+        let tr = layout.track(t);
+        let free = !used[t as usize];
+        if free {
+            if tr.bottom {
+                if tr.neighbours().any(|n| used[n as usize]) {
+                    fb_dirty += 1;
+                } else {
+                    fb_clean += 1;
+                }
+            } else if tr.neighbours().all(|n| used[n as usize]) {
+                ft_over_used += 1;
+            } else {
+                ft_other += 1;
+            }
+            let adj = prev.is_some_and(|p| tr.neighbours().any(|n| n == p) && !used[p as usize]);
+            if adj {
+                run += 1;
+            } else {
+                if run > 0 {
+                    *runs.entry(run).or_default() += 1;
+                }
+                run = 1;
+            }
+        } else if run > 0 {
+            *runs.entry(run).or_default() += 1;
+            run = 0;
+        }
+        prev = Some(t);
+    }
+    if run > 0 {
+        *runs.entry(run).or_default() += 1;
+    }
+    println!(
+        "  free: bottoms clean {fb_clean} dirty {fb_dirty}; tops over used bottoms {ft_over_used}, other {ft_other}; runs (len: count) {runs:?}"
     );
     for (l, (n, b, c)) in per {
         println!(

@@ -56,6 +56,10 @@ pub struct Stats {
     /// read-modify-write and ordering sync they needed (what the paper calls the time of
     /// persisting SSTables; `rmw_ns` is part of it).
     pub persist_ns: u64,
+    /// Device time of the store's syncs beyond the persists they run: the flush that puts
+    /// cached writes on the media (SSTable data among them: with the write cache on, a
+    /// persist without read-modify-write mostly fills the cache) and the map write.
+    pub sync_ns: u64,
     /// Staging records restored when the store was opened (read-modify-writes a power cut
     /// interrupted).
     pub recovered_rmw: u64,

@@ -255,6 +255,12 @@ impl Inner {
                     )));
                 }
                 let f = self.file_mut(id)?;
+                if f.buf.capacity() - f.buf.len() < data.len() {
+                    // Room for the rest of the file at once (appends come in chunks: growing
+                    // a zone-sized buffer by doubling copied it over and over).
+                    let rest = max.saturating_sub(f.len).min(64 << 20) as usize;
+                    f.buf.reserve(rest.max(data.len()));
+                }
                 f.buf.extend_from_slice(data);
                 f.len += data.len() as u64;
                 self.stats.bytes_appended += data.len() as u64;
@@ -305,6 +311,7 @@ impl Inner {
         for id in open {
             self.persist(id)?;
         }
+        let t0 = self.dev.now();
         if self.media_dirty {
             self.flush()?;
         }
@@ -317,6 +324,7 @@ impl Inner {
         if self.map_dirty {
             self.write_map()?;
         }
+        self.stats.sync_ns += self.dev.now() - t0;
         Ok(())
     }
 

@@ -166,6 +166,7 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         compaction_s: secs(b.compaction_ns() - a.compaction_ns()),
         rmw_s: secs(b.kv.rmw_ns - a.kv.rmw_ns),
         persist_s: secs(b.kv.persist_ns - a.kv.persist_ns),
+        sync_s: secs(b.kv.sync_ns - a.kv.sync_ns),
         top_rewrites_total: b.kv.top_rewrites,
         rmw_ops_total: b.kv.rmw_ops,
         syncs_total: b.kv.syncs,

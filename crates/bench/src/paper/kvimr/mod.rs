@@ -76,7 +76,7 @@ impl KvimrScale {
             value_bytes: 1000,
             load_usage: 0.85,
             step: 0.05,
-            sweep: vec![0.4, 0.5, 0.6, 0.7, 0.8, 0.85],
+            sweep: vec![0.4, 0.5, 0.6, 0.7, 0.8],
             sweep_ops: 100_000,
             ycsb_ops: 20_000,
             staging_bytes: 20 * MIB,
@@ -286,6 +286,9 @@ pub struct Row {
     /// Device seconds of persisting SSTables to tracks (their writes with the
     /// read-modify-writes and ordering syncs they needed; `rmw_s` is part of it).
     pub persist_s: f64,
+    /// Device seconds of the middleware's syncs beyond those persists: the flushes that put
+    /// cached SSTable writes on the media, and the map writes.
+    pub sync_s: f64,
     /// Cumulative top-track rewrites.
     pub top_rewrites_total: u64,
     /// Cumulative read-modify-writes.
