@@ -266,9 +266,9 @@ fn compaction_aware_cold_files_take_whole_runs_that_free_whole() {
         let t = s.file(id).unwrap().tracks;
         let mut sorted = t.clone();
         sorted.sort_unstable();
-        let contiguous = sorted.windows(2).all(|w| {
-            w[1] == w[0] + 1 && layout.track(w[0]).neighbours().any(|n| n == w[1])
-        });
+        let contiguous = sorted
+            .windows(2)
+            .all(|w| w[1] == w[0] + 1 && layout.track(w[0]).neighbours().any(|n| n == w[1]));
         let b = t.iter().filter(|&&x| layout.track(x).bottom).count();
         contiguous && t[..b].iter().all(|&x| layout.track(x).bottom)
     };
@@ -282,7 +282,11 @@ fn compaction_aware_cold_files_take_whole_runs_that_free_whole() {
     // last top goes to the far end of the free run instead (or, when no run is free of
     // victims, below half usage, to lone clean bottoms): most are runs.
     let n_runs = cold.iter().filter(|&&id| is_run(id)).count();
-    assert!(n_runs * 4 >= cold.len() * 3, "{n_runs} of {} cold files are runs", cold.len());
+    assert!(
+        n_runs * 4 >= cold.len() * 3,
+        "{n_runs} of {} cold files are runs",
+        cold.len()
+    );
     let mut hot = Vec::new();
     for j in 0..4 {
         hot.push(put(
@@ -307,8 +311,17 @@ fn compaction_aware_cold_files_take_whole_runs_that_free_whole() {
     }
     s.sync().unwrap();
     for j in 0..cold.len() as u32 / 2 {
-        let id = put(&s, 500 + j, Some(2), &content(500 + j as u64, 60 * SS as usize));
-        assert!(is_run(id), "new cold file {j}: {:?}", s.file(id).unwrap().tracks);
+        let id = put(
+            &s,
+            500 + j,
+            Some(2),
+            &content(500 + j as u64, 60 * SS as usize),
+        );
+        assert!(
+            is_run(id),
+            "new cold file {j}: {:?}",
+            s.file(id).unwrap().tracks
+        );
     }
     assert_eq!(s.stats().rmw_ops, 0);
     assert_eq!(s.stats().top_rewrites, 0);
