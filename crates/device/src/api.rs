@@ -65,6 +65,28 @@ pub enum ZoneHint {
     Log,
 }
 
+/// The media room of a *thin-provisioned* zoned device: one that backs each zone only with
+/// the media its data needs, when the data is written, and so offers more zones than its
+/// media could fill at once (the KVIMR middleware's zoned adapter, whose zones are SSTable
+/// slots on whole tracks). The layer above must count its free space in media, not in empty
+/// zones: a write that finds no media fails with [`crate::DeviceError::NoSpace`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ZoneSpace {
+    /// Sectors of media that data written to zones can still take (data already written but
+    /// not yet placed is taken off).
+    pub free_sectors: u64,
+    /// Most sectors of media a zone costs beyond the sectors written to it (the device
+    /// allocates in units larger than a sector: a zone's last unit is partly empty).
+    pub zone_overhead_sectors: u64,
+}
+
+impl ZoneSpace {
+    /// How many zones of `zone_sectors` filled to the end the free media still holds.
+    pub fn full_zones(&self, zone_sectors: u64) -> u64 {
+        self.free_sectors / (zone_sectors + self.zone_overhead_sectors).max(1)
+    }
+}
+
 /// A block device: read, write, flush, discard at an LBA, with modelled completion times.
 pub trait BlockDevice: Send + Sync {
     /// Device facts.
@@ -133,6 +155,12 @@ pub trait ZonedDevice: BlockDevice {
     fn hint_zone(&self, index: u32, hint: ZoneHint) {
         let _ = (index, hint);
     }
+    /// The media room of a thin-provisioned device ([`ZoneSpace`]); `None` (the default) for
+    /// a device whose every zone is backed by media of its full size, where the empty zones
+    /// are the free space.
+    fn zone_space(&self) -> Option<ZoneSpace> {
+        None
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -183,6 +211,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn hint_zone(&self, index: u32, hint: ZoneHint) {
         (**self).hint_zone(index, hint)
+    }
+    fn zone_space(&self) -> Option<ZoneSpace> {
+        (**self).zone_space()
     }
 }
 

@@ -128,6 +128,10 @@ pub enum DeviceError {
     /// A read-only handle was asked to write.
     #[error("device was opened read-only")]
     ReadOnlyHandle,
+    /// A thin-provisioned device has no media left for the data written to a zone (see
+    /// [`crate::api::ZoneSpace`]); nothing of that data was placed.
+    #[error("no space: {0}")]
+    NoSpace(String),
     /// The operation is not supported by this device (e.g. zone management on a block-only drive).
     #[error("{0} is not supported by this device")]
     Unsupported(&'static str),

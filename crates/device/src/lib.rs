@@ -36,7 +36,7 @@ pub mod store;
 pub mod units;
 pub mod zone;
 
-pub use api::{BlockDevice, DeviceInfo, WriteFlags, ZoneHint, ZoneTarget, ZonedDevice};
+pub use api::{BlockDevice, DeviceInfo, WriteFlags, ZoneHint, ZoneSpace, ZoneTarget, ZonedDevice};
 pub use banded::Banded;
 pub use config::{profile, DiskConfig, DriveKind, InterlaceParams, Span, PROFILES};
 pub use disk::{Disk, OpenOptions};

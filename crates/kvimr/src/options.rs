@@ -72,6 +72,13 @@ pub struct Options {
     /// the faster ones); beyond it bottoms are kept for the cold levels. Default 0.5
     /// (three-phase's first phase).
     pub bottom_share: f64,
+    /// Compaction-aware allocation: a cold file first takes a run of physically contiguous
+    /// free tracks (its bottoms and the tops between them, written bottoms first) whose
+    /// bottoms damage no valid track outside it, so that it dies as a whole run; false takes
+    /// lone clean bottoms first, as the paper describes. Default true: near full, lone
+    /// bottoms leave every free bottom between other files' valid tops (see
+    /// docs/performance/kvimr.md for both measured).
+    pub cold_runs: bool,
     /// Skip the sync between writing bottom tracks and restoring the top tracks. Default
     /// false. **Unsafe**: with the write cache on, a restore can then reach the media before
     /// the bottom write it must follow and be destroyed again; it exists so that a test can
@@ -86,6 +93,7 @@ impl Default for Options {
             rmw: RmwMode::default(),
             hot_levels: 2,
             bottom_share: 0.5,
+            cold_runs: true,
             unsafe_skip_bottom_sync: false,
         }
     }

@@ -49,10 +49,9 @@ impl Inner {
         let first_sector = f.buf_start / ss;
         let end_sector = f.len.div_ceil(ss);
         self.ensure_tracks(id, end_sector)?;
+        let t0 = self.dev.now();
         let f = self.file(id)?;
         let level = f.level();
-        let mut data = f.buf.clone();
-        data.resize(((end_sector - first_sector) * ss) as usize, 0);
         let mut pieces = Vec::new();
         let mut cum = 0u64;
         for &t in &f.tracks {
@@ -70,12 +69,26 @@ impl Inner {
                 });
             }
         }
-        self.execute(&pieces, &data, level)?;
+        // The buffer itself is written (padded to whole sectors), not a copy of it; on
+        // failure it is put back as it was.
         let f = self.file_mut(id)?;
+        let kept = f.buf.len();
+        let mut data = std::mem::take(&mut f.buf);
+        data.resize(((end_sector - first_sector) * ss) as usize, 0);
+        let r = self.execute(&pieces, &data, level);
+        data.truncate(kept);
+        let f = self.file_mut(id)?;
+        if let Err(e) = r {
+            f.buf = data;
+            return Err(e);
+        }
+        // Keep only the partial last sector (rewritten whole by the next persist), in a
+        // buffer of its own size: a persisted file holds no zone-sized allocation.
         let new_start = f.len / ss * ss;
         let drop = (new_start - f.buf_start) as usize;
-        f.buf.drain(..drop);
+        f.buf = data[drop..].to_vec();
         f.buf_start = new_start;
+        self.stats.persist_ns += self.dev.now() - t0;
         Ok(())
     }
 

@@ -52,6 +52,14 @@ pub struct Stats {
     /// Device time spent in read-modify-writes beyond writing the bottoms themselves
     /// (backup reads, staging writes, restores and their syncs).
     pub rmw_ns: u64,
+    /// Device time spent persisting data files: their track writes with every
+    /// read-modify-write and ordering sync they needed (what the paper calls the time of
+    /// persisting SSTables; `rmw_ns` is part of it).
+    pub persist_ns: u64,
+    /// Device time of the store's syncs beyond the persists they run: the flush that puts
+    /// cached writes on the media (SSTable data among them: with the write cache on, a
+    /// persist without read-modify-write mostly fills the cache) and the map write.
+    pub sync_ns: u64,
     /// Staging records restored when the store was opened (read-modify-writes a power cut
     /// interrupted).
     pub recovered_rmw: u64,

@@ -255,6 +255,12 @@ impl Inner {
                     )));
                 }
                 let f = self.file_mut(id)?;
+                if f.buf.capacity() - f.buf.len() < data.len() {
+                    // Room for the rest of the file at once (appends come in chunks: growing
+                    // a zone-sized buffer by doubling copied it over and over).
+                    let rest = max.saturating_sub(f.len).min(64 << 20) as usize;
+                    f.buf.reserve(rest.max(data.len()));
+                }
                 f.buf.extend_from_slice(data);
                 f.len += data.len() as u64;
                 self.stats.bytes_appended += data.len() as u64;
@@ -284,7 +290,7 @@ impl Inner {
     fn delete(&mut self, id: u64) -> Result<()> {
         let f = self.files.remove(&id).ok_or(Error::NoSuchFile(id))?;
         for &t in &f.tracks {
-            self.state.release(t);
+            self.state.release(&self.layout, t);
         }
         if let Place::Safe { slot } = f.place {
             self.slots[slot as usize] = SlotOwner::Pending;
@@ -305,6 +311,7 @@ impl Inner {
         for id in open {
             self.persist(id)?;
         }
+        let t0 = self.dev.now();
         if self.media_dirty {
             self.flush()?;
         }
@@ -317,7 +324,32 @@ impl Inner {
         if self.map_dirty {
             self.write_map()?;
         }
+        self.stats.sync_ns += self.dev.now() - t0;
         Ok(())
+    }
+
+    /// Sectors of data tracks that data not yet on tracks can still take: free and pending
+    /// tracks, less what every file's buffered data will take (its sectors beyond the
+    /// file's tracks, plus the unused end of its last track: at most a largest track).
+    pub fn room(&self) -> u64 {
+        let ss = self.layout.ss;
+        let max = self.layout.max_track_sectors();
+        let mut room = self.state.room(&self.layout);
+        for f in self.files.values() {
+            if !matches!(f.place, Place::Data { .. }) || f.len <= f.buf_start {
+                continue;
+            }
+            let have: u64 = f
+                .tracks
+                .iter()
+                .map(|&t| self.layout.track(t).sectors as u64)
+                .sum();
+            let need = f.len.div_ceil(ss);
+            if need > have {
+                room = room.saturating_sub(need - have + max);
+            }
+        }
+        room
     }
 
     /// Frees tracks and slots whose deletion the durable map records.
@@ -507,6 +539,21 @@ impl Store {
     pub fn usage(&self) -> f64 {
         let g = self.inner.lock();
         g.state.usage(&g.layout)
+    }
+
+    /// Fraction of the data tracks' sectors owned by live files (tracks of deleted files
+    /// left out, although they stay in use until the next map write).
+    pub fn live_usage(&self) -> f64 {
+        let g = self.inner.lock();
+        g.state.live_usage(&g.layout)
+    }
+
+    /// Sectors of data tracks still free for data that is not on tracks yet: free tracks and
+    /// tracks of deleted files (a map write frees them when an allocation needs them), less
+    /// what the data buffered in files will take. A persist that needs more fails with
+    /// [`Error::NoSpace`].
+    pub fn room(&self) -> u64 {
+        self.inner.lock().room()
     }
 
     /// Checks the in-memory map against the track states: every track of every file is a

@@ -25,6 +25,8 @@ pub struct TrackState {
     pub written: Vec<u32>,
     /// Sectors of data tracks that are not free (owned or pending).
     pub used_sectors: u64,
+    /// Of those, sectors of pending tracks (free at the next map write).
+    pub pending_sectors: u64,
 }
 
 impl TrackState {
@@ -42,6 +44,7 @@ impl TrackState {
             owner,
             written: vec![0; layout.tracks.len()],
             used_sectors: 0,
+            pending_sectors: 0,
         }
     }
 
@@ -65,7 +68,10 @@ impl TrackState {
     }
 
     /// Marks track `t` of a deleted file pending (freed at the next map write).
-    pub fn release(&mut self, t: u32) {
+    pub fn release(&mut self, layout: &Layout, t: u32) {
+        if self.owner[t as usize] != Owner::Pending {
+            self.pending_sectors += layout.track(t).sectors as u64;
+        }
         self.owner[t as usize] = Owner::Pending;
     }
 
@@ -80,6 +86,7 @@ impl TrackState {
                 n += 1;
             }
         }
+        self.pending_sectors = 0;
         n
     }
 
@@ -91,5 +98,16 @@ impl TrackState {
     /// Fraction of data-track sectors in use.
     pub fn usage(&self, layout: &Layout) -> f64 {
         self.used_sectors as f64 / layout.data_sectors.max(1) as f64
+    }
+
+    /// Fraction of data-track sectors owned by live files (pending tracks left out).
+    pub fn live_usage(&self, layout: &Layout) -> f64 {
+        (self.used_sectors - self.pending_sectors) as f64 / layout.data_sectors.max(1) as f64
+    }
+
+    /// Sectors of data tracks a new allocation can take: free tracks, and pending ones (a map
+    /// write frees them when an allocation needs them).
+    pub fn room(&self, layout: &Layout) -> u64 {
+        layout.data_sectors - (self.used_sectors - self.pending_sectors)
     }
 }

@@ -9,6 +9,12 @@
 //!   A data zone's writes are buffered by the store and persisted when the engine opens its
 //!   next output band (the previous one is complete), when the zone fills, or at a flush.
 //! * Reset deletes the file; flush is the store's sync (data, then the map).
+//! * The zones are **thin-provisioned**: a file owns whole tracks for the bytes written to it
+//!   (a zone is not backed by a zone's worth of tracks), so there are as many sequential
+//!   zones as there are data tracks (a written file holds at least one) plus the safe slots,
+//!   far more than the media could fill at once. The free space is what
+//!   [`ZonedDevice::zone_space`] reports: the store's room on the data tracks. A write whose
+//!   data finds no tracks fails with [`DeviceError::NoSpace`], and the zone can be reset.
 //!
 //! After a reopen a data zone's write pointer is the durable length the map records; a log
 //! zone reads as full (its appends did not update the map), with zeros after its records.
@@ -23,8 +29,8 @@ use std::sync::Arc;
 use tegula_device::api::transfer_sectors;
 use tegula_device::{
     BlockDevice, Completion, DeviceError, DeviceInfo, IoDone, Nanos, Request, TrackLayout,
-    WriteFlags, Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneHint, ZoneTarget, ZoneType,
-    ZonedDevice,
+    WriteFlags, Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneHint, ZoneSpace, ZoneTarget,
+    ZoneType, ZonedDevice,
 };
 
 /// Shape of the zoned view (fixed at format: recorded in the store's format options).
@@ -103,6 +109,8 @@ pub struct ZonedAdapter {
     zone_sectors: u64,
     conv: u32,
     zones: u32,
+    /// Sectors of the largest track (the most a zone's last track can leave empty).
+    max_track: u64,
     state: Mutex<State>,
 }
 
@@ -118,7 +126,7 @@ impl std::fmt::Debug for ZonedAdapter {
 fn dev_err(e: Error) -> DeviceError {
     match e {
         Error::Device(d) => d,
-        Error::NoSpace(m) => DeviceError::Config(format!("kvimr: no space: {m}")),
+        Error::NoSpace(m) => DeviceError::NoSpace(format!("kvimr: {m}")),
         other => DeviceError::Config(format!("kvimr: {other}")),
     }
 }
@@ -161,14 +169,17 @@ impl ZonedAdapter {
             ));
         }
         let conv = (f.raw_bytes / ss / zone_sectors) as u32;
-        // Every sequential zone but the logs may become an SSTable: the data tracks should hold
-        // that many, each wasting half a track at its end on average (a full data region makes
-        // the store report no space).
-        let per = zone_sectors + layout.max_track_sectors() / 2;
-        let seq = (layout.data_sectors / per) as u32 + f.safe_files;
-        if seq < 4 {
+        // Thin provisioning: a zone is backed by the tracks its bytes take when they are
+        // persisted, so zones are names, not space. A written data file holds at least one
+        // track, so no more data zones can hold data at once than there are data tracks; the
+        // safe slots add the logs. The layer above counts its free space with `zone_space`.
+        let seq = u32::try_from(layout.data.len())
+            .ok()
+            .and_then(|d| d.checked_add(f.safe_files))
+            .ok_or_else(|| Error::Invalid("too many data tracks for the zoned view".into()))?;
+        if (layout.data_sectors / zone_sectors.max(1)) < 4 {
             return Err(Error::Invalid(format!(
-                "the data tracks hold only {seq} SSTable slots of {zone_sectors} sectors"
+                "the data tracks hold fewer than 4 SSTables of {zone_sectors} sectors"
             )));
         }
         let zones = conv + seq;
@@ -214,6 +225,7 @@ impl ZonedAdapter {
             zone_sectors,
             conv,
             zones,
+            max_track: layout.max_track_sectors(),
             state: Mutex::new(state),
         })
     }
@@ -577,6 +589,13 @@ impl ZonedDevice for ZonedAdapter {
             Ok(())
         })
         .map(|r| r.1)
+    }
+
+    fn zone_space(&self) -> Option<ZoneSpace> {
+        Some(ZoneSpace {
+            free_sectors: self.store.room(),
+            zone_overhead_sectors: self.max_track,
+        })
     }
 
     fn hint_zone(&self, index: u32, hint: ZoneHint) {

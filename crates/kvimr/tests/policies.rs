@@ -200,8 +200,12 @@ fn seq_takes_tracks_in_physical_order() {
 
 #[test]
 fn compaction_aware_puts_hot_levels_on_tops_and_cold_levels_on_bottoms() {
+    // The paper's allocation: cold files on lone clean bottoms.
     let d = disk(config(BOTTOM, 8192, false));
-    let o = opts(Policy::CompactionAware, RmwMode::Merged);
+    let o = Options {
+        cold_runs: false,
+        ..opts(Policy::CompactionAware, RmwMode::Merged)
+    };
     let s = format(&d, small_format(BOTTOM, 96 * SS), o);
     let layout = s.layout();
     // Below half usage everything goes to bottoms with free neighbours.
@@ -249,4 +253,76 @@ fn compaction_aware_puts_hot_levels_on_tops_and_cold_levels_on_bottoms() {
     assert_eq!(s.stats().rmw_ops, 0);
     let l3 = s.stats().levels["L3"];
     assert_eq!(l3.top_bytes, 0);
+}
+
+#[test]
+fn compaction_aware_cold_files_take_whole_runs_that_free_whole() {
+    let d = disk(config(BOTTOM, 8192, false));
+    let o = opts(Policy::CompactionAware, RmwMode::Merged);
+    let s = format(&d, small_format(BOTTOM, 96 * SS), o);
+    let layout = s.layout();
+    let is_run = |id: u64| {
+        // Consecutive track numbers on one surface, listed bottoms first, then tops.
+        let t = s.file(id).unwrap().tracks;
+        let mut sorted = t.clone();
+        sorted.sort_unstable();
+        let contiguous = sorted
+            .windows(2)
+            .all(|w| w[1] == w[0] + 1 && layout.track(w[0]).neighbours().any(|n| n == w[1]));
+        let b = t.iter().filter(|&&x| layout.track(x).bottom).count();
+        contiguous && t[..b].iter().all(|&x| layout.track(x).bottom)
+    };
+    let mut cold = Vec::new();
+    let mut i = 0;
+    while s.usage() < 0.6 {
+        cold.push(put(&s, i, Some(3), &content(i as u64, 64 * SS as usize)));
+        i += 1;
+    }
+    // In a fresh region a file that would start with a bottom next to the previous file's
+    // last top goes to the far end of the free run instead (or, when no run is free of
+    // victims, below half usage, to lone clean bottoms): most are runs.
+    let n_runs = cold.iter().filter(|&&id| is_run(id)).count();
+    assert!(
+        n_runs * 4 >= cold.len() * 3,
+        "{n_runs} of {} cold files are runs",
+        cold.len()
+    );
+    let mut hot = Vec::new();
+    for j in 0..4 {
+        hot.push(put(
+            &s,
+            100 + j,
+            Some(j as u8 % 2),
+            &content(100 + j as u64, 30 * SS as usize),
+        ));
+    }
+    for &id in &hot {
+        let f = s.file(id).unwrap();
+        assert!(
+            f.tracks.iter().all(|&t| !layout.track(t).bottom),
+            "hot file {id} on bottoms beyond half usage: {:?}",
+            f.tracks
+        );
+    }
+    // Every other cold file dies; the runs they free take new cold files whole, still
+    // without damaging anything.
+    for id in cold.iter().step_by(2) {
+        s.delete(*id).unwrap();
+    }
+    s.sync().unwrap();
+    for j in 0..cold.len() as u32 / 2 {
+        let id = put(
+            &s,
+            500 + j,
+            Some(2),
+            &content(500 + j as u64, 60 * SS as usize),
+        );
+        assert!(
+            is_run(id),
+            "new cold file {j}: {:?}",
+            s.file(id).unwrap().tracks
+        );
+    }
+    assert_eq!(s.stats().rmw_ops, 0);
+    assert_eq!(s.stats().top_rewrites, 0);
 }

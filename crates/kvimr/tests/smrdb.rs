@@ -113,11 +113,13 @@ fn smrdb_loc_runs_on_every_scheme_and_survives_a_reopen() {
 #[test]
 fn compaction_aware_puts_level_zero_on_tops_and_deep_levels_on_bottoms() {
     // bottom_share 0: the level split from the first file on (by default every file takes
-    // clean bottoms below half usage, which this small run never leaves).
+    // clean bottoms below half usage, which this small run never leaves); the paper's lone
+    // bottoms for cold files (cold runs hold their own tops too).
     let (_, _, st) = run_with(Options {
         policy: Policy::CompactionAware,
         rmw: RmwMode::Merged,
         bottom_share: 0.0,
+        cold_runs: false,
         ..Options::default()
     });
     let l0 = st.levels["L0"];

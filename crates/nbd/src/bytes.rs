@@ -7,7 +7,7 @@ use tegula_device::{BlockDevice, DeviceError, WriteFlags};
 /// The NBD error number of a device error.
 pub(crate) fn dev_errno(e: &DeviceError) -> u32 {
     match e {
-        DeviceError::OutOfRange { .. } => errno::ENOSPC,
+        DeviceError::OutOfRange { .. } | DeviceError::NoSpace(_) => errno::ENOSPC,
         DeviceError::BadLength { .. } => errno::EINVAL,
         DeviceError::ReadOnlyHandle => errno::EPERM,
         DeviceError::Unsupported(_) => errno::ENOTSUP,

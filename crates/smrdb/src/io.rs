@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tegula_device::{IoDone, ZonedDevice};
+use tegula_device::{DeviceError, IoDone, ZoneSpace, ZonedDevice};
 
 /// What an I/O was for (statistics only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +74,25 @@ impl Dev {
             zone_sectors: info.zone_sectors,
             dev,
             counters: IoCounters::default(),
+        }
+    }
+
+    /// The media room of a thin-provisioned device (see [`ZoneSpace`]); `None` when every
+    /// zone is backed by media of its full size.
+    pub fn space(&self) -> Option<ZoneSpace> {
+        self.dev.zone_space()
+    }
+
+    /// The engine's error for a device error of an I/O of `kind`. A thin-provisioned device
+    /// refuses band data it has no media for with `NoSpace`: for a flush's or a compaction's
+    /// bands that is the engine's `NoSpace` (the bands are abandoned and their zones reset,
+    /// and nothing else changed). Anywhere else (log, manifest) it stays a device error,
+    /// which stops writes: a log or manifest write that may have half happened cannot be
+    /// taken back.
+    fn err(kind: IoKind, e: DeviceError) -> Error {
+        match (kind, e) {
+            (IoKind::Flush | IoKind::Compaction, DeviceError::NoSpace(m)) => Error::NoSpace(m),
+            (_, e) => Error::Device(e),
         }
     }
 
@@ -216,14 +235,14 @@ impl Dev {
         let done = self
             .dev
             .write(self.zone_lba(zone) + sector, data)
-            .map_err(Error::Device)?;
+            .map_err(|e| Self::err(kind, e))?;
         self.account(kind, data.len() as u64, done, true);
         Ok(())
     }
 
     /// Flushes the device cache.
     pub fn flush(&self, kind: IoKind) -> Result<()> {
-        let done = self.dev.flush().map_err(Error::Device)?;
+        let done = self.dev.flush().map_err(|e| Self::err(kind, e))?;
         self.account(kind, 0, done, false);
         Ok(())
     }

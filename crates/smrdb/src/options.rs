@@ -82,7 +82,9 @@ pub struct Options {
     /// LOC: size ratio of adjacent levels. Default 10.
     pub loc_level_multiplier: u64,
     /// Free bands kept back so that compaction can always proceed; memtable flushes and log
-    /// growth fail with `NoSpace` rather than use them. Default 2.
+    /// growth fail with `NoSpace` rather than use them. Default 2. On a thin-provisioned
+    /// device (`ZonedDevice::zone_space` is `Some`) the reserve is at least
+    /// `l0_compaction_trigger + 2`, and a compaction short of room runs checkpointed.
     pub reserve_bands: u32,
     /// Most log bands the current memtable may use before it is flushed early (synced small
     /// writes pad to a sector each and fill log bands faster than the memtable). Default 4.

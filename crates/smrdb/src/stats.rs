@@ -28,6 +28,11 @@ pub struct Counters {
     pub flushes: AtomicU64,
     /// Compactions that copied data.
     pub compactions: AtomicU64,
+    /// Of those, compactions that ran checkpointed for lack of room for all their outputs
+    /// (thin-provisioned devices near full).
+    pub low_space_compactions: AtomicU64,
+    /// Checkpoints of low-space compactions (outputs recorded, consumed inputs freed).
+    pub checkpoints: AtomicU64,
     /// Trivial moves.
     pub trivial_moves: AtomicU64,
     /// Wall time spent in compactions.
@@ -83,6 +88,10 @@ pub struct DbStats {
     pub flushes: u64,
     /// Compactions that copied data.
     pub compactions: u64,
+    /// Of those, compactions run checkpointed for lack of room (thin-provisioned devices).
+    pub low_space_compactions: u64,
+    /// Checkpoints of those compactions.
+    pub checkpoints: u64,
     /// Trivial moves.
     pub trivial_moves: u64,
     /// Bands per level.
@@ -166,6 +175,8 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         compaction_wall_ns: g(&c.compaction_wall_ns),
         flushes: g(&c.flushes),
         compactions: g(&c.compactions),
+        low_space_compactions: g(&c.low_space_compactions),
+        checkpoints: g(&c.checkpoints),
         trivial_moves: g(&c.trivial_moves),
         bands_per_level,
         bytes_per_level,

@@ -81,6 +81,7 @@ pub fn kind(e: &DeviceError) -> &'static str {
         DeviceError::Config(_) => "Config",
         DeviceError::Image { .. } => "Image",
         DeviceError::Io { .. } => "Io",
+        DeviceError::NoSpace(_) => "NoSpace",
         _ => "other",
     }
 }

@@ -120,6 +120,7 @@ pub fn new(opts: &Options) -> Box<dyn Allocator> {
         Policy::CompactionAware => Box::new(aware::CompactionAware::new(
             opts.hot_levels,
             opts.bottom_share,
+            opts.cold_runs,
         )),
     }
 }

@@ -14,6 +14,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Fewest free bands a checkpointed compaction starts with on a thin-provisioned device: the
+/// output band being written and the next one, whose allocation checkpoints the first.
+const LOW_SPACE_MIN_BANDS: usize = 2;
+
 impl Inner {
     pub(super) fn pick(&self) -> Option<Plan> {
         let sv = self.current();
@@ -50,17 +54,23 @@ impl Inner {
             self.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        {
+        let low_space = {
             let ms = self.meta.lock();
             let need = self.output_bands(&inputs);
-            if ms.free.len() < need {
+            let free = self.free_bands(&ms);
+            if free >= need {
+                false
+            } else if self.dev.space().is_some() && free >= LOW_SPACE_MIN_BANDS {
+                // A thin-provisioned device near full: merge checkpointed, freeing the inputs
+                // consumed so far whenever the free bands run short (see `merge_into`).
+                true
+            } else {
                 return Err(Error::NoSpace(format!(
-                    "compaction of {} bands needs {need} free bands; {} free",
+                    "compaction of {} bands needs {need} free bands; {free} free",
                     inputs.len(),
-                    ms.free.len()
                 )));
             }
-        }
+        };
         let others: Vec<BandMeta> = sv
             .bands
             .iter()
@@ -68,7 +78,12 @@ impl Inner {
             .map(|b| b.band.meta.clone())
             .collect();
         drop(sv);
-        self.merge_into(inputs, &others, plan.output_level, Some(plan), false)
+        if low_space {
+            self.counters
+                .low_space_compactions
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        self.merge_into(inputs, &others, plan.output_level, Some(plan), low_space)
     }
 
     /// Free bands a merge of `inputs` may need: their sectors in whole bands, plus one for
@@ -155,6 +170,7 @@ impl Inner {
                 return Err(e);
             }
             recorded.extend(new.iter().map(|b| b.meta.id));
+            self.counters.checkpoints.fetch_add(1, Ordering::Relaxed);
             zones.retain(|z| !new.iter().any(|b| b.meta.zone == *z));
             self.swap_bands(&ids, new, cp_level);
             ms.pending.extend(done.into_iter().map(|b| b.band));
@@ -260,7 +276,7 @@ impl Inner {
         let low_space = {
             let ms = self.meta.lock();
             let data: u64 = inputs.iter().map(|b| b.band.meta.sectors).sum();
-            ms.free.len() as u64 * self.dev.zone_sectors < data + 2 * self.dev.zone_sectors
+            self.free_bands(&ms) as u64 * self.dev.zone_sectors < data + 2 * self.dev.zone_sectors
         };
         let r = self.merge_into(inputs, &[], 1, None, low_space);
         {

@@ -78,7 +78,10 @@ impl Inner {
             }
             if cur.is_none() {
                 if let Some(cp) = checkpoint.as_mut() {
-                    let tight = self.meta.lock().free.len() <= keep + 1;
+                    let tight = {
+                        let ms = self.meta.lock();
+                        self.free_bands(&ms) <= keep + 1
+                    };
                     if tight && !out.is_empty() {
                         self.dev.flush(kind)?;
                         cp(&mut out, e.key, zones_out)?;

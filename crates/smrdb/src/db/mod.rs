@@ -156,7 +156,7 @@ impl Inner {
     pub(super) fn stats(&self) -> DbStats {
         let sv = self.current();
         let ms = self.meta.lock();
-        let free = ms.free.len();
+        let free = self.free_bands(&ms);
         let log_zones = ms.m.log_zones.len();
         drop(ms);
         crate::stats::collect(self, &sv, free, log_zones)

@@ -158,8 +158,18 @@ impl Inner {
         loop {
             self.check_writable()?;
             let mut w = self.writer.lock();
-            let sv = self.current();
-            let l0 = Self::l0_count(&sv);
+            // Read what is needed and let the reader view go at once: a view held across
+            // the maintenance below kept every band its compactions replaced (their zones
+            // stayed pending until the next memtable switch, a fifth of the drive when the
+            // inline compactions cascade).
+            let (l0, full, has_imm) = {
+                let sv = self.current();
+                (
+                    Self::l0_count(&sv),
+                    self.mem_full(&w, &sv),
+                    sv.imm.is_some(),
+                )
+            };
             if !slowed
                 && self.opts.background_compaction
                 && l0 >= self.opts.l0_slowdown
@@ -175,10 +185,10 @@ impl Inner {
                 slowed = true;
                 continue;
             }
-            if !self.mem_full(&w, &sv) {
+            if !full {
                 return Ok(w);
             }
-            if sv.imm.is_some() || (l0 >= self.opts.l0_stop && self.opts.background_compaction) {
+            if has_imm || (l0 >= self.opts.l0_stop && self.opts.background_compaction) {
                 drop(w);
                 self.wait_for_background()?;
                 continue;

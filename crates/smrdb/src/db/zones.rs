@@ -44,13 +44,45 @@ impl Inner {
         self.delete_pressure.load(Ordering::Acquire)
     }
 
+    /// Free bands: the empty zones, and on a thin-provisioned device (one that backs a zone
+    /// with media only as it is written, see [`tegula_device::ZoneSpace`]) no more than its
+    /// free media holds in full bands, each with the device's allocation overhead, less one
+    /// for the active log band (it takes media as it grows, up to a band).
+    pub(super) fn free_bands(&self, ms: &MetaState) -> usize {
+        let slots = ms.free.len();
+        match self.dev.space() {
+            None => slots,
+            Some(s) => {
+                let media = s.full_zones(self.dev.zone_sectors);
+                let log = u64::from(!ms.m.log_zones.is_empty());
+                let media = usize::try_from(media.saturating_sub(log)).unwrap_or(usize::MAX);
+                slots.min(media)
+            }
+        }
+    }
+
+    /// Free bands kept back for compaction: `reserve_bands`; on a thin-provisioned device at
+    /// least the L0 compaction trigger plus two. There a compaction short of room for all its
+    /// outputs runs checkpointed (inputs consumed so far are freed as it goes), and the one
+    /// that needs the most room that way is the L0 compaction: every L0 band spans the key
+    /// range of random writes, so none is consumed before the end, while one output band is
+    /// being written and one band of the next level is partly consumed.
+    pub(super) fn reserve(&self) -> usize {
+        let r = self.opts.reserve_bands as usize;
+        if self.dev.space().is_some() {
+            r.max(self.opts.l0_compaction_trigger + 2)
+        } else {
+            r
+        }
+    }
+
     /// Free bands a new log band must leave: the reserve, or one band (for the flush that
     /// frees the log bands again) while a write that only deletes waits for room.
     pub(super) fn log_keep(&self) -> usize {
         if self.pressure() {
             1
         } else {
-            self.opts.reserve_bands as usize
+            self.reserve()
         }
     }
 
@@ -60,17 +92,16 @@ impl Inner {
         if self.pressure() {
             0
         } else {
-            self.opts.reserve_bands as usize
+            self.reserve()
         }
     }
 
     /// Takes a free band, leaving at least `keep` free.
     pub(super) fn alloc(&self, ms: &mut MetaState, keep: usize) -> Result<u32> {
-        if ms.free.len() <= keep {
+        let free = self.free_bands(ms);
+        if free <= keep {
             return Err(Error::NoSpace(format!(
-                "{} free bands, {} reserved for compaction",
-                ms.free.len(),
-                keep
+                "{free} free bands, {keep} reserved for compaction"
             )));
         }
         ms.free

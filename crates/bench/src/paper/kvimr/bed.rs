@@ -100,6 +100,7 @@ impl Bed {
             db: self.db.stats(),
             hint: self.adapter.hint_persist_ns(),
             usage: self.adapter.store().usage(),
+            live: self.adapter.store().live_usage(),
         }
     }
 
@@ -123,6 +124,7 @@ pub(super) struct Snap {
     pub db: DbStats,
     pub hint: (u64, u64),
     pub usage: f64,
+    pub live: f64,
 }
 
 impl Snap {
@@ -149,6 +151,7 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         scheme: scheme.name().to_string(),
         usage,
         space_usage: b.usage,
+        live_usage: b.live,
         ops,
         device_s,
         ops_per_sec: if device_s > 0.0 {
@@ -162,6 +165,8 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         compactions: b.db.compactions - a.db.compactions,
         compaction_s: secs(b.compaction_ns() - a.compaction_ns()),
         rmw_s: secs(b.kv.rmw_ns - a.kv.rmw_ns),
+        persist_s: secs(b.kv.persist_ns - a.kv.persist_ns),
+        sync_s: secs(b.kv.sync_ns - a.kv.sync_ns),
         top_rewrites_total: b.kv.top_rewrites,
         rmw_ops_total: b.kv.rmw_ops,
         syncs_total: b.kv.syncs,

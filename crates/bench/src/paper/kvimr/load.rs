@@ -84,7 +84,13 @@ pub(super) fn run(
         prev = now;
     }
     if opts.parts.ycsb {
-        super::ycsb::run(&bed, k, s, opts.seed, res)?;
+        match super::ycsb::run(&bed, k, s, opts.seed, res) {
+            Err(e) if is_nospace(&e) => res.notes.push(format!(
+                "{}: the YCSB phases ran out of space ({e})",
+                scheme.name()
+            )),
+            r => r?,
+        }
     }
     Ok(())
 }

@@ -74,10 +74,10 @@ impl KvimrScale {
             capacity: 3072 * MIB,
             zone_bytes: 16 * MIB,
             value_bytes: 1000,
-            load_usage: 0.8,
+            load_usage: 0.85,
             step: 0.05,
             sweep: vec![0.4, 0.5, 0.6, 0.7, 0.8],
-            sweep_ops: 30_000,
+            sweep_ops: 100_000,
             ycsb_ops: 20_000,
             staging_bytes: 20 * MIB,
             log_zones: 3,
@@ -88,10 +88,10 @@ impl KvimrScale {
             KvimrScale::Tiny => KvimrSizes {
                 capacity: 192 * MIB,
                 zone_bytes: 2 * MIB,
-                load_usage: 0.6,
-                step: 0.2,
-                sweep: vec![0.4],
-                sweep_ops: 500,
+                load_usage: 0.4,
+                step: 0.1,
+                sweep: vec![0.3],
+                sweep_ops: 5_000,
                 ycsb_ops: 300,
                 staging_bytes: 6 * MIB,
                 log_zones: 2,
@@ -103,7 +103,7 @@ impl KvimrScale {
             KvimrScale::Full => KvimrSizes {
                 capacity: 6144 * MIB,
                 zone_bytes: 32 * MIB,
-                sweep_ops: 60_000,
+                sweep_ops: 200_000,
                 ycsb_ops: 50_000,
                 staging_bytes: 40 * MIB,
                 ..base
@@ -262,6 +262,9 @@ pub struct Row {
     /// Fraction of the data tracks' sectors in use at the end of the step (SSTables and
     /// tracks of deleted SSTables not yet freed).
     pub space_usage: f64,
+    /// Fraction of the data tracks' sectors owned by live SSTables (and logs) at the end of
+    /// the step: `space_usage` without the tracks of deleted SSTables.
+    pub live_usage: f64,
     /// Operations of the step.
     pub ops: u64,
     /// Modelled device seconds of the step.
@@ -280,6 +283,12 @@ pub struct Row {
     pub compaction_s: f64,
     /// Device seconds of read-modify-write beyond the bottom writes.
     pub rmw_s: f64,
+    /// Device seconds of persisting SSTables to tracks (their writes with the
+    /// read-modify-writes and ordering syncs they needed; `rmw_s` is part of it).
+    pub persist_s: f64,
+    /// Device seconds of the middleware's syncs beyond those persists: the flushes that put
+    /// cached SSTable writes on the media, and the map writes.
+    pub sync_s: f64,
     /// Cumulative top-track rewrites.
     pub top_rewrites_total: u64,
     /// Cumulative read-modify-writes.

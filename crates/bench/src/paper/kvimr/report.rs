@@ -33,6 +33,15 @@ pub struct Totals {
     pub lsm_write_amp: f64,
     /// Device seconds of the load.
     pub device_s: f64,
+    /// Data inserted at the end of the load, over the data tracks' capacity.
+    pub inserted: f64,
+    /// Fraction of the data tracks owned by live SSTables at the end of the load.
+    pub live_usage: f64,
+    /// Device seconds of persisting SSTables to tracks (read-modify-writes included) and of
+    /// the syncs that put them on the media.
+    pub persist_s: f64,
+    /// Device seconds of read-modify-write beyond the bottom writes.
+    pub rmw_s: f64,
 }
 
 /// Load totals of `scheme` (`None` if it has no load rows).
@@ -59,6 +68,10 @@ pub fn totals(rows: &[Row], scheme: Scheme) -> Option<Totals> {
         media_write_amp: last.media_write_amp,
         lsm_write_amp: last.lsm_write_amp,
         device_s: secs,
+        inserted: last.usage,
+        live_usage: last.live_usage,
+        persist_s: load.iter().map(|r| r.persist_s + r.sync_s).sum(),
+        rmw_s: load.iter().map(|r| r.rmw_s).sum(),
     })
 }
 
@@ -184,17 +197,19 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
         "### Random load to {:.0}% of the data tracks\n",
         s.load_usage * 100.0
     );
-    let _ = writeln!(md, "| scheme | ops/s | at ≥ 70% | device s | compactions | compaction s | top rewrites | RMWs | syncs | media WA | LSM WA |");
+    let _ = writeln!(md, "| scheme | inserted | live tracks | ops/s | at ≥ 70% | device s | compactions | compaction s | top rewrites | RMWs | syncs | media WA | LSM WA |");
     let _ = writeln!(
         md,
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
     for &sc in &schemes {
         if let Some(t) = totals(rows, sc) {
             let _ = writeln!(
                 md,
-                "| {} | {:.0} | {:.0} | {:.1} | {} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
+                "| {} | {:.1}% | {:.1}% | {:.0} | {:.0} | {:.1} | {} | {:.1} | {} | {} | {} | {:.2} | {:.2} |",
                 sc.name(),
+                t.inserted * 100.0,
+                t.live_usage * 100.0,
                 t.ops_per_sec,
                 t.high_ops_per_sec,
                 t.device_s,
@@ -205,6 +220,34 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
                 t.syncs,
                 t.media_write_amp,
                 t.lsm_write_amp
+            );
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\n### Where the load's device time goes\n\nPersisting SSTables: their track writes with the read-modify-writes and ordering syncs they needed, and the middleware's syncs that put them on the media (with the write cache on, a write without RMW mostly fills the cache; the flush pays for it) and write its map. RMW: the backups, staging writes, restores and their syncs beyond the bottom writes. Compaction includes its reads and the persists of its outputs.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| scheme | device s | compaction s | persisting SSTables s | of which RMW s | RMW share of persisting |"
+    );
+    let _ = writeln!(md, "| --- | ---: | ---: | ---: | ---: | ---: |");
+    for &sc in &schemes {
+        if let Some(t) = totals(rows, sc) {
+            let share = if t.persist_s > 0.0 {
+                t.rmw_s / t.persist_s * 100.0
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% |",
+                sc.name(),
+                t.device_s,
+                t.compaction_s,
+                t.persist_s,
+                t.rmw_s,
+                share
             );
         }
     }
@@ -255,6 +298,43 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
                             )
                         })
                 })
+                .collect();
+            let _ = writeln!(md, "| {:.0}% | {} |", x * 100.0, cells.join(" | "));
+        }
+    }
+    // The paper's ratios, step by step.
+    let at = |phase: &str, sc: Scheme, x: f64| {
+        rows.iter()
+            .find(|r| r.phase == phase && r.scheme == sc.name() && (r.usage - x).abs() < 1e-9)
+            .map(|r| r.ops_per_sec)
+    };
+    let pairs = [
+        ("three-phase / seq", Scheme::ThreePhase, Scheme::Seq),
+        ("kvimr-m / three-phase", Scheme::KvimrM, Scheme::ThreePhase),
+        ("kvimr-m / cmr", Scheme::KvimrM, Scheme::Cmr),
+        ("kvimr-m / kvimr-n", Scheme::KvimrM, Scheme::KvimrN),
+    ];
+    for (phase, title) in [("load", "Load"), ("sweep", "Sweep")] {
+        let mut xs: Vec<f64> = rows
+            .iter()
+            .filter(|r| r.phase == phase)
+            .map(|r| r.usage)
+            .collect();
+        xs.sort_by(f64::total_cmp);
+        xs.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        let have = |a: Scheme, b: Scheme| schemes.contains(&a) && schemes.contains(&b);
+        let cols: Vec<_> = pairs.iter().filter(|p| have(p.1, p.2)).collect();
+        if xs.is_empty() || cols.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "\n### {title}: the paper's ratios per step\n");
+        let head: Vec<&str> = cols.iter().map(|p| p.0).collect();
+        let _ = writeln!(md, "| usage | {} |", head.join(" | "));
+        let _ = writeln!(md, "| ---: |{}", " ---: |".repeat(head.len()));
+        for x in xs {
+            let cells: Vec<String> = cols
+                .iter()
+                .map(|p| fmt_ratio(ratio(at(phase, p.1, x), at(phase, p.2, x))))
                 .collect();
             let _ = writeln!(md, "| {:.0}% | {} |", x * 100.0, cells.join(" | "));
         }
