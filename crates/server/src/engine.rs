@@ -66,14 +66,18 @@ pub(crate) struct Engine {
 const SYNC_PERIOD: Duration = Duration::from_secs(1);
 
 impl Engine {
-    pub(crate) fn new(backend: Box<dyn Backend>, shared: Arc<Shared>) -> Self {
-        Engine {
-            store: Store::new(backend),
+    /// Opens the data (see [`Store::open`]).
+    pub(crate) fn new(
+        backend: Box<dyn Backend>,
+        shared: Arc<Shared>,
+    ) -> Result<Self, BackendError> {
+        Ok(Engine {
+            store: Store::open(backend)?,
             shared,
             cursors: Cursors::default(),
             last_sync: Instant::now(),
             last_save: now_ms() / 1000,
-        }
+        })
     }
 
     /// Serves rounds until [`ToEngine::Stop`] (or the network loop goes away), then commits,

@@ -3,11 +3,15 @@
 //! end of the round the overlay becomes one atomic engine batch (synced under
 //! `appendfsync always`), and only then are the round's replies sent. This is the group
 //! commit: every write of every client in a round shares one engine write and one sync.
+//!
+//! The store also keeps, in memory, the set of hashes stored as field records (a mirror of
+//! the engine's `'b'` registry, see [`crate::keys`]): every other key can be overwritten by a
+//! string without reading it first.
 
 use crate::backend::{Backend, Op};
-use crate::error::BackendResult;
+use crate::error::{BackendError, BackendResult};
 use crate::keys::{self, Record};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 /// Key-value pairs in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -23,6 +27,10 @@ pub struct Store {
     pub expired_keys: u64,
     /// Puts and deletes so far (a command wrote if it changed).
     writes: u64,
+    /// The names in the engine's `'b'` registry, this round's writes included: the hashes
+    /// stored as field records. `None` while unknown (after a failed commit, until reloaded):
+    /// every key may then be one.
+    field_hashes: Option<HashSet<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -42,15 +50,105 @@ pub fn now_ms() -> u64 {
 }
 
 impl Store {
-    /// A store over `backend` with no pending writes.
-    pub fn new(backend: Box<dyn Backend>) -> Self {
-        Store {
+    /// A store over `backend`: checks the data's format version, upgrades a database of
+    /// format 1 (every hash as field records, no registry: each is registered), and loads the
+    /// registry of field-record hashes.
+    pub fn open(backend: Box<dyn Backend>) -> BackendResult<Self> {
+        let mut s = Store {
             backend,
             overlay: BTreeMap::new(),
             overlay_bytes: 0,
             unsynced: false,
             expired_keys: 0,
             writes: 0,
+            field_hashes: Some(HashSet::new()),
+        };
+        let version = match s.backend.get(keys::FORMAT_KEY)? {
+            Some(v) => <[u8; 4]>::try_from(v.as_slice())
+                .map(u32::from_le_bytes)
+                .map_err(|_| BackendError::Format("the format record is damaged".into()))?,
+            // No record: a database of format 1, or an empty one.
+            None => 1,
+        };
+        if version > keys::FORMAT_VERSION {
+            return Err(BackendError::Format(format!(
+                "the data is in format {version}; this server reads formats 1 to {}",
+                keys::FORMAT_VERSION
+            )));
+        }
+        if version < keys::FORMAT_VERSION {
+            s.upgrade()?;
+        }
+        s.load_registry()?;
+        Ok(s)
+    }
+
+    /// Format 1 to 2: registers every hash (all are field records in format 1), then writes
+    /// the version, last, so that an upgrade cut short is done again at the next start.
+    fn upgrade(&mut self) -> BackendResult<()> {
+        let end = [keys::KEY + 1];
+        let mut from = vec![keys::KEY];
+        loop {
+            let part = self.backend.scan(&from, Some(&end), 4096)?;
+            let Some((last, _)) = part.last() else { break };
+            from = last.clone();
+            from.push(0);
+            for (ek, v) in &part {
+                let (Some(k), Some(rec)) = (keys::user_key(ek), Record::decode(v)) else {
+                    continue;
+                };
+                if rec.kind == keys::TYPE_HASH {
+                    self.put(keys::registry(k), Vec::new())?;
+                }
+            }
+        }
+        self.put(
+            keys::FORMAT_KEY.to_vec(),
+            keys::FORMAT_VERSION.to_le_bytes().to_vec(),
+        )?;
+        self.commit(true)
+    }
+
+    /// Reads the registry of field-record hashes into memory.
+    fn load_registry(&mut self) -> BackendResult<()> {
+        self.field_hashes = None;
+        let mut set = HashSet::new();
+        let end = [keys::REGISTRY + 1];
+        let mut from = vec![keys::REGISTRY];
+        loop {
+            let part = self.scan(&from, Some(&end), 4096)?;
+            let Some((last, _)) = part.last() else { break };
+            from = last.clone();
+            from.push(0);
+            for (ek, _) in part {
+                if let Some(k) = keys::registry_user_key(&ek) {
+                    set.insert(k.to_vec());
+                }
+            }
+        }
+        self.field_hashes = Some(set);
+        Ok(())
+    }
+
+    /// Whether `k` may be a hash stored as field records (a string written over it must then
+    /// delete its fields): false proves it is not.
+    pub fn may_be_field_hash(&self, k: &[u8]) -> bool {
+        self.field_hashes.as_ref().is_none_or(|s| s.contains(k))
+    }
+
+    /// How many hashes are stored as field records (`None` while unknown).
+    pub fn field_hash_count(&self) -> Option<usize> {
+        self.field_hashes.as_ref().map(HashSet::len)
+    }
+
+    /// Keeps the in-memory registry in step with a write of engine key `k`.
+    fn track(&mut self, k: &[u8], present: bool) {
+        if let (Some(set), Some(name)) = (self.field_hashes.as_mut(), keys::registry_user_key(k)) {
+            if present {
+                set.insert(name.to_vec());
+            } else {
+                set.remove(name);
+            }
         }
     }
 
@@ -76,6 +174,7 @@ impl Store {
     /// engine's batch limit hands them to the engine early (unsynced; the round's commit
     /// syncs them).
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) -> BackendResult<()> {
+        self.track(&k, true);
         self.writes += 1;
         self.overlay_bytes += k.len() + v.len() + 16;
         self.overlay.insert(k, Some(v));
@@ -84,6 +183,7 @@ impl Store {
 
     /// Deletes engine key `k` in this round.
     pub fn delete(&mut self, k: Vec<u8>) -> BackendResult<()> {
+        self.track(&k, false);
         self.writes += 1;
         self.overlay_bytes += k.len() + 16;
         self.overlay.insert(k, None);
@@ -113,7 +213,8 @@ impl Store {
     }
 
     /// Hands this round's writes to the engine as one atomic batch; with `sync`, everything
-    /// written so far is durable when it returns. On failure the round's writes are dropped.
+    /// written so far is durable when it returns. On failure the round's writes are dropped
+    /// (and the in-memory registry, which had followed them, is read again from the engine).
     pub fn commit(&mut self, sync: bool) -> BackendResult<()> {
         let overlay = std::mem::take(&mut self.overlay);
         self.overlay_bytes = 0;
@@ -125,7 +226,11 @@ impl Store {
             return Ok(());
         }
         let ops: Vec<Op> = overlay.into_iter().collect();
-        self.backend.write(&ops, sync)?;
+        if let Err(e) = self.backend.write(&ops, sync) {
+            // Until the registry is read again every key counts as a possible field hash.
+            let _ = self.load_registry();
+            return Err(e);
+        }
         self.unsynced = !sync;
         Ok(())
     }
@@ -212,12 +317,14 @@ impl Store {
         Ok(Some(rec))
     }
 
-    /// Deletes Redis key `k` whose record is `rec` (a hash's fields too).
+    /// Deletes Redis key `k` whose record is `rec` (a field-record hash's fields and
+    /// registry record too).
     pub fn remove(&mut self, k: &[u8], rec: &Record) -> BackendResult<()> {
         if rec.kind == keys::TYPE_HASH {
             for (fk, _) in self.fields(k, usize::MAX)? {
                 self.delete(fk)?;
             }
+            self.delete(keys::registry(k))?;
         }
         self.delete(keys::key(k))
     }
@@ -243,7 +350,7 @@ mod tests {
         cfg.capacity = 64 << 20;
         let dev = Arc::new(tegula_device::Disk::in_memory(cfg).unwrap());
         let db = tegula_smrdb::Db::create(dev, Default::default(), Default::default()).unwrap();
-        Store::new(Box::new(SmrdbBackend::new(db)))
+        Store::open(Box::new(SmrdbBackend::new(db))).unwrap()
     }
 
     #[test]
@@ -257,7 +364,8 @@ mod tests {
         s.put("c".into(), b"new".to_vec()).unwrap();
         s.delete("e".into()).unwrap();
         s.put("h".into(), b"new".to_vec()).unwrap();
-        let all = s.scan(b"", None, usize::MAX).unwrap();
+        // From "a": the server's own records (the format version) sort before.
+        let all = s.scan(b"a", None, usize::MAX).unwrap();
         let keys: Vec<_> = all.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(
             keys,
@@ -272,7 +380,7 @@ mod tests {
         // Every limit and start gives the same order, in pieces.
         for limit in 1..6 {
             let mut got = Vec::new();
-            let mut from = Vec::new();
+            let mut from = b"a".to_vec();
             loop {
                 let part = s.scan(&from, Some(b"z"), limit).unwrap();
                 if part.is_empty() {
@@ -285,6 +393,6 @@ mod tests {
             assert_eq!(got, all, "limit {limit}");
         }
         s.commit(false).unwrap();
-        assert_eq!(s.scan(b"", None, 100).unwrap(), all);
+        assert_eq!(s.scan(b"a", None, 100).unwrap(), all);
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::glob;
-use crate::keys::{self, Record, TYPE_HASH};
+use crate::keys::{self, Record};
 
 /// The engine-key range of every Redis key: `['k', 'l')`.
 pub(crate) const KEYS_START: &[u8] = &[keys::KEY];
@@ -39,7 +39,7 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn type_name(rec: &Record) -> &'static str {
-    if rec.kind == TYPE_HASH {
+    if rec.is_hash() {
         "hash"
     } else {
         "string"

@@ -1,6 +1,8 @@
 //! String commands: GET, SET (EX/PX/EXAT/PXAT/KEEPTTL, NX/XX, GET), SETNX, SETEX, PSETEX,
 //! GETSET, GETDEL, MGET, MSET, INCR/DECR/INCRBY/DECRBY, APPEND, STRLEN. A string is one
-//! `'k'` record (see [`crate::keys`]); writing a string over a hash deletes the hash's fields.
+//! `'k'` record (see [`crate::keys`]); writing a string over a hash stored as field records
+//! deletes its fields. Any other key is overwritten without being read (`SET`, `MSET`,
+//! `SETEX`, `PSETEX`): the store knows every hash stored as field records.
 
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::keys::{self, Record, TYPE_HASH, TYPE_STRING};
@@ -13,7 +15,7 @@ fn string_of(rec: &Record) -> Result<&[u8], super::CmdError> {
     Ok(&rec.payload)
 }
 
-/// Stores string `v` under `k`, replacing `old` (a hash's fields are deleted).
+/// Stores string `v` under `k`, replacing `old` (a field-record hash's fields are deleted).
 pub(crate) fn store_string(
     ctx: &mut Ctx<'_>,
     k: &[u8],
@@ -29,6 +31,16 @@ pub(crate) fn store_string(
     let val = keys::encode_value(TYPE_STRING, expire_at, v);
     ctx.store.put(ek, val)?;
     Ok(())
+}
+
+/// Stores string `v` under `k` whatever it held, reading the key first only when it may be a
+/// hash stored as field records (whose fields must go with it).
+fn overwrite_string(ctx: &mut Ctx<'_>, k: &[u8], v: &[u8], expire_at: Option<u64>) -> CmdResult {
+    if ctx.store.may_be_field_hash(k) {
+        let old = ctx.store.load(k, ctx.now)?;
+        return store_string(ctx, k, old.as_ref(), v, expire_at);
+    }
+    store_string(ctx, k, None, v, expire_at)
 }
 
 /// `GET key`.
@@ -103,6 +115,11 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         }
         i += 1;
     }
+    if !(nx || xx || get || keepttl) {
+        overwrite_string(ctx, &args[1], &args[2], expire_at)?;
+        ctx.reply().ok();
+        return Ok(());
+    }
     let old = ctx.load(&args[1])?;
     if get {
         if let Some(o) = &old {
@@ -140,8 +157,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 fn setex_unit(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64, cmd: &str) -> CmdResult {
     let at = expiry(ctx, unit, false, &args[2], cmd)?;
-    let old = ctx.load(&args[1])?;
-    store_string(ctx, &args[1], old.as_ref(), &args[3], Some(at))?;
+    overwrite_string(ctx, &args[1], &args[3], Some(at))?;
     ctx.reply().ok();
     Ok(())
 }
@@ -203,8 +219,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         ctx.check_size(kv[0].len() + 1, kv[1].len())?;
     }
     for kv in args[1..].chunks_exact(2) {
-        let old = ctx.load(&kv[0])?;
-        store_string(ctx, &kv[0], old.as_ref(), &kv[1], None)?;
+        overwrite_string(ctx, &kv[0], &kv[1], None)?;
     }
     ctx.reply().ok();
     Ok(())

@@ -108,7 +108,7 @@ impl Server {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (to_engine, engine_rx) = mpsc::channel::<ToEngine>();
         let (done_tx, from_engine) = mpsc::channel::<Vec<Done>>();
-        let engine = Engine::new(backend, shared.clone());
+        let engine = Engine::new(backend, shared.clone())?;
         let w = waker.clone();
         let handle = std::thread::Builder::new()
             .name("resp-engine".into())
