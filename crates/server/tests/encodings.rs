@@ -190,9 +190,26 @@ fn a_newer_format_is_refused() {
     assert!(e.to_string().contains("format 3"), "{e}");
 }
 
+/// Options that make every round go to the engine thread, none, or the default's small ones.
+fn round_placements() -> Vec<ServerOptions> {
+    [0, 64, usize::MAX]
+        .into_iter()
+        .map(|m| ServerOptions {
+            inline_round_max: m,
+            ..ServerOptions::default()
+        })
+        .collect()
+}
+
 #[test]
 fn a_pipeline_reads_its_own_writes_whatever_the_encoding() {
-    let s = TestServer::start(ServerOptions::default());
+    for opts in round_placements() {
+        pipeline_reads_its_own_writes(opts);
+    }
+}
+
+fn pipeline_reads_its_own_writes(opts: ServerOptions) {
+    let s = TestServer::start(opts);
     let mut c = s.client();
     let big = hset_args("big", 150);
     let big: Vec<&str> = big.iter().map(String::as_str).collect();
@@ -234,7 +251,14 @@ fn a_pipeline_reads_its_own_writes_whatever_the_encoding() {
 
 #[test]
 fn concurrent_clients_see_their_own_writes_and_each_others_acknowledged_ones() {
-    let s = TestServer::start(ServerOptions::default());
+    for opts in round_placements() {
+        concurrent_clients(opts);
+    }
+}
+
+fn concurrent_clients(opts: ServerOptions) {
+    let max = opts.inline_round_max;
+    let s = TestServer::start(opts);
     let addr = s.addr;
     let threads: Vec<_> = (0..8)
         .map(|t| {
@@ -275,4 +299,20 @@ fn concurrent_clients_see_their_own_writes_and_each_others_acknowledged_ones() {
         assert_eq!(c.cmd(&["GET", &format!("k{t}")]), bulk(&format!("{t}-149")));
     }
     assert!(matches!(c.cmd(&["GET", "shared"]), Value::Bulk(v) if v.ends_with(b"-149")));
+    let info = c.cmd(&["INFO", "stats"]);
+    let Value::Bulk(info) = info else {
+        panic!("{info:?}")
+    };
+    let info = String::from_utf8(info).unwrap();
+    let field = |name: &str| -> u64 {
+        let line = info.lines().find(|l| l.starts_with(name)).unwrap();
+        line[name.len() + 1..].trim().parse().unwrap()
+    };
+    let (rounds, inline) = (field("engine_rounds"), field("engine_inline_rounds"));
+    match max {
+        0 => assert_eq!(inline, 0),
+        // Every round the engine thread did not hold the engine for ran in the loop.
+        usize::MAX => assert!(inline > 0 && inline <= rounds, "{inline} of {rounds}"),
+        _ => assert!(inline <= rounds),
+    }
 }

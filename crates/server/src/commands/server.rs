@@ -109,7 +109,8 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              protocol_error_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\
-             timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_errors:{}\r\n\r\n",
+             timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_inline_rounds:{}\r\n\
+             engine_errors:{}\r\nfield_record_hashes:{}\r\n\r\n",
             g(&st.connections_received),
             g(&st.commands_processed),
             g(&st.net_input_bytes),
@@ -122,7 +123,11 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             g(&st.output_limit_disconnections),
             g(&st.timeout_disconnections),
             g(&st.rounds),
-            g(&st.engine_errors)
+            g(&st.inline_rounds),
+            g(&st.engine_errors),
+            ctx.store
+                .field_hash_count()
+                .map_or_else(|| "unknown".to_string(), |n| n.to_string())
         );
     }
     if want("cpu") {

@@ -41,6 +41,9 @@ pub(crate) struct Conn {
     /// The socket may have bytes to read (edge-triggered: set by an event, cleared when a
     /// read would block).
     pub may_read: bool,
+    /// The poll reported the peer's end of the stream (or an error): reads go on until they
+    /// return 0 (no event will announce it again).
+    pub peer_done: bool,
     /// The client closed its side.
     pub eof: bool,
     /// A job of this connection is with the engine thread.
@@ -69,6 +72,7 @@ impl Conn {
             out: Vec::new(),
             out_pos: 0,
             may_read: true,
+            peer_done: false,
             eof: false,
             in_flight: false,
             closing: false,
@@ -111,6 +115,13 @@ impl Conn {
                     self.inbuf.extend_from_slice(&scratch[..n]);
                     total += n;
                     self.last_active = Instant::now();
+                    if n < room && !self.peer_done {
+                        // A short read emptied the socket's receive queue: bytes arriving
+                        // from now on raise a new edge-triggered event, so the read that would
+                        // only say `WouldBlock` (a system call per request) is skipped, as
+                        // nginx does.
+                        self.may_read = false;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.may_read = false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}

@@ -1,7 +1,8 @@
 //! The network loop: one thread, one `mio` poll over the listener and every connection
 //! (edge-triggered, no thread per connection), as Redis's event loop. It reads and parses
-//! requests, hands each poll iteration's requests to the engine thread as one round, and
-//! writes the replies back when the engine thread wakes it. Limits: `max_clients`
+//! requests and makes each poll iteration's requests one round: a small one it executes
+//! itself while the engine thread is idle (no hand-off), a larger one it hands to the engine
+//! thread, and it writes the replies back when the engine thread wakes it. Limits: `max_clients`
 //! connections, `max_request` bytes of unparsed input and `max_output` bytes of pending
 //! replies per connection, `idle_timeout`, `output_stall_timeout`.
 
@@ -9,9 +10,9 @@ mod conn;
 
 use crate::backend::Backend;
 use crate::commands::ConnState;
-use crate::engine::{Done, Engine, Job, ToEngine};
+use crate::engine::{self, Done, Engine, Job, ToEngine};
 use crate::error::ServerError;
-use crate::options::ServerOptions;
+use crate::options::{AppendFsync, ServerOptions};
 use crate::resp::{Limits, Proto};
 use crate::stats::{Shared, Stats};
 use conn::{Conn, ReadOutcome};
@@ -21,7 +22,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -108,12 +109,13 @@ impl Server {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (to_engine, engine_rx) = mpsc::channel::<ToEngine>();
         let (done_tx, from_engine) = mpsc::channel::<Vec<Done>>();
-        let engine = Engine::new(backend, shared.clone())?;
+        let engine = Arc::new(Mutex::new(Engine::new(backend, shared.clone())?));
         let w = waker.clone();
+        let e = engine.clone();
         let handle = std::thread::Builder::new()
             .name("resp-engine".into())
             .spawn(move || {
-                engine.run(engine_rx, done_tx, move || {
+                engine::run(e, engine_rx, done_tx, move || {
                     // A failed wake only delays replies to the next tick.
                     let _ = w.wake();
                 })
@@ -133,17 +135,21 @@ impl Server {
                 max_args: self.opts.max_args,
                 max_inline: 64 << 10,
             },
+            engine,
             to_engine,
             from_engine,
+            rounds_out: 0,
             round: Vec::new(),
             scratch: vec![0; conn::SCRATCH],
             accept_pending: false,
             stopping: false,
         };
         let served = lp.serve(stop);
-        // Stop the engine whatever happened: it commits, syncs and closes the backend.
-        let _ = lp.to_engine.send(ToEngine::Stop);
+        // Stop the engine whatever happened: it commits, syncs and closes the backend (once
+        // this loop's handle on it is gone).
+        let to_engine = lp.to_engine.clone();
         drop(lp);
+        let _ = to_engine.send(ToEngine::Stop);
         let closed = handle
             .join()
             .map_err(|_| ServerError::EngineThread("the engine thread panicked".into()))?;
@@ -168,8 +174,12 @@ struct Loop {
     next_id: u64,
     shared: Arc<Shared>,
     limits: Limits,
+    /// The engine, shared with the engine thread (locked by whichever executes a round).
+    engine: Arc<Mutex<Engine>>,
     to_engine: mpsc::Sender<ToEngine>,
     from_engine: mpsc::Receiver<Vec<Done>>,
+    /// Rounds handed to the engine thread whose replies have not come back.
+    rounds_out: usize,
     /// Jobs gathered in this poll iteration.
     round: Vec<Job>,
     /// The one buffer sockets are read into.
@@ -205,7 +215,13 @@ impl Loop {
                     return Ok(());
                 }
             }
-            match self.poll.poll(&mut events, Some(TICK)) {
+            // Jobs gathered while applying replies wait for no event.
+            let wait = if self.round.is_empty() {
+                TICK
+            } else {
+                Duration::ZERO
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
@@ -220,6 +236,9 @@ impl Loop {
                         };
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             c.may_read = true;
+                        }
+                        if ev.is_read_closed() || ev.is_error() {
+                            c.peer_done = true;
                         }
                         if ev.is_writable() || ev.is_write_closed() {
                             self.flush(t);
@@ -400,20 +419,45 @@ impl Loop {
         }
     }
 
-    /// Hands this iteration's jobs to the engine thread.
+    /// Executes this iteration's jobs here if they are few and the engine thread is idle,
+    /// else hands them to the engine thread.
     fn send_round(&mut self) -> Result<(), ServerError> {
         if self.round.is_empty() {
             return Ok(());
         }
-        let jobs = std::mem::take(&mut self.round);
+        let mut jobs = std::mem::take(&mut self.round);
+        let opts = &self.shared.opts;
+        let requests: usize = jobs.iter().map(|j| j.cmds.len()).sum();
+        // The engine's lock decides: held by the engine thread (a round or a sync under way),
+        // the round goes there. Jobs are of other connections than those of rounds still
+        // queued there, whose order does not matter.
+        if requests <= opts.inline_round_max && opts.appendfsync != AppendFsync::Always {
+            match Engine::try_inline(&self.engine, jobs) {
+                Ok(done) => {
+                    Stats::add(&self.shared.stats.inline_rounds, 1);
+                    self.apply(done);
+                    return Ok(());
+                }
+                Err(back) => jobs = back,
+            }
+        }
+        self.rounds_out += 1;
         self.to_engine
             .send(ToEngine::Round(jobs))
             .map_err(|_| ServerError::EngineThread("the engine thread stopped".into()))
     }
 
-    /// Queues the engine's replies and writes them.
+    /// Queues the engine thread's replies and writes them.
     fn take_replies(&mut self) {
         while let Ok(batch) = self.from_engine.try_recv() {
+            self.rounds_out = self.rounds_out.saturating_sub(1);
+            self.apply(batch);
+        }
+    }
+
+    /// Queues the replies of a round and writes them; reads the connections' next requests.
+    fn apply(&mut self, batch: Vec<Done>) {
+        {
             for d in batch {
                 let max_output = self.shared.opts.max_output;
                 let Some(Some(c)) = self.conns.get_mut(d.token) else {
