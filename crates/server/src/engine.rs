@@ -11,7 +11,7 @@ use crate::backend::Backend;
 use crate::commands::{self, ConnState, Ctx, Cursors};
 use crate::error::BackendError;
 use crate::options::AppendFsync;
-use crate::resp::{Args, Reply};
+use crate::resp::{Batch, Reply};
 use crate::stats::{Shared, Stats};
 use crate::store::{now_ms, Store};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -26,7 +26,7 @@ pub(crate) struct Job {
     /// The connection's generation (a reused slot has another).
     pub gen: u64,
     /// Its requests, in order.
-    pub cmds: Vec<Args>,
+    pub cmds: Batch,
     /// Its session.
     pub state: ConnState,
 }
@@ -119,37 +119,47 @@ impl Engine {
         let mut done = Vec::with_capacity(jobs.len());
         // Which jobs wrote, so that a failed commit turns their replies into errors.
         let mut wrote = Vec::with_capacity(jobs.len());
-        for mut job in jobs {
+        for job in jobs {
+            let Job {
+                token,
+                gen,
+                cmds,
+                mut state,
+            } = job;
             let mut out = Vec::new();
             let mut overflow = false;
             let mut executed = 0;
             let before = self.store.write_count();
-            for cmd in &job.cmds {
+            // One argument list, reused by every request of the job.
+            let mut argv: Vec<&[u8]> = Vec::new();
+            for i in 0..cmds.len() {
+                cmds.args_into(i, &mut argv);
                 let mut ctx = Ctx {
                     store: &mut self.store,
                     out: &mut out,
-                    conn: &mut job.state,
+                    conn: &mut state,
                     shared: &self.shared,
                     cursors: &mut self.cursors,
                     last_save: &mut self.last_save,
                     now,
                 };
-                commands::execute(&mut ctx, cmd);
+                commands::execute(&mut ctx, &argv);
                 executed += 1;
                 if out.len() > max_output {
                     overflow = true;
                     break;
                 }
-                if job.state.close {
+                if state.close {
                     break;
                 }
             }
+            drop(argv);
             wrote.push((self.store.write_count() != before, executed));
             done.push(Done {
-                token: job.token,
-                gen: job.gen,
+                token,
+                gen,
                 reply: out,
-                state: job.state,
+                state,
                 overflow,
             });
         }

@@ -50,7 +50,7 @@ fn get_field(
 fn set_fields(
     ctx: &mut Ctx<'_>,
     k: &[u8],
-    pairs: &[Vec<u8>],
+    pairs: &[&[u8]],
     only_new: bool,
 ) -> Result<i64, CmdError> {
     let head = load_hash(ctx, k)?;
@@ -70,7 +70,7 @@ fn set_inline_fields(
     ctx: &mut Ctx<'_>,
     k: &[u8],
     head: Option<&Record>,
-    pairs: &[Vec<u8>],
+    pairs: &[&[u8]],
     only_new: bool,
 ) -> Result<i64, CmdError> {
     let mut fields = match head {
@@ -81,7 +81,7 @@ fn set_inline_fields(
     let mut added = 0i64;
     let mut changed = false;
     for fv in pairs.chunks_exact(2) {
-        let (f, v) = (fv[0].as_slice(), fv[1].as_slice());
+        let (f, v) = (fv[0], fv[1]);
         match fields.binary_search_by(|(x, _)| (*x).cmp(f)) {
             Ok(i) if !only_new => {
                 fields[i].1 = v;
@@ -120,12 +120,12 @@ fn set_record_fields(
     ctx: &mut Ctx<'_>,
     k: &[u8],
     head: &Record,
-    pairs: &[Vec<u8>],
+    pairs: &[&[u8]],
     only_new: bool,
 ) -> Result<i64, CmdError> {
     let mut added = 0i64;
     for fv in pairs.chunks_exact(2) {
-        let fk = keys::field(k, &fv[0]);
+        let fk = keys::field(k, fv[0]);
         // A field named twice in this command exists the second time (the store reads
         // this round's writes).
         let exists = ctx.store.get(&fk)?.is_some();
@@ -134,7 +134,7 @@ fn set_record_fields(
         } else if only_new {
             continue;
         }
-        ctx.store.put(fk, fv[1].clone())?;
+        ctx.store.put(fk, fv[1].to_vec())?;
     }
     if added > 0 {
         let rec = Record::hash(head.fields() + added as u64, head.expire_at);
@@ -144,37 +144,37 @@ fn set_record_fields(
 }
 
 /// `HSET key field value [field value ...]`: how many fields were added.
-pub fn hset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn hset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'hset' command");
     }
-    let n = set_fields(ctx, &args[1], &args[2..], false)?;
+    let n = set_fields(ctx, args[1], &args[2..], false)?;
     ctx.reply().int(n);
     Ok(())
 }
 
 /// `HMSET key field value [field value ...]`.
-pub fn hmset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn hmset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'hmset' command");
     }
-    set_fields(ctx, &args[1], &args[2..], false)?;
+    set_fields(ctx, args[1], &args[2..], false)?;
     ctx.reply().ok();
     Ok(())
 }
 
 /// `HSETNX key field value`.
-pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let n = set_fields(ctx, &args[1], &args[2..4], true)?;
+pub fn hsetnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = set_fields(ctx, args[1], &args[2..4], true)?;
     ctx.reply().int(n);
     Ok(())
 }
 
 /// `HGET key field`.
-pub fn hget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let v = match load_hash(ctx, &args[1])? {
+pub fn hget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let v = match load_hash(ctx, args[1])? {
         None => None,
-        Some(h) => get_field(ctx, &args[1], &h, &args[2])?,
+        Some(h) => get_field(ctx, args[1], &h, args[2])?,
     };
     ctx.reply().opt_bulk(v.as_deref());
     Ok(())
@@ -184,8 +184,8 @@ pub fn hget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 /// with a get per field. (One range scan of the hash instead is cheaper while the hash is in
 /// the memtable but opens an iterator on every band overlapping the range once it is not,
 /// where a get's Bloom filters skip all but about one band.)
-pub fn hmget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let head = load_hash(ctx, &args[1])?;
+pub fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let head = load_hash(ctx, args[1])?;
     let fields = &args[2..];
     match &head {
         Some(h) if h.kind == TYPE_HASH_INLINE => {
@@ -201,7 +201,7 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             for f in fields {
                 vals.push(match head {
                     None => None,
-                    Some(_) => ctx.store.get(&keys::field(&args[1], f))?,
+                    Some(_) => ctx.store.get(&keys::field(args[1], f))?,
                 });
             }
             let mut r = ctx.reply();
@@ -241,8 +241,8 @@ fn all_fields(ctx: &mut Ctx<'_>, k: &[u8]) -> Result<Pairs, CmdError> {
 }
 
 /// `HGETALL key`: a map (RESP3) or a flat array (RESP2).
-pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let all = all_fields(ctx, &args[1])?;
+pub fn hgetall(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let all = all_fields(ctx, args[1])?;
     let mut r = ctx.reply();
     r.map(all.len());
     for (f, v) in &all {
@@ -253,8 +253,8 @@ pub fn hgetall(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `HKEYS key`.
-pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let all = all_fields(ctx, &args[1])?;
+pub fn hkeys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let all = all_fields(ctx, args[1])?;
     let mut r = ctx.reply();
     r.array(all.len());
     for (f, _) in &all {
@@ -264,8 +264,8 @@ pub fn hkeys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `HVALS key`.
-pub fn hvals(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let all = all_fields(ctx, &args[1])?;
+pub fn hvals(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let all = all_fields(ctx, args[1])?;
     let mut r = ctx.reply();
     r.array(all.len());
     for (_, v) in &all {
@@ -275,8 +275,8 @@ pub fn hvals(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `HDEL key field...`: how many were removed; the hash goes when its last field does.
-pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let Some(head) = load_hash(ctx, &args[1])? else {
+pub fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let Some(head) = load_hash(ctx, args[1])? else {
         ctx.reply().int(0);
         return Ok(());
     };
@@ -290,17 +290,17 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         }
         let removed = before - all.len();
         if all.is_empty() {
-            ctx.store.delete(keys::key(&args[1]))?;
+            ctx.store.delete(keys::key(args[1]))?;
         } else if removed > 0 {
             let rec = Record::inline_hash(&all, head.expire_at);
-            ctx.store.put(keys::key(&args[1]), rec.encode())?;
+            ctx.store.put(keys::key(args[1]), rec.encode())?;
         }
         ctx.reply().int(removed as i64);
         return Ok(());
     }
     let mut removed = 0u64;
     for f in &args[2..] {
-        let fk = keys::field(&args[1], f);
+        let fk = keys::field(args[1], f);
         if ctx.store.get(&fk)?.is_some() {
             ctx.store.delete(fk)?;
             removed += 1;
@@ -309,11 +309,11 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let left = head.fields().saturating_sub(removed);
     if removed > 0 {
         if left == 0 {
-            ctx.store.delete(keys::key(&args[1]))?;
-            ctx.store.delete(keys::registry(&args[1]))?;
+            ctx.store.delete(keys::key(args[1]))?;
+            ctx.store.delete(keys::registry(args[1]))?;
         } else {
             let rec = Record::hash(left, head.expire_at);
-            ctx.store.put(keys::key(&args[1]), rec.encode())?;
+            ctx.store.put(keys::key(args[1]), rec.encode())?;
         }
     }
     ctx.reply().int(removed as i64);
@@ -321,8 +321,8 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `HLEN key`.
-pub fn hlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let n = match load_hash(ctx, &args[1])? {
+pub fn hlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = match load_hash(ctx, args[1])? {
         None => 0,
         Some(h) if h.kind == TYPE_HASH_INLINE => inline_fields(&h)?.len() as u64,
         Some(h) => h.fields(),
@@ -332,21 +332,21 @@ pub fn hlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `HEXISTS key field`.
-pub fn hexists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let n = match load_hash(ctx, &args[1])? {
+pub fn hexists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = match load_hash(ctx, args[1])? {
         None => 0,
-        Some(h) => i64::from(get_field(ctx, &args[1], &h, &args[2])?.is_some()),
+        Some(h) => i64::from(get_field(ctx, args[1], &h, args[2])?.is_some()),
     };
     ctx.reply().int(n);
     Ok(())
 }
 
 /// `HINCRBY key field delta`.
-pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let d = int_arg(&args[3])?;
-    let cur = match load_hash(ctx, &args[1])? {
+pub fn hincrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let d = int_arg(args[3])?;
+    let cur = match load_hash(ctx, args[1])? {
         None => None,
-        Some(h) => get_field(ctx, &args[1], &h, &args[2])?,
+        Some(h) => get_field(ctx, args[1], &h, args[2])?,
     };
     let n = match &cur {
         None => 0,
@@ -358,8 +358,8 @@ pub fn hincrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     let Some(n) = n.checked_add(d) else {
         return err("ERR increment or decrement would overflow");
     };
-    let pair = [args[2].clone(), n.to_string().into_bytes()];
-    set_fields(ctx, &args[1], &pair, false)?;
+    let v = n.to_string();
+    set_fields(ctx, args[1], &[args[2], v.as_bytes()], false)?;
     ctx.reply().int(n);
     Ok(())
 }

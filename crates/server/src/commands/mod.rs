@@ -50,8 +50,8 @@ impl From<BackendError> for CmdError {
 /// Result of a handler.
 pub type CmdResult = Result<(), CmdError>;
 
-/// A command handler.
-pub type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> CmdResult;
+/// A command handler: the request's arguments, the command's name first.
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 
 /// One entry of the command table.
 #[derive(Debug)]
@@ -301,7 +301,7 @@ pub fn is(a: &[u8], kw: &str) -> bool {
 }
 
 /// Executes one request, appending exactly one reply to the connection's buffer.
-pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) {
+pub fn execute(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let Some(name) = args.first() else {
         return;
     };

@@ -2,7 +2,7 @@
 //! (replies not yet sent) and the limits on both.
 
 use crate::commands::ConnState;
-use crate::resp::{parse_command_resume, Args, Limits, Parse, Partial, ProtocolError, Reply};
+use crate::resp::{parse_request, Batch, Limits, Parse, Partial, ProtocolError, Reply, Request};
 use mio::net::TcpStream;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Instant;
@@ -34,8 +34,8 @@ pub(crate) struct Conn {
     in_start: usize,
     /// Unparsed bytes the parser needs before it can make progress.
     need: usize,
-    /// The request being parsed, when only part of it has arrived.
-    partial: Option<Partial>,
+    /// The parser's state: the request being parsed, when only part of it has arrived.
+    partial: Partial,
     out: Vec<u8>,
     out_pos: usize,
     /// The socket may have bytes to read (edge-triggered: set by an event, cleared when a
@@ -68,7 +68,7 @@ impl Conn {
             inbuf: Vec::new(),
             in_start: 0,
             need: 1,
-            partial: None,
+            partial: Partial::default(),
             out: Vec::new(),
             out_pos: 0,
             may_read: true,
@@ -138,20 +138,27 @@ impl Conn {
 
     /// Parses up to `max` complete requests from the input. A protocol error ends the list
     /// (the requests before it are still returned).
-    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Vec<Args>, Option<ProtocolError>) {
-        let mut cmds = Vec::new();
+    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Batch, Option<ProtocolError>) {
+        let mut cmds = Batch::default();
         if self.unparsed() < self.need {
             return (cmds, None);
         }
         while cmds.len() < max {
             // A partly parsed request resumes where it stopped: linear in its length.
-            match parse_command_resume(&self.inbuf[self.in_start..], lim, &mut self.partial) {
-                Ok(Parse::Done(args, n)) => {
+            let buf = &self.inbuf[self.in_start..];
+            match parse_request(buf, lim, &mut self.partial) {
+                Ok(Parse::Done(req, n)) => {
+                    match req {
+                        Request::Array => cmds.push(
+                            self.partial
+                                .spans()
+                                .iter()
+                                .map(|&(s, e)| buf.get(s..e).unwrap_or_default()),
+                        ),
+                        Request::Inline(args) => cmds.push(args.iter().map(Vec::as_slice)),
+                    }
                     self.in_start += n;
                     self.need = 1;
-                    if !args.is_empty() {
-                        cmds.push(args);
-                    }
                 }
                 Ok(Parse::Incomplete(need)) => {
                     self.need = need;
