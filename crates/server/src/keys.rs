@@ -168,8 +168,38 @@ impl Record {
         encode_value(self.kind, self.expire_at, &self.payload)
     }
 
+    /// Decodes an engine value, reusing its buffer for the payload; gives the value back if
+    /// it is not a valid record.
+    pub fn decode_owned(mut v: Vec<u8>) -> Result<Record, Vec<u8>> {
+        let Some((kind, expire_at, header)) = Self::header(&v) else {
+            return Err(v);
+        };
+        v.drain(..header);
+        Ok(Record {
+            kind,
+            expire_at,
+            payload: v,
+        })
+    }
+
+    /// The type, expiry and header length of an engine value, if it is a valid record.
+    fn header(v: &[u8]) -> Option<(u8, Option<u64>, usize)> {
+        let r = Self::decode_ref(v)?;
+        Some((r.0, r.1, v.len() - r.2.len()))
+    }
+
     /// Decodes an engine value; `None` if it is not a valid record.
     pub fn decode(v: &[u8]) -> Option<Record> {
+        let (kind, expire_at, payload) = Self::decode_ref(v)?;
+        Some(Record {
+            kind,
+            expire_at,
+            payload: payload.to_vec(),
+        })
+    }
+
+    /// Type, expiry and payload of an engine value, borrowed.
+    fn decode_ref(v: &[u8]) -> Option<(u8, Option<u64>, &[u8])> {
         let (&kind, rest) = v.split_first()?;
         if kind != TYPE_STRING && kind != TYPE_HASH && kind != TYPE_HASH_INLINE {
             return None;
@@ -187,11 +217,7 @@ impl Record {
         if kind == TYPE_HASH && payload.len() != 8 {
             return None;
         }
-        Some(Record {
-            kind,
-            expire_at,
-            payload: payload.to_vec(),
-        })
+        Some((kind, expire_at, payload))
     }
 }
 
@@ -285,9 +311,11 @@ mod tests {
             Record::hash(0, Some(u64::MAX)),
         ] {
             assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
+            assert_eq!(Record::decode_owned(r.encode()), Ok(r.clone()));
         }
         for bad in [&b""[..], b"x\0", b"s", b"s\x01\0\0", b"h\0abc", b"s\x02v"] {
             assert_eq!(Record::decode(bad), None, "{bad:?}");
+            assert_eq!(Record::decode_owned(bad.to_vec()), Err(bad.to_vec()));
         }
     }
 

@@ -11,7 +11,7 @@
 use crate::backend::{Backend, Op};
 use crate::error::{BackendError, BackendResult};
 use crate::keys::{self, Record};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// Key-value pairs in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -19,7 +19,9 @@ pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 /// The backend and the current round's writes.
 pub struct Store {
     backend: Box<dyn Backend>,
-    overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// This round's writes: a hash map, since reads look keys up far more often than scans
+    /// walk them in order (a scan sorts the part of it in its range).
+    overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
     overlay_bytes: usize,
     /// Writes were handed to the engine without a sync since the last sync.
     unsynced: bool,
@@ -56,7 +58,7 @@ impl Store {
     pub fn open(backend: Box<dyn Backend>) -> BackendResult<Self> {
         let mut s = Store {
             backend,
-            overlay: BTreeMap::new(),
+            overlay: HashMap::new(),
             overlay_bytes: 0,
             unsynced: false,
             expired_keys: 0,
@@ -246,32 +248,39 @@ impl Store {
     /// Up to `limit` pairs with engine keys in `[start, end)`, this round's writes included.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> BackendResult<Pairs> {
         let mut out = Vec::new();
+        // This round's writes in the range, in key order.
+        let mut pending: Vec<(&Vec<u8>, &Option<Vec<u8>>)> = self
+            .overlay
+            .iter()
+            .filter(|(k, _)| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e))
+            .collect();
+        pending.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut pending = pending.into_iter().peekable();
         let mut from = start.to_vec();
         while out.len() < limit {
             let want = limit - out.len();
             let chunk = self.backend.scan(&from, end, want)?;
             let full = chunk.len() == want;
-            // Overlay entries that belong to this chunk's part of the range: up to the last
-            // key the engine returned (inclusive) when it filled the chunk, else to `end`.
+            // Pending writes that belong to this chunk's part of the range: up to the last
+            // key the engine returned (inclusive) when it filled the chunk, else all.
             let last = chunk.last().map(|(k, _)| k.clone());
-            let mut ov = self
-                .overlay
-                .range(from.clone()..)
-                .take_while(|(k, _)| match (&last, full) {
-                    (Some(l), true) => k.as_slice() <= l.as_slice(),
-                    _ => end.is_none_or(|e| k.as_slice() < e),
-                })
-                .peekable();
+            let in_chunk = |k: &[u8]| match (&last, full) {
+                (Some(l), true) => k <= l.as_slice(),
+                _ => true,
+            };
             let mut it = chunk.into_iter().peekable();
             loop {
-                let take_ov = match (it.peek(), ov.peek()) {
+                let ov = pending.peek().filter(|(k, _)| in_chunk(k));
+                let take_ov = match (it.peek(), ov) {
                     (None, None) => break,
                     (Some(_), None) => false,
                     (None, Some(_)) => true,
                     (Some((bk, _)), Some((ok, _))) => ok.as_slice() <= bk.as_slice(),
                 };
                 if take_ov {
-                    let Some((ok, ov_v)) = ov.next() else { break };
+                    let Some((ok, ov_v)) = pending.next() else {
+                        break;
+                    };
                     if it.peek().is_some_and(|(bk, _)| bk == ok) {
                         it.next();
                     }
@@ -304,10 +313,11 @@ impl Store {
         let Some(v) = self.get(&ek)? else {
             return Ok(None);
         };
-        let Some(rec) = Record::decode(&v) else {
+        let rec = match Record::decode_owned(v) {
+            Ok(rec) => rec,
             // Not a record this server wrote (e.g. the sync marker's namespace is elsewhere,
             // so this is damage): treat as a string holding the raw bytes.
-            return Ok(Some(Record::string(v, None)));
+            Err(v) => return Ok(Some(Record::string(v, None))),
         };
         if rec.expired(now) {
             self.remove(k, &rec)?;

@@ -192,6 +192,17 @@ impl Conn {
         self.out.extend_from_slice(bytes);
     }
 
+    /// Appends a round's replies, taking their buffer when nothing is pending.
+    pub fn push_output_owned(&mut self, bytes: Vec<u8>) {
+        if self.out.is_empty() {
+            self.last_write = Instant::now();
+            self.out = bytes;
+            self.out_pos = 0;
+            return;
+        }
+        self.push_output(&bytes);
+    }
+
     /// Appends an error reply.
     pub fn push_error(&mut self, msg: &str) {
         let mut buf = Vec::new();

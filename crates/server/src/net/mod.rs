@@ -457,35 +457,33 @@ impl Loop {
 
     /// Queues the replies of a round and writes them; reads the connections' next requests.
     fn apply(&mut self, batch: Vec<Done>) {
-        {
-            for d in batch {
-                let max_output = self.shared.opts.max_output;
-                let Some(Some(c)) = self.conns.get_mut(d.token) else {
-                    continue;
-                };
-                if c.gen != d.gen {
-                    continue;
-                }
-                c.in_flight = false;
-                c.state = d.state;
-                if d.overflow || c.pending_output() + d.reply.len() > max_output {
-                    Stats::add(&self.shared.stats.output_limit_disconnections, 1);
-                    self.close(d.token);
-                    continue;
-                }
-                c.push_output(&d.reply);
-                if let Some(e) = c.error_after.take() {
-                    // A protocol error followed these requests: its reply goes after theirs.
-                    c.push_error(&e);
-                    c.closing = true;
-                }
-                if c.state.close {
-                    c.closing = true;
-                }
-                self.flush(d.token);
-                // More requests may be waiting in the buffer or the socket.
-                self.pump(d.token);
+        for d in batch {
+            let max_output = self.shared.opts.max_output;
+            let Some(Some(c)) = self.conns.get_mut(d.token) else {
+                continue;
+            };
+            if c.gen != d.gen {
+                continue;
             }
+            c.in_flight = false;
+            c.state = d.state;
+            if d.overflow || c.pending_output() + d.reply.len() > max_output {
+                Stats::add(&self.shared.stats.output_limit_disconnections, 1);
+                self.close(d.token);
+                continue;
+            }
+            c.push_output_owned(d.reply);
+            if let Some(e) = c.error_after.take() {
+                // A protocol error followed these requests: its reply goes after theirs.
+                c.push_error(&e);
+                c.closing = true;
+            }
+            if c.state.close {
+                c.closing = true;
+            }
+            self.flush(d.token);
+            // More requests may be waiting in the buffer or the socket.
+            self.pump(d.token);
         }
     }
 
