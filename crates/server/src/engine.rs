@@ -67,6 +67,9 @@ pub(crate) struct Engine {
 
 const SYNC_PERIOD: Duration = Duration::from_secs(1);
 
+/// A job's reply buffer starts with room for this much (short replies never grow it).
+const REPLY_CAPACITY: usize = 256;
+
 impl Engine {
     /// Opens the data (see [`Store::open`]).
     pub(crate) fn new(
@@ -126,7 +129,7 @@ impl Engine {
                 cmds,
                 mut state,
             } = job;
-            let mut out = Vec::new();
+            let mut out = Vec::with_capacity(REPLY_CAPACITY);
             let mut overflow = false;
             let mut executed = 0;
             let before = self.store.write_count();

@@ -190,6 +190,8 @@ pub fn hmget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match &head {
         Some(h) if h.kind == TYPE_HASH_INLINE => {
             let all = inline_fields(h)?;
+            // At most the record's bytes plus a header per field.
+            ctx.out.reserve(h.payload.len() + 16 * (fields.len() + 1));
             let mut r = ctx.reply();
             r.array(fields.len());
             for f in fields {

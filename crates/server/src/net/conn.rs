@@ -139,10 +139,13 @@ impl Conn {
     /// Parses up to `max` complete requests from the input. A protocol error ends the list
     /// (the requests before it are still returned).
     pub fn parse(&mut self, lim: &Limits, max: usize) -> (Batch, Option<ProtocolError>) {
-        let mut cmds = Batch::default();
         if self.unparsed() < self.need {
-            return (cmds, None);
+            return (Batch::default(), None);
         }
+        // The arguments are at most the unparsed bytes, each at least 5 of them (`$0\r\n\r\n`):
+        // room for all at once, rather than growing the buffers step by step.
+        let n = self.unparsed();
+        let mut cmds = Batch::with_capacity(n, (n / 5).min(1 << 12));
         while cmds.len() < max {
             // A partly parsed request resumes where it stopped: linear in its length.
             let buf = &self.inbuf[self.in_start..];

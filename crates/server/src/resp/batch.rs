@@ -13,6 +13,15 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// An empty batch with room for `bytes` of arguments and `args` arguments.
+    pub fn with_capacity(bytes: usize, args: usize) -> Self {
+        Batch {
+            data: Vec::with_capacity(bytes),
+            spans: Vec::with_capacity(args),
+            starts: Vec::with_capacity(args / 2),
+        }
+    }
+
     /// Appends a request made of `args` (a request without arguments is not kept).
     pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
         let first = self.spans.len();
