@@ -58,7 +58,8 @@ for server in ${SERVERS:-smrdb rocksdb leveldb redis}; do
                 'NR>1 {printf "%s,redis-benchmark -P %s %s,%s,%.2f,%s,%s\n", s, p, $2, $4, cpu / n, rss, la}'
         done
     done
-    redis-cli -p $port flushall >/dev/null
+    flushed=$(redis-cli -p $port flushall)
+    if [ "$flushed" != OK ]; then echo "$server: FLUSHALL failed: $flushed" >&2; exit 1; fi
     props=(-p redis.addr=127.0.0.1:$port -p redis.datatype=hash -p recordcount="$records"
         -p operationcount="$ops" -p threadcount=16)
     t0=$(date +%s.%N)

@@ -8,7 +8,7 @@
 //! the engine's `'b'` registry, see [`crate::keys`]): every other key can be overwritten by a
 //! string without reading it first.
 
-use crate::backend::{Backend, Op};
+use crate::backend::{Backend, Op, OP_OVERHEAD};
 use crate::error::{BackendError, BackendResult};
 use crate::keys::{self, Record};
 use std::collections::{HashMap, HashSet};
@@ -178,7 +178,7 @@ impl Store {
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) -> BackendResult<()> {
         self.track(&k, true);
         self.writes += 1;
-        self.overlay_bytes += k.len() + v.len() + 16;
+        self.overlay_bytes += k.len() + v.len() + OP_OVERHEAD;
         self.overlay.insert(k, Some(v));
         self.spill()
     }
@@ -187,7 +187,7 @@ impl Store {
     pub fn delete(&mut self, k: Vec<u8>) -> BackendResult<()> {
         self.track(&k, false);
         self.writes += 1;
-        self.overlay_bytes += k.len() + 16;
+        self.overlay_bytes += k.len() + OP_OVERHEAD;
         self.overlay.insert(k, None);
         self.spill()
     }

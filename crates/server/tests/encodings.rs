@@ -316,3 +316,23 @@ fn concurrent_clients(opts: ServerOptions) {
         _ => assert!(inline <= rounds),
     }
 }
+
+#[test]
+fn flushall_of_more_keys_than_one_engine_batch_holds_succeeds() {
+    // 1 MiB bands: SMRDB takes batches up to a quarter band, counting 64 bytes per record
+    // besides keys and values; the server spills a round's writes past an eighth of a band.
+    // 20,000 deletes of short keys are several batches, none of which may be refused.
+    let s = TestServer::start(ServerOptions::default());
+    let mut c = s.client();
+    for chunk in 0..40 {
+        let mut a = vec!["MSET".to_string()];
+        for i in 0..500 {
+            a.push(format!("k{}", chunk * 500 + i));
+            a.push("v".to_string());
+        }
+        assert_eq!(cmd_owned(&mut c, &a), ok());
+    }
+    assert_eq!(c.cmd(&["DBSIZE"]), int(20_000));
+    assert_eq!(c.cmd(&["FLUSHALL"]), ok());
+    assert_eq!(c.cmd(&["DBSIZE"]), int(0));
+}

@@ -9,6 +9,7 @@ pub mod keyspace;
 pub mod server;
 pub mod strings;
 
+use crate::backend::OP_OVERHEAD;
 use crate::error::BackendError;
 use crate::keys::Record;
 use crate::resp::{Proto, Reply};
@@ -255,10 +256,10 @@ impl Ctx<'_> {
                 b.max_key()
             )));
         }
-        if engine_key + value + 64 > b.max_batch() {
+        if engine_key + value + OP_OVERHEAD > b.max_batch() {
             return Err(CmdError::Reply(format!(
                 "ERR value too large ({value} bytes, the engine's limit is {})",
-                b.max_batch().saturating_sub(engine_key + 64)
+                b.max_batch().saturating_sub(engine_key + OP_OVERHEAD)
             )));
         }
         Ok(())

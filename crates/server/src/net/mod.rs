@@ -138,7 +138,6 @@ impl Server {
             engine,
             to_engine,
             from_engine,
-            rounds_out: 0,
             round: Vec::new(),
             scratch: vec![0; conn::SCRATCH],
             accept_pending: false,
@@ -178,8 +177,6 @@ struct Loop {
     engine: Arc<Mutex<Engine>>,
     to_engine: mpsc::Sender<ToEngine>,
     from_engine: mpsc::Receiver<Vec<Done>>,
-    /// Rounds handed to the engine thread whose replies have not come back.
-    rounds_out: usize,
     /// Jobs gathered in this poll iteration.
     round: Vec<Job>,
     /// The one buffer sockets are read into.
@@ -441,7 +438,6 @@ impl Loop {
                 Err(back) => jobs = back,
             }
         }
-        self.rounds_out += 1;
         self.to_engine
             .send(ToEngine::Round(jobs))
             .map_err(|_| ServerError::EngineThread("the engine thread stopped".into()))
@@ -450,7 +446,6 @@ impl Loop {
     /// Queues the engine thread's replies and writes them.
     fn take_replies(&mut self) {
         while let Ok(batch) = self.from_engine.try_recv() {
-            self.rounds_out = self.rounds_out.saturating_sub(1);
             self.apply(batch);
         }
     }
