@@ -27,6 +27,8 @@ pub(crate) struct Job {
     pub gen: u64,
     /// Its requests, in order.
     pub cmds: Batch,
+    /// A buffer to write the replies into (the connection's spare one, empty).
+    pub reply: Vec<u8>,
     /// Its session.
     pub state: ConnState,
 }
@@ -45,6 +47,8 @@ pub(crate) struct Done {
     /// Requests not executed because the replies passed the output limit: the connection is
     /// to be closed.
     pub overflow: bool,
+    /// The job's request batch, emptied, for the connection to parse its next round into.
+    pub cmds: Batch,
 }
 
 /// What the network loop sends.
@@ -126,10 +130,12 @@ impl Engine {
             let Job {
                 token,
                 gen,
-                cmds,
+                mut cmds,
                 mut state,
+                reply: mut out,
             } = job;
-            let mut out = Vec::with_capacity(REPLY_CAPACITY);
+            out.clear();
+            out.reserve(REPLY_CAPACITY);
             let mut overflow = false;
             let mut executed = 0;
             let before = self.store.write_count();
@@ -157,6 +163,7 @@ impl Engine {
                 }
             }
             drop(argv);
+            cmds.clear(crate::net::KEEP_SPARE);
             wrote.push((self.store.write_count() != before, executed));
             done.push(Done {
                 token,
@@ -164,6 +171,7 @@ impl Engine {
                 reply: out,
                 state,
                 overflow,
+                cmds,
             });
         }
         if let Err(e) = self.finish_round(may_sync) {

@@ -13,6 +13,9 @@ const READ_AHEAD: usize = 64 << 10;
 pub(crate) const SCRATCH: usize = 256 << 10;
 /// Buffers larger than this are given back to the allocator once empty.
 const KEEP_CAPACITY: usize = 256 << 10;
+/// A spare buffer (a round's batch or reply buffer, kept for the next round) larger than this
+/// is given back: idle connections hold little.
+pub(crate) const KEEP_SPARE: usize = 64 << 10;
 
 /// What reading found.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,6 +41,10 @@ pub(crate) struct Conn {
     partial: Partial,
     out: Vec<u8>,
     out_pos: usize,
+    /// Buffers of the last round, emptied, reused by the next: its request batch and a reply
+    /// buffer (no allocation per round in the steady state).
+    spare_cmds: Batch,
+    spare_out: Vec<u8>,
     /// The socket may have bytes to read (edge-triggered: set by an event, cleared when a
     /// read would block).
     pub may_read: bool,
@@ -71,6 +78,8 @@ impl Conn {
             partial: Partial::default(),
             out: Vec::new(),
             out_pos: 0,
+            spare_cmds: Batch::default(),
+            spare_out: Vec::new(),
             may_read: true,
             peer_done: false,
             eof: false,
@@ -145,7 +154,8 @@ impl Conn {
         // The arguments are at most the unparsed bytes, each at least 5 of them (`$0\r\n\r\n`):
         // room for all at once, rather than growing the buffers step by step.
         let n = self.unparsed();
-        let mut cmds = Batch::with_capacity(n, (n / 5).min(1 << 12));
+        let mut cmds = std::mem::take(&mut self.spare_cmds);
+        cmds.reserve(n, (n / 5).min(1 << 12));
         while cmds.len() < max {
             // A partly parsed request resumes where it stopped: linear in its length.
             let buf = &self.inbuf[self.in_start..];
@@ -180,6 +190,11 @@ impl Conn {
             self.inbuf.drain(..self.in_start);
             self.in_start = 0;
         }
+        if cmds.is_empty() {
+            // Nothing complete yet: the batch stays for the next call.
+            self.spare_cmds = cmds;
+            return (Batch::default(), None);
+        }
         (cmds, None)
     }
 
@@ -195,15 +210,26 @@ impl Conn {
         self.out.extend_from_slice(bytes);
     }
 
-    /// Appends a round's replies, taking their buffer when nothing is pending.
-    pub fn push_output_owned(&mut self, bytes: Vec<u8>) {
+    /// Appends a round's replies, taking their buffer when nothing is pending; keeps the
+    /// round's batch and a reply buffer for the next round.
+    pub fn push_output_owned(&mut self, mut bytes: Vec<u8>, cmds: Batch) {
+        self.spare_cmds = cmds;
         if self.out.is_empty() {
             self.last_write = Instant::now();
-            self.out = bytes;
+            std::mem::swap(&mut self.out, &mut bytes);
             self.out_pos = 0;
-            return;
+        } else {
+            self.push_output(&bytes);
         }
-        self.push_output(&bytes);
+        bytes.clear();
+        if bytes.capacity() <= KEEP_SPARE {
+            self.spare_out = bytes;
+        }
+    }
+
+    /// A reply buffer for a round (empty).
+    pub fn take_reply_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare_out)
     }
 
     /// Appends an error reply.

@@ -8,6 +8,8 @@
 
 mod conn;
 
+pub(crate) use conn::KEEP_SPARE;
+
 use crate::backend::Backend;
 use crate::commands::ConnState;
 use crate::engine::{self, Done, Engine, Job, ToEngine};
@@ -402,6 +404,7 @@ impl Loop {
                 gen: c.gen,
                 cmds,
                 state: c.state.clone(),
+                reply: c.take_reply_buffer(),
             });
             return;
         }
@@ -467,7 +470,7 @@ impl Loop {
                 self.close(d.token);
                 continue;
             }
-            c.push_output_owned(d.reply);
+            c.push_output_owned(d.reply, d.cmds);
             if let Some(e) = c.error_after.take() {
                 // A protocol error followed these requests: its reply goes after theirs.
                 c.push_error(&e);

@@ -22,6 +22,25 @@ impl Batch {
         }
     }
 
+    /// Empties the batch, keeping its buffers' capacity (a connection reuses one batch for
+    /// round after round) unless it grew past `keep` bytes of arguments.
+    pub fn clear(&mut self, keep: usize) {
+        if self.data.capacity() > keep {
+            *self = Batch::default();
+            return;
+        }
+        self.data.clear();
+        self.spans.clear();
+        self.starts.clear();
+    }
+
+    /// Makes room for `bytes` more bytes of arguments and `args` more arguments.
+    pub fn reserve(&mut self, bytes: usize, args: usize) {
+        self.data.reserve(bytes);
+        self.spans.reserve(args);
+        self.starts.reserve(args / 2);
+    }
+
     /// Appends a request made of `args` (a request without arguments is not kept).
     pub fn push<'a>(&mut self, args: impl IntoIterator<Item = &'a [u8]>) {
         let first = self.spans.len();
@@ -81,5 +100,11 @@ mod tests {
         assert_eq!(b.args(0), vec![b"SET".to_vec(), b"k".to_vec(), Vec::new()]);
         assert_eq!(b.args(1), vec![b"PING".to_vec()]);
         assert!(b.args(2).is_empty());
+        b.clear(1 << 10);
+        assert!(b.is_empty() && b.data.capacity() > 0);
+        b.push([&b"GET"[..], b"x"]);
+        assert_eq!(b.args(0), vec![b"GET".to_vec(), b"x".to_vec()]);
+        b.clear(0);
+        assert_eq!(b, Batch::default());
     }
 }
