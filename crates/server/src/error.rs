@@ -44,6 +44,9 @@ pub enum BackendError {
     /// The engine refused an argument (a key or value too large, ...).
     #[error("{0}")]
     InvalidArgument(String),
+    /// The data is not in a format this server reads (see `docs/formats/resp-keys.md`).
+    #[error("data format: {0}")]
+    Format(String),
 }
 
 /// Result alias of backend operations.

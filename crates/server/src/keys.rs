@@ -1,28 +1,51 @@
-//! How Redis keys and hash fields map onto the engine's flat, ordered key space.
+//! How Redis keys and hash fields map onto the engine's flat, ordered key space (format
+//! version 2; the spec is `docs/formats/resp-keys.md`).
 //!
 //! ```text
 //! engine key                               engine value
+//! 0x00 "format"                            format version (u32 LE): 2
+//! 0x00 "sync"                              empty: the sync marker (see crate::backend)
+//! 'b' key                                  empty: hash `key` is stored as field records
+//! 'f' len(key) (u32 BE) key field          the field's value (field-record hashes only)
 //! 'k' key                                  type (1) | flags (1) | [expire_at_ms u64 LE] | payload
 //!                                            type 's' string: payload = the value
-//!                                            type 'h' hash:   payload = field count (u64 LE)
-//! 'f' len(key) (u32 BE) key field          the field's value
-//! 0x00 ...                                 reserved for the server (the sync marker)
+//!                                            type 'z' hash, inline: payload = its fields
+//!                                            type 'h' hash, field records: payload = field count (u64 LE)
 //! ```
 //!
 //! Every Redis key has one `'k'` record, so `DBSIZE`, `KEYS` and `SCAN` are a range scan of
-//! `'k'`. A hash's fields sort together after their key's length and bytes, so `HGETALL` is a
-//! range scan of `'f' len key` (the length prefix keeps the fields of `a` and of `ab` apart).
-//! Flag bit 0 says an expiry time (Unix milliseconds) follows; an expired key reads as absent
-//! and is deleted by the read that finds it (lazily, as Redis does besides its active expiry).
+//! `'k'`. A small hash (at most [`INLINE_MAX_FIELDS`] fields and [`INLINE_MAX_BYTES`] bytes
+//! of fields) lives inside its `'k'` record, as Redis keeps small hashes in one listpack: one
+//! engine get reads it whole. A larger one has a record per field; its fields sort together
+//! after their key's length and bytes, so `HGETALL` is a range scan of `'f' len key` (the
+//! length prefix keeps the fields of `a` and of `ab` apart), and its name is registered under
+//! `'b'` so that the server can keep the set of such hashes in memory: a string written over
+//! any other key needs no read first. Flag bit 0 says an expiry time (Unix milliseconds)
+//! follows; an expired key reads as absent and is deleted by the read that finds it (lazily,
+//! as Redis does besides its active expiry).
+
+use tegula_codec::{Dec, Enc};
 
 /// Prefix of key records.
 pub const KEY: u8 = b'k';
 /// Prefix of hash field records.
 pub const FIELD: u8 = b'f';
+/// Prefix of the registry of hashes stored as field records.
+pub const REGISTRY: u8 = b'b';
 /// Type byte of a string.
 pub const TYPE_STRING: u8 = b's';
-/// Type byte of a hash.
+/// Type byte of a hash stored as field records.
 pub const TYPE_HASH: u8 = b'h';
+/// Type byte of a hash stored inside its key record.
+pub const TYPE_HASH_INLINE: u8 = b'z';
+/// The engine key of the format version record.
+pub const FORMAT_KEY: &[u8] = b"\0format";
+/// The format version this server writes (1: every hash as field records, no registry).
+pub const FORMAT_VERSION: u32 = 2;
+/// Most fields an inline hash holds; one more converts it to field records.
+pub const INLINE_MAX_FIELDS: usize = 128;
+/// Most bytes of encoded fields an inline hash holds (an update rewrites them all).
+pub const INLINE_MAX_BYTES: usize = 4096;
 /// Flag bit: an expiry time follows the flags.
 pub const FLAG_EXPIRE: u8 = 1;
 
@@ -38,6 +61,22 @@ pub fn key(k: &[u8]) -> Vec<u8> {
 pub fn user_key(engine_key: &[u8]) -> Option<&[u8]> {
     match engine_key.split_first() {
         Some((&KEY, k)) => Some(k),
+        _ => None,
+    }
+}
+
+/// The registry key of hash `k` (present while `k` is stored as field records).
+pub fn registry(k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 1);
+    v.push(REGISTRY);
+    v.extend_from_slice(k);
+    v
+}
+
+/// The Redis key of a registry record, if it is one.
+pub fn registry_user_key(engine_key: &[u8]) -> Option<&[u8]> {
+    match engine_key.split_first() {
+        Some((&REGISTRY, k)) => Some(k),
         _ => None,
     }
 }
@@ -73,11 +112,11 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// A decoded key record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    /// [`TYPE_STRING`] or [`TYPE_HASH`].
+    /// [`TYPE_STRING`], [`TYPE_HASH`] or [`TYPE_HASH_INLINE`].
     pub kind: u8,
     /// Expiry time in Unix milliseconds.
     pub expire_at: Option<u64>,
-    /// The string's bytes, or the hash's field count.
+    /// The string's bytes, the hash's field count, or the inline hash's fields.
     pub payload: Vec<u8>,
 }
 
@@ -100,7 +139,21 @@ impl Record {
         }
     }
 
-    /// The field count of a hash record (0 if the payload is not one).
+    /// An inline hash record holding `fields` (sorted by field, no field twice).
+    pub fn inline_hash(fields: &[(&[u8], &[u8])], expire_at: Option<u64>) -> Self {
+        Record {
+            kind: TYPE_HASH_INLINE,
+            expire_at,
+            payload: encode_inline(fields),
+        }
+    }
+
+    /// Whether the record is a hash (of either encoding).
+    pub fn is_hash(&self) -> bool {
+        self.kind == TYPE_HASH || self.kind == TYPE_HASH_INLINE
+    }
+
+    /// The field count of a field-record hash's record (0 if the payload is not one).
     pub fn fields(&self) -> u64 {
         <[u8; 8]>::try_from(self.payload.as_slice()).map_or(0, u64::from_le_bytes)
     }
@@ -115,13 +168,46 @@ impl Record {
         encode_value(self.kind, self.expire_at, &self.payload)
     }
 
+    /// Decodes an engine value, reusing its buffer for the payload; gives the value back if
+    /// it is not a valid record.
+    pub fn decode_owned(mut v: Vec<u8>) -> Result<Record, Vec<u8>> {
+        let Some((kind, expire_at, header)) = Self::header(&v) else {
+            return Err(v);
+        };
+        v.drain(..header);
+        Ok(Record {
+            kind,
+            expire_at,
+            payload: v,
+        })
+    }
+
+    /// The type, expiry and header length of an engine value, if it is a valid record.
+    fn header(v: &[u8]) -> Option<(u8, Option<u64>, usize)> {
+        let r = Self::decode_ref(v)?;
+        Some((r.0, r.1, v.len() - r.2.len()))
+    }
+
     /// Decodes an engine value; `None` if it is not a valid record.
     pub fn decode(v: &[u8]) -> Option<Record> {
+        let (kind, expire_at, payload) = Self::decode_ref(v)?;
+        Some(Record {
+            kind,
+            expire_at,
+            payload: payload.to_vec(),
+        })
+    }
+
+    /// Type, expiry and payload of an engine value, borrowed.
+    fn decode_ref(v: &[u8]) -> Option<(u8, Option<u64>, &[u8])> {
         let (&kind, rest) = v.split_first()?;
-        if kind != TYPE_STRING && kind != TYPE_HASH {
+        if kind != TYPE_STRING && kind != TYPE_HASH && kind != TYPE_HASH_INLINE {
             return None;
         }
         let (&flags, rest) = rest.split_first()?;
+        if flags & !FLAG_EXPIRE != 0 {
+            return None;
+        }
         let (expire_at, payload) = if flags & FLAG_EXPIRE != 0 {
             let t: [u8; 8] = rest.get(..8)?.try_into().ok()?;
             (Some(u64::from_le_bytes(t)), &rest[8..])
@@ -131,11 +217,7 @@ impl Record {
         if kind == TYPE_HASH && payload.len() != 8 {
             return None;
         }
-        Some(Record {
-            kind,
-            expire_at,
-            payload: payload.to_vec(),
-        })
+        Some((kind, expire_at, payload))
     }
 }
 
@@ -154,6 +236,67 @@ pub fn encode_value(kind: u8, expire_at: Option<u64>, payload: &[u8]) -> Vec<u8>
     v
 }
 
+/// The fields of an inline hash, borrowed: (field, value) in field order.
+pub type InlineFields<'a> = Vec<(&'a [u8], &'a [u8])>;
+
+/// Bytes [`encode_inline`] makes of `fields`.
+pub fn inline_len(fields: &[(&[u8], &[u8])]) -> usize {
+    let v = |n: usize| varint_len(n as u64) + n;
+    varint_len(fields.len() as u64)
+        + fields
+            .iter()
+            .map(|(f, x)| v(f.len()) + v(x.len()))
+            .sum::<usize>()
+}
+
+fn varint_len(mut n: u64) -> usize {
+    let mut l = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        l += 1;
+    }
+    l
+}
+
+/// Whether fields that encode to `len` bytes, `count` of them, stay inline.
+pub fn fits_inline(count: usize, len: usize) -> bool {
+    count <= INLINE_MAX_FIELDS && len <= INLINE_MAX_BYTES
+}
+
+/// The payload of an inline hash: the field count, then each field and its value, all with
+/// varint lengths, in field order.
+pub fn encode_inline(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+    let mut e = Enc::with_capacity(inline_len(fields));
+    e.varint(fields.len() as u64);
+    for (f, v) in fields {
+        e.bytes_varint(f);
+        e.bytes_varint(v);
+    }
+    e.into_bytes()
+}
+
+/// The fields of an inline hash's payload, in field order; `None` if the bytes are not a
+/// payload [`encode_inline`] makes (a count that does not match, fields out of order or named
+/// twice, bytes left over).
+pub fn decode_inline(payload: &[u8]) -> Option<InlineFields<'_>> {
+    let mut d = Dec::new(payload);
+    let n = d.varint().ok()?;
+    // Every field takes at least two bytes (two empty strings).
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= d.remaining() / 2)?;
+    let mut out: InlineFields<'_> = Vec::with_capacity(n);
+    for _ in 0..n {
+        let f = d.bytes_varint().ok()?;
+        let v = d.bytes_varint().ok()?;
+        if out.last().is_some_and(|(p, _)| *p >= f) {
+            return None;
+        }
+        out.push((f, v));
+    }
+    d.is_empty().then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -168,9 +311,11 @@ mod tests {
             Record::hash(0, Some(u64::MAX)),
         ] {
             assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
+            assert_eq!(Record::decode_owned(r.encode()), Ok(r.clone()));
         }
-        for bad in [&b""[..], b"x\0", b"s", b"s\x01\0\0", b"h\0abc"] {
+        for bad in [&b""[..], b"x\0", b"s", b"s\x01\0\0", b"h\0abc", b"s\x02v"] {
             assert_eq!(Record::decode(bad), None, "{bad:?}");
+            assert_eq!(Record::decode_owned(bad.to_vec()), Err(bad.to_vec()));
         }
     }
 
@@ -186,5 +331,80 @@ mod tests {
         assert_eq!(prefix_end(b"\xff"), None);
         assert_eq!(user_key(&key(b"x")), Some(&b"x"[..]));
         assert_eq!(user_key(&field(b"x", b"y")), None);
+    }
+
+    #[test]
+    fn inline_hashes_round_trip_and_bad_payloads_are_refused() {
+        let fields: Vec<(&[u8], &[u8])> = vec![(b"", b"x"), (b"a", b""), (b"b", &[0xff; 200])];
+        let p = encode_inline(&fields);
+        assert_eq!(p.len(), inline_len(&fields));
+        assert_eq!(decode_inline(&p), Some(fields.clone()));
+        let r = Record::inline_hash(&fields, Some(7));
+        assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
+        assert!(r.is_hash() && Record::hash(1, None).is_hash());
+        assert!(!Record::string(Vec::new(), None).is_hash());
+        assert_eq!(decode_inline(&encode_inline(&[])), Some(Vec::new()));
+        let out_of_order: Vec<(&[u8], &[u8])> = vec![(b"b", b"1"), (b"a", b"2")];
+        let twice: Vec<(&[u8], &[u8])> = vec![(b"a", b"1"), (b"a", b"2")];
+        for bad in [
+            encode_inline(&out_of_order),
+            encode_inline(&twice),
+            [p.as_slice(), b"\0"].concat(),
+            p[..p.len() - 1].to_vec(),
+            vec![0xff; 11],
+            vec![0x80, 0x80, 0x80, 0x80, 0x01],
+            Vec::new(),
+        ] {
+            assert_eq!(decode_inline(&bad), None, "{bad:?}");
+        }
+        // Every prefix and every one-byte change either decodes to fields in order or is
+        // refused; none panics.
+        for i in 0..p.len() {
+            let _ = decode_inline(&p[..i]);
+            let mut q = p.clone();
+            q[i] ^= 0x55;
+            if let Some(f) = decode_inline(&q) {
+                assert!(f.windows(2).all(|w| w[0].0 < w[1].0));
+            }
+        }
+        assert!(fits_inline(INLINE_MAX_FIELDS, INLINE_MAX_BYTES));
+        assert!(!fits_inline(INLINE_MAX_FIELDS + 1, 0));
+        assert!(!fits_inline(1, INLINE_MAX_BYTES + 1));
+        assert_eq!(registry_user_key(&registry(b"h")), Some(&b"h"[..]));
+        assert_eq!(registry_user_key(&key(b"h")), None);
+    }
+
+    proptest::proptest! {
+        /// What the fuzz target `server_record` checks, on random bytes and on valid
+        /// encodings with random damage.
+        #[test]
+        fn decoders_never_panic_and_round_trip(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+            fields in proptest::collection::btree_map(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20),
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200),
+                0..20,
+            ),
+            at in proptest::prelude::any::<usize>(),
+            flip in 1u8..=255,
+        ) {
+            let pairs: InlineFields<'_> =
+                fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+            let enc = encode_inline(&pairs);
+            proptest::prop_assert_eq!(decode_inline(&enc), Some(pairs.clone()));
+            let mut damaged = enc.clone();
+            let i = at % damaged.len();
+            damaged[i] ^= flip;
+            for bytes in [&data, &damaged] {
+                if let Some(r) = Record::decode(bytes) {
+                    proptest::prop_assert_eq!(&r.encode(), bytes);
+                }
+                if let Some(f) = decode_inline(bytes) {
+                    proptest::prop_assert!(f.windows(2).all(|w| w[0].0 < w[1].0));
+                    let again = encode_inline(&f);
+                    proptest::prop_assert_eq!(decode_inline(&again), Some(f.clone()));
+                }
+            }
+        }
     }
 }

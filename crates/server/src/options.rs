@@ -75,6 +75,13 @@ pub struct ServerOptions {
     /// Password clients must give with `AUTH` (or `HELLO ... AUTH`) before anything else
     /// (Redis's `requirepass`). Default `None`: no authentication.
     pub requirepass: Option<String>,
+    /// A round of at most this many requests is executed by the network loop itself when the
+    /// engine thread is idle (under `appendfsync everysec` and `no`), as Redis's one event
+    /// loop does: no hand-off, no thread wake-ups. Larger rounds (pipelining clients), and
+    /// every round under `always` (whose sync the network loop should not wait for), go to
+    /// the engine thread, so that reading and parsing the next round overlaps them. 0: every
+    /// round goes to the engine thread. Default 64.
+    pub inline_round_max: usize,
 }
 
 impl Default for ServerOptions {
@@ -91,6 +98,7 @@ impl Default for ServerOptions {
             output_pause: 256 << 10,
             max_pipeline: 1024,
             requirepass: None,
+            inline_round_max: 64,
         }
     }
 }

@@ -32,6 +32,8 @@ pub struct Stats {
     pub keyspace_misses: AtomicU64,
     /// Engine rounds (groups of requests executed together).
     pub rounds: AtomicU64,
+    /// Of those, rounds the network loop executed itself (no hand-off to the engine thread).
+    pub inline_rounds: AtomicU64,
     /// Engine batches written.
     pub commits: AtomicU64,
     /// Engine syncs (synced batches and syncs on their own).

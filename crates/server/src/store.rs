@@ -3,11 +3,15 @@
 //! end of the round the overlay becomes one atomic engine batch (synced under
 //! `appendfsync always`), and only then are the round's replies sent. This is the group
 //! commit: every write of every client in a round shares one engine write and one sync.
+//!
+//! The store also keeps, in memory, the set of hashes stored as field records (a mirror of
+//! the engine's `'b'` registry, see [`crate::keys`]): every other key can be overwritten by a
+//! string without reading it first.
 
-use crate::backend::{Backend, Op};
-use crate::error::BackendResult;
+use crate::backend::{Backend, Op, OP_OVERHEAD};
+use crate::error::{BackendError, BackendResult};
 use crate::keys::{self, Record};
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
 
 /// Key-value pairs in key order.
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
@@ -15,7 +19,9 @@ pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 /// The backend and the current round's writes.
 pub struct Store {
     backend: Box<dyn Backend>,
-    overlay: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// This round's writes: a hash map, since reads look keys up far more often than scans
+    /// walk them in order (a scan sorts the part of it in its range).
+    overlay: HashMap<Vec<u8>, Option<Vec<u8>>>,
     overlay_bytes: usize,
     /// Writes were handed to the engine without a sync since the last sync.
     unsynced: bool,
@@ -23,6 +29,10 @@ pub struct Store {
     pub expired_keys: u64,
     /// Puts and deletes so far (a command wrote if it changed).
     writes: u64,
+    /// The names in the engine's `'b'` registry, this round's writes included: the hashes
+    /// stored as field records. `None` while unknown (after a failed commit, until reloaded):
+    /// every key may then be one.
+    field_hashes: Option<HashSet<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -42,15 +52,105 @@ pub fn now_ms() -> u64 {
 }
 
 impl Store {
-    /// A store over `backend` with no pending writes.
-    pub fn new(backend: Box<dyn Backend>) -> Self {
-        Store {
+    /// A store over `backend`: checks the data's format version, upgrades a database of
+    /// format 1 (every hash as field records, no registry: each is registered), and loads the
+    /// registry of field-record hashes.
+    pub fn open(backend: Box<dyn Backend>) -> BackendResult<Self> {
+        let mut s = Store {
             backend,
-            overlay: BTreeMap::new(),
+            overlay: HashMap::new(),
             overlay_bytes: 0,
             unsynced: false,
             expired_keys: 0,
             writes: 0,
+            field_hashes: Some(HashSet::new()),
+        };
+        let version = match s.backend.get(keys::FORMAT_KEY)? {
+            Some(v) => <[u8; 4]>::try_from(v.as_slice())
+                .map(u32::from_le_bytes)
+                .map_err(|_| BackendError::Format("the format record is damaged".into()))?,
+            // No record: a database of format 1, or an empty one.
+            None => 1,
+        };
+        if version > keys::FORMAT_VERSION {
+            return Err(BackendError::Format(format!(
+                "the data is in format {version}; this server reads formats 1 to {}",
+                keys::FORMAT_VERSION
+            )));
+        }
+        if version < keys::FORMAT_VERSION {
+            s.upgrade()?;
+        }
+        s.load_registry()?;
+        Ok(s)
+    }
+
+    /// Format 1 to 2: registers every hash (all are field records in format 1), then writes
+    /// the version, last, so that an upgrade cut short is done again at the next start.
+    fn upgrade(&mut self) -> BackendResult<()> {
+        let end = [keys::KEY + 1];
+        let mut from = vec![keys::KEY];
+        loop {
+            let part = self.backend.scan(&from, Some(&end), 4096)?;
+            let Some((last, _)) = part.last() else { break };
+            from = last.clone();
+            from.push(0);
+            for (ek, v) in &part {
+                let (Some(k), Some(rec)) = (keys::user_key(ek), Record::decode(v)) else {
+                    continue;
+                };
+                if rec.kind == keys::TYPE_HASH {
+                    self.put(keys::registry(k), Vec::new())?;
+                }
+            }
+        }
+        self.put(
+            keys::FORMAT_KEY.to_vec(),
+            keys::FORMAT_VERSION.to_le_bytes().to_vec(),
+        )?;
+        self.commit(true)
+    }
+
+    /// Reads the registry of field-record hashes into memory.
+    fn load_registry(&mut self) -> BackendResult<()> {
+        self.field_hashes = None;
+        let mut set = HashSet::new();
+        let end = [keys::REGISTRY + 1];
+        let mut from = vec![keys::REGISTRY];
+        loop {
+            let part = self.scan(&from, Some(&end), 4096)?;
+            let Some((last, _)) = part.last() else { break };
+            from = last.clone();
+            from.push(0);
+            for (ek, _) in part {
+                if let Some(k) = keys::registry_user_key(&ek) {
+                    set.insert(k.to_vec());
+                }
+            }
+        }
+        self.field_hashes = Some(set);
+        Ok(())
+    }
+
+    /// Whether `k` may be a hash stored as field records (a string written over it must then
+    /// delete its fields): false proves it is not.
+    pub fn may_be_field_hash(&self, k: &[u8]) -> bool {
+        self.field_hashes.as_ref().is_none_or(|s| s.contains(k))
+    }
+
+    /// How many hashes are stored as field records (`None` while unknown).
+    pub fn field_hash_count(&self) -> Option<usize> {
+        self.field_hashes.as_ref().map(HashSet::len)
+    }
+
+    /// Keeps the in-memory registry in step with a write of engine key `k`.
+    fn track(&mut self, k: &[u8], present: bool) {
+        if let (Some(set), Some(name)) = (self.field_hashes.as_mut(), keys::registry_user_key(k)) {
+            if present {
+                set.insert(name.to_vec());
+            } else {
+                set.remove(name);
+            }
         }
     }
 
@@ -76,16 +176,18 @@ impl Store {
     /// engine's batch limit hands them to the engine early (unsynced; the round's commit
     /// syncs them).
     pub fn put(&mut self, k: Vec<u8>, v: Vec<u8>) -> BackendResult<()> {
+        self.track(&k, true);
         self.writes += 1;
-        self.overlay_bytes += k.len() + v.len() + 16;
+        self.overlay_bytes += k.len() + v.len() + OP_OVERHEAD;
         self.overlay.insert(k, Some(v));
         self.spill()
     }
 
     /// Deletes engine key `k` in this round.
     pub fn delete(&mut self, k: Vec<u8>) -> BackendResult<()> {
+        self.track(&k, false);
         self.writes += 1;
-        self.overlay_bytes += k.len() + 16;
+        self.overlay_bytes += k.len() + OP_OVERHEAD;
         self.overlay.insert(k, None);
         self.spill()
     }
@@ -113,7 +215,8 @@ impl Store {
     }
 
     /// Hands this round's writes to the engine as one atomic batch; with `sync`, everything
-    /// written so far is durable when it returns. On failure the round's writes are dropped.
+    /// written so far is durable when it returns. On failure the round's writes are dropped
+    /// (and the in-memory registry, which had followed them, is read again from the engine).
     pub fn commit(&mut self, sync: bool) -> BackendResult<()> {
         let overlay = std::mem::take(&mut self.overlay);
         self.overlay_bytes = 0;
@@ -125,7 +228,11 @@ impl Store {
             return Ok(());
         }
         let ops: Vec<Op> = overlay.into_iter().collect();
-        self.backend.write(&ops, sync)?;
+        if let Err(e) = self.backend.write(&ops, sync) {
+            // Until the registry is read again every key counts as a possible field hash.
+            let _ = self.load_registry();
+            return Err(e);
+        }
         self.unsynced = !sync;
         Ok(())
     }
@@ -141,32 +248,39 @@ impl Store {
     /// Up to `limit` pairs with engine keys in `[start, end)`, this round's writes included.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> BackendResult<Pairs> {
         let mut out = Vec::new();
+        // This round's writes in the range, in key order.
+        let mut pending: Vec<(&Vec<u8>, &Option<Vec<u8>>)> = self
+            .overlay
+            .iter()
+            .filter(|(k, _)| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e))
+            .collect();
+        pending.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut pending = pending.into_iter().peekable();
         let mut from = start.to_vec();
         while out.len() < limit {
             let want = limit - out.len();
             let chunk = self.backend.scan(&from, end, want)?;
             let full = chunk.len() == want;
-            // Overlay entries that belong to this chunk's part of the range: up to the last
-            // key the engine returned (inclusive) when it filled the chunk, else to `end`.
+            // Pending writes that belong to this chunk's part of the range: up to the last
+            // key the engine returned (inclusive) when it filled the chunk, else all.
             let last = chunk.last().map(|(k, _)| k.clone());
-            let mut ov = self
-                .overlay
-                .range(from.clone()..)
-                .take_while(|(k, _)| match (&last, full) {
-                    (Some(l), true) => k.as_slice() <= l.as_slice(),
-                    _ => end.is_none_or(|e| k.as_slice() < e),
-                })
-                .peekable();
+            let in_chunk = |k: &[u8]| match (&last, full) {
+                (Some(l), true) => k <= l.as_slice(),
+                _ => true,
+            };
             let mut it = chunk.into_iter().peekable();
             loop {
-                let take_ov = match (it.peek(), ov.peek()) {
+                let ov = pending.peek().filter(|(k, _)| in_chunk(k));
+                let take_ov = match (it.peek(), ov) {
                     (None, None) => break,
                     (Some(_), None) => false,
                     (None, Some(_)) => true,
                     (Some((bk, _)), Some((ok, _))) => ok.as_slice() <= bk.as_slice(),
                 };
                 if take_ov {
-                    let Some((ok, ov_v)) = ov.next() else { break };
+                    let Some((ok, ov_v)) = pending.next() else {
+                        break;
+                    };
                     if it.peek().is_some_and(|(bk, _)| bk == ok) {
                         it.next();
                     }
@@ -199,10 +313,11 @@ impl Store {
         let Some(v) = self.get(&ek)? else {
             return Ok(None);
         };
-        let Some(rec) = Record::decode(&v) else {
+        let rec = match Record::decode_owned(v) {
+            Ok(rec) => rec,
             // Not a record this server wrote (e.g. the sync marker's namespace is elsewhere,
             // so this is damage): treat as a string holding the raw bytes.
-            return Ok(Some(Record::string(v, None)));
+            Err(v) => return Ok(Some(Record::string(v, None))),
         };
         if rec.expired(now) {
             self.remove(k, &rec)?;
@@ -212,12 +327,14 @@ impl Store {
         Ok(Some(rec))
     }
 
-    /// Deletes Redis key `k` whose record is `rec` (a hash's fields too).
+    /// Deletes Redis key `k` whose record is `rec` (a field-record hash's fields and
+    /// registry record too).
     pub fn remove(&mut self, k: &[u8], rec: &Record) -> BackendResult<()> {
         if rec.kind == keys::TYPE_HASH {
             for (fk, _) in self.fields(k, usize::MAX)? {
                 self.delete(fk)?;
             }
+            self.delete(keys::registry(k))?;
         }
         self.delete(keys::key(k))
     }
@@ -243,7 +360,7 @@ mod tests {
         cfg.capacity = 64 << 20;
         let dev = Arc::new(tegula_device::Disk::in_memory(cfg).unwrap());
         let db = tegula_smrdb::Db::create(dev, Default::default(), Default::default()).unwrap();
-        Store::new(Box::new(SmrdbBackend::new(db)))
+        Store::open(Box::new(SmrdbBackend::new(db))).unwrap()
     }
 
     #[test]
@@ -257,7 +374,8 @@ mod tests {
         s.put("c".into(), b"new".to_vec()).unwrap();
         s.delete("e".into()).unwrap();
         s.put("h".into(), b"new".to_vec()).unwrap();
-        let all = s.scan(b"", None, usize::MAX).unwrap();
+        // From "a": the server's own records (the format version) sort before.
+        let all = s.scan(b"a", None, usize::MAX).unwrap();
         let keys: Vec<_> = all.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         assert_eq!(
             keys,
@@ -272,7 +390,7 @@ mod tests {
         // Every limit and start gives the same order, in pieces.
         for limit in 1..6 {
             let mut got = Vec::new();
-            let mut from = Vec::new();
+            let mut from = b"a".to_vec();
             loop {
                 let part = s.scan(&from, Some(b"z"), limit).unwrap();
                 if part.is_empty() {
@@ -285,6 +403,6 @@ mod tests {
             assert_eq!(got, all, "limit {limit}");
         }
         s.commit(false).unwrap();
-        assert_eq!(s.scan(b"", None, 100).unwrap(), all);
+        assert_eq!(s.scan(b"a", None, 100).unwrap(), all);
     }
 }

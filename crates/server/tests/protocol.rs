@@ -471,3 +471,20 @@ fn shutdown_stops_the_server_with_writes_durable() {
     let report = s.stop();
     assert!(report.commands >= 2);
 }
+
+#[test]
+fn a_client_that_sends_and_half_closes_is_answered_then_closed() {
+    // The request and the end of the stream arrive together: the read that takes the
+    // request is short, and the end must still be noticed (no event announces it again).
+    let s = TestServer::start(ServerOptions::default());
+    for _ in 0..20 {
+        let mut c = s.client();
+        c.send_raw(b"*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$2\r\nhc\r\n$1\r\n1\r\n");
+        c.stream.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(c.read(), Some(Value::Simple(b"PONG".to_vec())));
+        assert_eq!(c.read(), Some(ok()));
+        assert_eq!(c.read(), None, "the server closes its side");
+    }
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["GET", "hc"]), bulk("1"));
+}

@@ -49,11 +49,17 @@ pub trait Backend: Send {
     fn stats(&self) -> Vec<(String, String)>;
     /// Largest key the engine accepts, in bytes.
     fn max_key(&self) -> usize;
-    /// Largest batch (key and value bytes) the engine accepts in one write.
+    /// Largest batch the engine accepts in one write: key and value bytes plus
+    /// [`OP_OVERHEAD`] per operation.
     fn max_batch(&self) -> usize;
     /// Stops the engine, making everything durable.
     fn close(self: Box<Self>) -> BackendResult<()>;
 }
+
+/// Bytes a batch is charged per operation besides its key and value, when it is held against
+/// [`Backend::max_batch`]: SMRDB charges 64 (so a batch of many deletes of short keys is
+/// mostly this).
+pub const OP_OVERHEAD: usize = 64;
 
 /// The internal key that a sync without pending writes rewrites (in the server's reserved
 /// namespace, never visible to clients): engines sync their log only as part of a write.

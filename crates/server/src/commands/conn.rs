@@ -7,18 +7,18 @@ use crate::resp::Proto;
 pub const REDIS_VERSION: &str = "7.0.0";
 
 /// `PING [message]`.
-pub fn ping(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn ping(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
         1 => ctx.reply().simple("PONG"),
-        2 => ctx.reply().bulk(&args[1]),
+        2 => ctx.reply().bulk(args[1]),
         _ => return err("ERR wrong number of arguments for 'ping' command"),
     }
     Ok(())
 }
 
 /// `ECHO message`.
-pub fn echo(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    ctx.reply().bulk(&args[1]);
+pub fn echo(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    ctx.reply().bulk(args[1]);
     Ok(())
 }
 
@@ -37,10 +37,10 @@ fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> CmdResult {
 }
 
 /// `AUTH [username] password`.
-pub fn auth(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn auth(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     match args.len() {
-        2 => check_password(ctx, b"default", &args[1])?,
-        3 => check_password(ctx, &args[1], &args[2])?,
+        2 => check_password(ctx, b"default", args[1])?,
+        3 => check_password(ctx, args[1], args[2])?,
         _ => return err(errors::SYNTAX),
     }
     ctx.reply().ok();
@@ -49,7 +49,7 @@ pub fn auth(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// `HELLO [protover [AUTH username password] [SETNAME name]]`: switches the protocol and
 /// replies with the server's description.
-pub fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn hello(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut proto = ctx.conn.proto;
     let mut i = 1;
     if let Some(v) = args.get(1) {
@@ -63,16 +63,16 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     }
     let mut name = None;
     while i < args.len() {
-        if is(&args[i], "auth") && i + 2 < args.len() {
-            check_password(ctx, &args[i + 1], &args[i + 2])?;
+        if is(args[i], "auth") && i + 2 < args.len() {
+            check_password(ctx, args[i + 1], args[i + 2])?;
             i += 3;
-        } else if is(&args[i], "setname") && i + 1 < args.len() {
-            name = Some(args[i + 1].clone());
+        } else if is(args[i], "setname") && i + 1 < args.len() {
+            name = Some(args[i + 1].to_vec());
             i += 2;
         } else {
             return err(format!(
                 "ERR Syntax error in HELLO option '{}'",
-                super::printable(&args[i])
+                super::printable(args[i])
             ));
         }
     }
@@ -104,15 +104,15 @@ pub fn hello(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `QUIT`: replies OK and closes the connection once the reply is sent.
-pub fn quit(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn quit(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.conn.close = true;
     ctx.reply().ok();
     Ok(())
 }
 
 /// `SELECT index`: only database 0 exists.
-pub fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    match int_arg(&args[1]) {
+pub fn select(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    match int_arg(args[1]) {
         Ok(0) => {
             ctx.reply().ok();
             Ok(())
@@ -123,7 +123,7 @@ pub fn select(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `CLIENT ID | GETNAME | SETNAME name | SETINFO attr value | INFO`.
-pub fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = &args[1];
     if is(sub, "id") {
         let id = ctx.conn.id as i64;
@@ -135,7 +135,7 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         if args[2].iter().any(|b| !b.is_ascii_graphic()) {
             return err("ERR Client names cannot contain spaces, newlines or special characters.");
         }
-        ctx.conn.name = (!args[2].is_empty()).then(|| args[2].clone());
+        ctx.conn.name = (!args[2].is_empty()).then(|| args[2].to_vec());
         ctx.reply().ok();
     } else if is(sub, "setinfo") && args.len() == 4 {
         ctx.reply().ok();
@@ -172,7 +172,7 @@ fn command_entry(ctx: &mut Ctx<'_>, c: &super::CommandSpec) {
 
 /// `COMMAND`, `COMMAND COUNT`, `COMMAND INFO name...`, `COMMAND LIST`, `COMMAND DOCS` (an
 /// empty map: clients such as redis-cli then fall back to their built-in help).
-pub fn command(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let Some(sub) = args.get(1) else {
         ctx.reply().array(COMMANDS.len());
         for c in COMMANDS {

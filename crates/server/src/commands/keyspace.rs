@@ -3,7 +3,7 @@
 
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::glob;
-use crate::keys::{self, Record, TYPE_HASH};
+use crate::keys::{self, Record};
 
 /// The engine-key range of every Redis key: `['k', 'l')`.
 pub(crate) const KEYS_START: &[u8] = &[keys::KEY];
@@ -14,7 +14,7 @@ pub(crate) const KEYS_END: &[u8] = &[keys::KEY + 1];
 pub(crate) const SCAN_CHUNK: usize = 1024;
 
 /// `DEL key...` / `UNLINK key...`: how many existed.
-pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn del(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut n = 0;
     for k in &args[1..] {
         if let Some(rec) = ctx.store.load(k, ctx.now)? {
@@ -27,7 +27,7 @@ pub fn del(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `EXISTS key...`: how many exist (a key named twice counts twice).
-pub fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut n = 0;
     for k in &args[1..] {
         if ctx.load(k)?.is_some() {
@@ -39,7 +39,7 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 fn type_name(rec: &Record) -> &'static str {
-    if rec.kind == TYPE_HASH {
+    if rec.is_hash() {
         "hash"
     } else {
         "string"
@@ -47,10 +47,10 @@ fn type_name(rec: &Record) -> &'static str {
 }
 
 /// `TYPE key`.
-pub fn type_(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn type_(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let t = ctx
         .store
-        .load(&args[1], ctx.now)?
+        .load(args[1], ctx.now)?
         .map_or("none", |r| type_name(&r));
     ctx.reply().simple(t);
     Ok(())
@@ -101,14 +101,14 @@ pub(crate) fn walk(
 }
 
 /// `KEYS pattern`.
-pub fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let pat = args[1].clone();
+pub fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let pat = args[1];
     let limit = ctx.shared.opts.max_output;
     let mut found: Vec<Vec<u8>> = Vec::new();
     let mut bytes = 0usize;
     let mut over = false;
     walk(ctx, KEYS_START, usize::MAX, &mut |k, _| {
-        if glob::matches(&pat, k, false) {
+        if glob::matches(pat, k, false) {
             bytes += k.len() + 16;
             found.push(k.to_vec());
             if bytes > limit {
@@ -134,8 +134,8 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 /// `SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]`. Cursor numbers name a position kept
 /// by the server (see [`super::Cursors`]); 0 starts and ends an iteration. Every key present
 /// for the whole iteration is returned exactly once (keys are visited in order).
-pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let cursor = std::str::from_utf8(&args[1])
+pub fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let cursor = std::str::from_utf8(args[1])
         .ok()
         .and_then(|s| s.parse::<u64>().ok())
         .ok_or_else(|| super::CmdError::Reply("ERR invalid cursor".into()))?;
@@ -145,14 +145,14 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         let Some(v) = args.get(i + 1) else {
             return err(errors::SYNTAX);
         };
-        if is(&args[i], "match") {
-            pat = Some(v.clone());
-        } else if is(&args[i], "count") {
+        if is(args[i], "match") {
+            pat = Some(*v);
+        } else if is(args[i], "count") {
             count = match int_arg(v)? {
                 n if n >= 1 => n as usize,
                 _ => return err(errors::SYNTAX),
             };
-        } else if is(&args[i], "type") {
+        } else if is(args[i], "type") {
             ty = Some(v.to_ascii_lowercase());
         } else {
             return err(errors::SYNTAX);
@@ -192,8 +192,8 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(())
 }
 
-fn set_expiry(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64) -> CmdResult {
-    let n = int_arg(&args[2])?;
+fn set_expiry(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: i64) -> CmdResult {
+    let n = int_arg(args[2])?;
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for a in &args[3..] {
         if is(a, "nx") {
@@ -211,7 +211,7 @@ fn set_expiry(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64) -> CmdResult {
     if nx && (xx || gt || lt) || gt && lt {
         return err("ERR NX and XX, GT or LT options at the same time are not compatible");
     }
-    let Some(rec) = ctx.store.load(&args[1], ctx.now)? else {
+    let Some(rec) = ctx.store.load(args[1], ctx.now)? else {
         ctx.reply().int(0);
         return Ok(());
     };
@@ -231,30 +231,30 @@ fn set_expiry(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64) -> CmdResult {
         return Ok(());
     }
     if at <= ctx.now as i64 {
-        ctx.store.remove(&args[1], &rec)?;
+        ctx.store.remove(args[1], &rec)?;
     } else {
         let new = Record {
             expire_at: Some(at as u64),
             ..rec
         };
-        ctx.store.put(keys::key(&args[1]), new.encode())?;
+        ctx.store.put(keys::key(args[1]), new.encode())?;
     }
     ctx.reply().int(1);
     Ok(())
 }
 
 /// `EXPIRE key seconds [NX|XX|GT|LT]`.
-pub fn expire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn expire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     set_expiry(ctx, args, 1000)
 }
 
 /// `PEXPIRE key milliseconds [NX|XX|GT|LT]`.
-pub fn pexpire(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn pexpire(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     set_expiry(ctx, args, 1)
 }
 
-fn ttl_in(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: u64) -> CmdResult {
-    let t = match ctx.store.load(&args[1], ctx.now)? {
+fn ttl_in(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: u64) -> CmdResult {
+    let t = match ctx.store.load(args[1], ctx.now)? {
         None => -2,
         Some(Record {
             expire_at: None, ..
@@ -269,24 +269,24 @@ fn ttl_in(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: u64) -> CmdResult {
 }
 
 /// `TTL key`: seconds left, -1 without expiry, -2 without the key.
-pub fn ttl(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn ttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_in(ctx, args, 1000)
 }
 
 /// `PTTL key`: milliseconds left, -1 without expiry, -2 without the key.
-pub fn pttl(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn pttl(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     ttl_in(ctx, args, 1)
 }
 
 /// `PERSIST key`: removes the expiry.
-pub fn persist(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let n = match ctx.store.load(&args[1], ctx.now)? {
+pub fn persist(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = match ctx.store.load(args[1], ctx.now)? {
         Some(rec) if rec.expire_at.is_some() => {
             let new = Record {
                 expire_at: None,
                 ..rec
             };
-            ctx.store.put(keys::key(&args[1]), new.encode())?;
+            ctx.store.put(keys::key(args[1]), new.encode())?;
             1
         }
         _ => 0,

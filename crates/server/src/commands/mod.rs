@@ -9,6 +9,7 @@ pub mod keyspace;
 pub mod server;
 pub mod strings;
 
+use crate::backend::OP_OVERHEAD;
 use crate::error::BackendError;
 use crate::keys::Record;
 use crate::resp::{Proto, Reply};
@@ -50,8 +51,8 @@ impl From<BackendError> for CmdError {
 /// Result of a handler.
 pub type CmdResult = Result<(), CmdError>;
 
-/// A command handler.
-pub type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> CmdResult;
+/// A command handler: the request's arguments, the command's name first.
+pub type Handler = fn(&mut Ctx<'_>, &[&[u8]]) -> CmdResult;
 
 /// One entry of the command table.
 #[derive(Debug)]
@@ -255,10 +256,10 @@ impl Ctx<'_> {
                 b.max_key()
             )));
         }
-        if engine_key + value + 64 > b.max_batch() {
+        if engine_key + value + OP_OVERHEAD > b.max_batch() {
             return Err(CmdError::Reply(format!(
                 "ERR value too large ({value} bytes, the engine's limit is {})",
-                b.max_batch().saturating_sub(engine_key + 64)
+                b.max_batch().saturating_sub(engine_key + OP_OVERHEAD)
             )));
         }
         Ok(())
@@ -301,7 +302,7 @@ pub fn is(a: &[u8], kw: &str) -> bool {
 }
 
 /// Executes one request, appending exactly one reply to the connection's buffer.
-pub fn execute(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) {
+pub fn execute(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
     let Some(name) = args.first() else {
         return;
     };

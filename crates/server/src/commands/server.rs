@@ -20,7 +20,7 @@ fn count_keys(ctx: &mut Ctx<'_>) -> Result<(u64, u64), super::CmdError> {
 }
 
 /// `DBSIZE`.
-pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn dbsize(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let (n, _) = count_keys(ctx)?;
     ctx.reply().int(n as i64);
     Ok(())
@@ -50,7 +50,7 @@ pub fn cpu_micros() -> (u64, u64) {
 
 /// `INFO [section ...]`: server, clients, memory, persistence, stats, cpu, keyspace and
 /// tegula (the engine's statistics). `all`/`everything`/no argument give every section.
-pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let want = |name: &str| {
         args.len() == 1
             || args[1..]
@@ -109,7 +109,8 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              protocol_error_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\
-             timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_errors:{}\r\n\r\n",
+             timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_inline_rounds:{}\r\n\
+             engine_errors:{}\r\nfield_record_hashes:{}\r\n\r\n",
             g(&st.connections_received),
             g(&st.commands_processed),
             g(&st.net_input_bytes),
@@ -122,7 +123,11 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
             g(&st.output_limit_disconnections),
             g(&st.timeout_disconnections),
             g(&st.rounds),
-            g(&st.engine_errors)
+            g(&st.inline_rounds),
+            g(&st.engine_errors),
+            ctx.store
+                .field_hash_count()
+                .map_or_else(|| "unknown".to_string(), |n| n.to_string())
         );
     }
     if want("cpu") {
@@ -184,7 +189,7 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
 
 /// `CONFIG GET pattern...`, `CONFIG RESETSTAT`; `CONFIG SET` is refused (options are given
 /// on the command line).
-pub fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn config(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let sub = &args[1];
     if is(sub, "get") {
         if args.len() < 3 {
@@ -222,7 +227,7 @@ pub fn config(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 
 /// `FLUSHDB [ASYNC|SYNC]` / `FLUSHALL`: deletes every key (a scan of the whole data set, so
 /// O(records); the deletes go out in engine batches).
-pub fn flushdb(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn flushdb(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if let Some(a) = args.get(1) {
         if !is(a, "async") && !is(a, "sync") || args.len() > 2 {
             return err(super::errors::SYNTAX);
@@ -252,28 +257,28 @@ fn durable_save(ctx: &mut Ctx<'_>) -> CmdResult {
 
 /// `SAVE`: everything written so far is flushed to the engine's persistent structures and
 /// synced before the reply.
-pub fn save(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn save(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     durable_save(ctx)?;
     ctx.reply().ok();
     Ok(())
 }
 
 /// `BGSAVE [SCHEDULE]`: as `SAVE` (the flush is done before the reply; Redis forks instead).
-pub fn bgsave(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn bgsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     durable_save(ctx)?;
     ctx.reply().simple("Background saving started");
     Ok(())
 }
 
 /// `LASTSAVE`.
-pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn lastsave(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let t = *ctx.last_save as i64;
     ctx.reply().int(t);
     Ok(())
 }
 
 /// `TIME`.
-pub fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn time(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     let d = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
@@ -286,7 +291,7 @@ pub fn time(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
 
 /// `SHUTDOWN [NOSAVE|SAVE]`: the server stops as on SIGTERM (everything acknowledged is made
 /// durable; NOSAVE is not honoured: nothing acknowledged is ever dropped). No reply, as Redis.
-pub fn shutdown(ctx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> CmdResult {
+pub fn shutdown(ctx: &mut Ctx<'_>, _args: &[&[u8]]) -> CmdResult {
     ctx.shared.shutdown.store(true, Ordering::Release);
     ctx.conn.close = true;
     Ok(())

@@ -1,6 +1,8 @@
 //! String commands: GET, SET (EX/PX/EXAT/PXAT/KEEPTTL, NX/XX, GET), SETNX, SETEX, PSETEX,
 //! GETSET, GETDEL, MGET, MSET, INCR/DECR/INCRBY/DECRBY, APPEND, STRLEN. A string is one
-//! `'k'` record (see [`crate::keys`]); writing a string over a hash deletes the hash's fields.
+//! `'k'` record (see [`crate::keys`]); writing a string over a hash stored as field records
+//! deletes its fields. Any other key is overwritten without being read (`SET`, `MSET`,
+//! `SETEX`, `PSETEX`): the store knows every hash stored as field records.
 
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::keys::{self, Record, TYPE_HASH, TYPE_STRING};
@@ -13,7 +15,7 @@ fn string_of(rec: &Record) -> Result<&[u8], super::CmdError> {
     Ok(&rec.payload)
 }
 
-/// Stores string `v` under `k`, replacing `old` (a hash's fields are deleted).
+/// Stores string `v` under `k`, replacing `old` (a field-record hash's fields are deleted).
 pub(crate) fn store_string(
     ctx: &mut Ctx<'_>,
     k: &[u8],
@@ -31,9 +33,19 @@ pub(crate) fn store_string(
     Ok(())
 }
 
+/// Stores string `v` under `k` whatever it held, reading the key first only when it may be a
+/// hash stored as field records (whose fields must go with it).
+fn overwrite_string(ctx: &mut Ctx<'_>, k: &[u8], v: &[u8], expire_at: Option<u64>) -> CmdResult {
+    if ctx.store.may_be_field_hash(k) {
+        let old = ctx.store.load(k, ctx.now)?;
+        return store_string(ctx, k, old.as_ref(), v, expire_at);
+    }
+    store_string(ctx, k, None, v, expire_at)
+}
+
 /// `GET key`.
-pub fn get(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    match ctx.load(&args[1])? {
+pub fn get(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    match ctx.load(args[1])? {
         None => ctx.reply().null(),
         Some(rec) => {
             let v = string_of(&rec)?;
@@ -64,7 +76,7 @@ fn expiry(
 }
 
 /// `SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL]`.
-pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn set(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let (mut nx, mut xx, mut get, mut keepttl) = (false, false, false, false);
     let mut expire_at = None;
     let mut i = 3;
@@ -103,7 +115,12 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         }
         i += 1;
     }
-    let old = ctx.load(&args[1])?;
+    if !(nx || xx || get || keepttl) {
+        overwrite_string(ctx, args[1], args[2], expire_at)?;
+        ctx.reply().ok();
+        return Ok(());
+    }
+    let old = ctx.load(args[1])?;
     if get {
         if let Some(o) = &old {
             string_of(o)?;
@@ -114,7 +131,7 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         if keepttl {
             expire_at = old.as_ref().and_then(|o| o.expire_at);
         }
-        store_string(ctx, &args[1], old.as_ref(), &args[2], expire_at)?;
+        store_string(ctx, args[1], old.as_ref(), args[2], expire_at)?;
     }
     if get {
         let prev = old.map(|o| o.payload);
@@ -128,60 +145,59 @@ pub fn set(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `SETNX key value`.
-pub fn setnx(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    if ctx.load(&args[1])?.is_some() {
+pub fn setnx(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    if ctx.load(args[1])?.is_some() {
         ctx.reply().int(0);
         return Ok(());
     }
-    store_string(ctx, &args[1], None, &args[2], None)?;
+    store_string(ctx, args[1], None, args[2], None)?;
     ctx.reply().int(1);
     Ok(())
 }
 
-fn setex_unit(ctx: &mut Ctx<'_>, args: &[Vec<u8>], unit: i64, cmd: &str) -> CmdResult {
-    let at = expiry(ctx, unit, false, &args[2], cmd)?;
-    let old = ctx.load(&args[1])?;
-    store_string(ctx, &args[1], old.as_ref(), &args[3], Some(at))?;
+fn setex_unit(ctx: &mut Ctx<'_>, args: &[&[u8]], unit: i64, cmd: &str) -> CmdResult {
+    let at = expiry(ctx, unit, false, args[2], cmd)?;
+    overwrite_string(ctx, args[1], args[3], Some(at))?;
     ctx.reply().ok();
     Ok(())
 }
 
 /// `SETEX key seconds value`.
-pub fn setex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn setex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     setex_unit(ctx, args, 1000, "setex")
 }
 
 /// `PSETEX key milliseconds value`.
-pub fn psetex(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn psetex(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     setex_unit(ctx, args, 1, "psetex")
 }
 
 /// `GETSET key value`.
-pub fn getset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let old = ctx.load(&args[1])?;
+pub fn getset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let old = ctx.load(args[1])?;
     if let Some(o) = &old {
         string_of(o)?;
     }
-    store_string(ctx, &args[1], old.as_ref(), &args[2], None)?;
+    store_string(ctx, args[1], old.as_ref(), args[2], None)?;
     ctx.reply()
         .opt_bulk(old.as_ref().map(|o| o.payload.as_slice()));
     Ok(())
 }
 
 /// `GETDEL key`.
-pub fn getdel(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let Some(old) = ctx.load(&args[1])? else {
+pub fn getdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let Some(old) = ctx.load(args[1])? else {
         ctx.reply().null();
         return Ok(());
     };
     string_of(&old)?;
-    ctx.store.remove(&args[1], &old)?;
+    ctx.store.remove(args[1], &old)?;
     ctx.reply().bulk(&old.payload);
     Ok(())
 }
 
 /// `MGET key...`: a null for a missing key or one that is not a string.
-pub fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn mget(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let mut vals = Vec::with_capacity(args.len() - 1);
     for k in &args[1..] {
         vals.push(ctx.load(k)?.filter(|r| r.kind == TYPE_STRING));
@@ -195,7 +211,7 @@ pub fn mget(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 /// `MSET key value [key value ...]`.
-pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
+pub fn mset(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     if args.len().is_multiple_of(2) {
         return err("ERR wrong number of arguments for 'mset' command");
     }
@@ -203,8 +219,7 @@ pub fn mset(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
         ctx.check_size(kv[0].len() + 1, kv[1].len())?;
     }
     for kv in args[1..].chunks_exact(2) {
-        let old = ctx.load(&kv[0])?;
-        store_string(ctx, &kv[0], old.as_ref(), &kv[1], None)?;
+        overwrite_string(ctx, kv[0], kv[1], None)?;
     }
     ctx.reply().ok();
     Ok(())
@@ -233,46 +248,46 @@ fn incr_by(ctx: &mut Ctx<'_>, k: &[u8], delta: i64) -> CmdResult {
 }
 
 /// `INCR key`.
-pub fn incr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    incr_by(ctx, &args[1], 1)
+pub fn incr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    incr_by(ctx, args[1], 1)
 }
 
 /// `DECR key`.
-pub fn decr(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    incr_by(ctx, &args[1], -1)
+pub fn decr(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    incr_by(ctx, args[1], -1)
 }
 
 /// `INCRBY key delta`.
-pub fn incrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let d = int_arg(&args[2])?;
-    incr_by(ctx, &args[1], d)
+pub fn incrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let d = int_arg(args[2])?;
+    incr_by(ctx, args[1], d)
 }
 
 /// `DECRBY key delta`.
-pub fn decrby(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let d = int_arg(&args[2])?;
+pub fn decrby(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let d = int_arg(args[2])?;
     let Some(d) = d.checked_neg() else {
         return err("ERR decrement would overflow");
     };
-    incr_by(ctx, &args[1], d)
+    incr_by(ctx, args[1], d)
 }
 
 /// `APPEND key value`: the new length.
-pub fn append(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let old = ctx.load(&args[1])?;
+pub fn append(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let old = ctx.load(args[1])?;
     let (mut v, expire_at) = match &old {
         None => (Vec::new(), None),
         Some(rec) => (string_of(rec)?.to_vec(), rec.expire_at),
     };
-    v.extend_from_slice(&args[2]);
-    store_string(ctx, &args[1], old.as_ref(), &v, expire_at)?;
+    v.extend_from_slice(args[2]);
+    store_string(ctx, args[1], old.as_ref(), &v, expire_at)?;
     ctx.reply().int(v.len() as i64);
     Ok(())
 }
 
 /// `STRLEN key`.
-pub fn strlen(ctx: &mut Ctx<'_>, args: &[Vec<u8>]) -> CmdResult {
-    let n = match ctx.load(&args[1])? {
+pub fn strlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let n = match ctx.load(args[1])? {
         None => 0,
         Some(rec) => string_of(&rec)?.len(),
     };

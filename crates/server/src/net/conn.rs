@@ -2,7 +2,7 @@
 //! (replies not yet sent) and the limits on both.
 
 use crate::commands::ConnState;
-use crate::resp::{parse_command_resume, Args, Limits, Parse, Partial, ProtocolError, Reply};
+use crate::resp::{parse_request, Batch, Limits, Parse, Partial, ProtocolError, Reply, Request};
 use mio::net::TcpStream;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Instant;
@@ -13,6 +13,9 @@ const READ_AHEAD: usize = 64 << 10;
 pub(crate) const SCRATCH: usize = 256 << 10;
 /// Buffers larger than this are given back to the allocator once empty.
 const KEEP_CAPACITY: usize = 256 << 10;
+/// A spare buffer (a round's batch or reply buffer, kept for the next round) larger than this
+/// is given back: idle connections hold little.
+pub(crate) const KEEP_SPARE: usize = 64 << 10;
 
 /// What reading found.
 #[derive(Debug, PartialEq, Eq)]
@@ -34,13 +37,20 @@ pub(crate) struct Conn {
     in_start: usize,
     /// Unparsed bytes the parser needs before it can make progress.
     need: usize,
-    /// The request being parsed, when only part of it has arrived.
-    partial: Option<Partial>,
+    /// The parser's state: the request being parsed, when only part of it has arrived.
+    partial: Partial,
     out: Vec<u8>,
     out_pos: usize,
+    /// Buffers of the last round, emptied, reused by the next: its request batch and a reply
+    /// buffer (no allocation per round in the steady state).
+    spare_cmds: Batch,
+    spare_out: Vec<u8>,
     /// The socket may have bytes to read (edge-triggered: set by an event, cleared when a
     /// read would block).
     pub may_read: bool,
+    /// The poll reported the peer's end of the stream (or an error): reads go on until they
+    /// return 0 (no event will announce it again).
+    pub peer_done: bool,
     /// The client closed its side.
     pub eof: bool,
     /// A job of this connection is with the engine thread.
@@ -65,10 +75,13 @@ impl Conn {
             inbuf: Vec::new(),
             in_start: 0,
             need: 1,
-            partial: None,
+            partial: Partial::default(),
             out: Vec::new(),
             out_pos: 0,
+            spare_cmds: Batch::default(),
+            spare_out: Vec::new(),
             may_read: true,
+            peer_done: false,
             eof: false,
             in_flight: false,
             closing: false,
@@ -111,6 +124,13 @@ impl Conn {
                     self.inbuf.extend_from_slice(&scratch[..n]);
                     total += n;
                     self.last_active = Instant::now();
+                    if n < room && !self.peer_done {
+                        // A short read emptied the socket's receive queue: bytes arriving
+                        // from now on raise a new edge-triggered event, so the read that would
+                        // only say `WouldBlock` (a system call per request) is skipped, as
+                        // nginx does.
+                        self.may_read = false;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => self.may_read = false,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -127,20 +147,31 @@ impl Conn {
 
     /// Parses up to `max` complete requests from the input. A protocol error ends the list
     /// (the requests before it are still returned).
-    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Vec<Args>, Option<ProtocolError>) {
-        let mut cmds = Vec::new();
+    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Batch, Option<ProtocolError>) {
         if self.unparsed() < self.need {
-            return (cmds, None);
+            return (Batch::default(), None);
         }
+        // The arguments are at most the unparsed bytes, each at least 5 of them (`$0\r\n\r\n`):
+        // room for all at once, rather than growing the buffers step by step.
+        let n = self.unparsed();
+        let mut cmds = std::mem::take(&mut self.spare_cmds);
+        cmds.reserve(n, (n / 5).min(1 << 12));
         while cmds.len() < max {
             // A partly parsed request resumes where it stopped: linear in its length.
-            match parse_command_resume(&self.inbuf[self.in_start..], lim, &mut self.partial) {
-                Ok(Parse::Done(args, n)) => {
+            let buf = &self.inbuf[self.in_start..];
+            match parse_request(buf, lim, &mut self.partial) {
+                Ok(Parse::Done(req, n)) => {
+                    match req {
+                        Request::Array => cmds.push(
+                            self.partial
+                                .spans()
+                                .iter()
+                                .map(|&(s, e)| buf.get(s..e).unwrap_or_default()),
+                        ),
+                        Request::Inline(args) => cmds.push(args.iter().map(Vec::as_slice)),
+                    }
                     self.in_start += n;
                     self.need = 1;
-                    if !args.is_empty() {
-                        cmds.push(args);
-                    }
                 }
                 Ok(Parse::Incomplete(need)) => {
                     self.need = need;
@@ -159,6 +190,11 @@ impl Conn {
             self.inbuf.drain(..self.in_start);
             self.in_start = 0;
         }
+        if cmds.is_empty() {
+            // Nothing complete yet: the batch stays for the next call.
+            self.spare_cmds = cmds;
+            return (Batch::default(), None);
+        }
         (cmds, None)
     }
 
@@ -172,6 +208,28 @@ impl Conn {
             return;
         }
         self.out.extend_from_slice(bytes);
+    }
+
+    /// Appends a round's replies, taking their buffer when nothing is pending; keeps the
+    /// round's batch and a reply buffer for the next round.
+    pub fn push_output_owned(&mut self, mut bytes: Vec<u8>, cmds: Batch) {
+        self.spare_cmds = cmds;
+        if self.out.is_empty() {
+            self.last_write = Instant::now();
+            std::mem::swap(&mut self.out, &mut bytes);
+            self.out_pos = 0;
+        } else {
+            self.push_output(&bytes);
+        }
+        bytes.clear();
+        if bytes.capacity() <= KEEP_SPARE {
+            self.spare_out = bytes;
+        }
+    }
+
+    /// A reply buffer for a round (empty).
+    pub fn take_reply_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.spare_out)
     }
 
     /// Appends an error reply.

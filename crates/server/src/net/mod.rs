@@ -1,17 +1,20 @@
 //! The network loop: one thread, one `mio` poll over the listener and every connection
 //! (edge-triggered, no thread per connection), as Redis's event loop. It reads and parses
-//! requests, hands each poll iteration's requests to the engine thread as one round, and
-//! writes the replies back when the engine thread wakes it. Limits: `max_clients`
+//! requests and makes each poll iteration's requests one round: a small one it executes
+//! itself while the engine thread is idle (no hand-off), a larger one it hands to the engine
+//! thread, and it writes the replies back when the engine thread wakes it. Limits: `max_clients`
 //! connections, `max_request` bytes of unparsed input and `max_output` bytes of pending
 //! replies per connection, `idle_timeout`, `output_stall_timeout`.
 
 mod conn;
 
+pub(crate) use conn::KEEP_SPARE;
+
 use crate::backend::Backend;
 use crate::commands::ConnState;
-use crate::engine::{Done, Engine, Job, ToEngine};
+use crate::engine::{self, Done, Engine, Job, ToEngine};
 use crate::error::ServerError;
-use crate::options::ServerOptions;
+use crate::options::{AppendFsync, ServerOptions};
 use crate::resp::{Limits, Proto};
 use crate::stats::{Shared, Stats};
 use conn::{Conn, ReadOutcome};
@@ -21,7 +24,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -108,12 +111,13 @@ impl Server {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (to_engine, engine_rx) = mpsc::channel::<ToEngine>();
         let (done_tx, from_engine) = mpsc::channel::<Vec<Done>>();
-        let engine = Engine::new(backend, shared.clone());
+        let engine = Arc::new(Mutex::new(Engine::new(backend, shared.clone())?));
         let w = waker.clone();
+        let e = engine.clone();
         let handle = std::thread::Builder::new()
             .name("resp-engine".into())
             .spawn(move || {
-                engine.run(engine_rx, done_tx, move || {
+                engine::run(e, engine_rx, done_tx, move || {
                     // A failed wake only delays replies to the next tick.
                     let _ = w.wake();
                 })
@@ -133,6 +137,7 @@ impl Server {
                 max_args: self.opts.max_args,
                 max_inline: 64 << 10,
             },
+            engine,
             to_engine,
             from_engine,
             round: Vec::new(),
@@ -141,9 +146,11 @@ impl Server {
             stopping: false,
         };
         let served = lp.serve(stop);
-        // Stop the engine whatever happened: it commits, syncs and closes the backend.
-        let _ = lp.to_engine.send(ToEngine::Stop);
+        // Stop the engine whatever happened: it commits, syncs and closes the backend (once
+        // this loop's handle on it is gone).
+        let to_engine = lp.to_engine.clone();
         drop(lp);
+        let _ = to_engine.send(ToEngine::Stop);
         let closed = handle
             .join()
             .map_err(|_| ServerError::EngineThread("the engine thread panicked".into()))?;
@@ -168,6 +175,8 @@ struct Loop {
     next_id: u64,
     shared: Arc<Shared>,
     limits: Limits,
+    /// The engine, shared with the engine thread (locked by whichever executes a round).
+    engine: Arc<Mutex<Engine>>,
     to_engine: mpsc::Sender<ToEngine>,
     from_engine: mpsc::Receiver<Vec<Done>>,
     /// Jobs gathered in this poll iteration.
@@ -205,7 +214,13 @@ impl Loop {
                     return Ok(());
                 }
             }
-            match self.poll.poll(&mut events, Some(TICK)) {
+            // Jobs gathered while applying replies wait for no event.
+            let wait = if self.round.is_empty() {
+                TICK
+            } else {
+                Duration::ZERO
+            };
+            match self.poll.poll(&mut events, Some(wait)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
@@ -220,6 +235,9 @@ impl Loop {
                         };
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                             c.may_read = true;
+                        }
+                        if ev.is_read_closed() || ev.is_error() {
+                            c.peer_done = true;
                         }
                         if ev.is_writable() || ev.is_write_closed() {
                             self.flush(t);
@@ -386,6 +404,7 @@ impl Loop {
                 gen: c.gen,
                 cmds,
                 state: c.state.clone(),
+                reply: c.take_reply_buffer(),
             });
             return;
         }
@@ -400,48 +419,69 @@ impl Loop {
         }
     }
 
-    /// Hands this iteration's jobs to the engine thread.
+    /// Executes this iteration's jobs here if they are few and the engine thread is idle,
+    /// else hands them to the engine thread.
     fn send_round(&mut self) -> Result<(), ServerError> {
         if self.round.is_empty() {
             return Ok(());
         }
-        let jobs = std::mem::take(&mut self.round);
+        let mut jobs = std::mem::take(&mut self.round);
+        let opts = &self.shared.opts;
+        let requests: usize = jobs.iter().map(|j| j.cmds.len()).sum();
+        // The engine's lock decides: held by the engine thread (a round or a sync under way),
+        // the round goes there. Jobs are of other connections than those of rounds still
+        // queued there, whose order does not matter.
+        if requests <= opts.inline_round_max && opts.appendfsync != AppendFsync::Always {
+            match Engine::try_inline(&self.engine, jobs) {
+                Ok(done) => {
+                    Stats::add(&self.shared.stats.inline_rounds, 1);
+                    self.apply(done);
+                    return Ok(());
+                }
+                Err(back) => jobs = back,
+            }
+        }
         self.to_engine
             .send(ToEngine::Round(jobs))
             .map_err(|_| ServerError::EngineThread("the engine thread stopped".into()))
     }
 
-    /// Queues the engine's replies and writes them.
+    /// Queues the engine thread's replies and writes them.
     fn take_replies(&mut self) {
         while let Ok(batch) = self.from_engine.try_recv() {
-            for d in batch {
-                let max_output = self.shared.opts.max_output;
-                let Some(Some(c)) = self.conns.get_mut(d.token) else {
-                    continue;
-                };
-                if c.gen != d.gen {
-                    continue;
-                }
-                c.in_flight = false;
-                c.state = d.state;
-                if d.overflow || c.pending_output() + d.reply.len() > max_output {
-                    Stats::add(&self.shared.stats.output_limit_disconnections, 1);
-                    self.close(d.token);
-                    continue;
-                }
-                c.push_output(&d.reply);
-                if let Some(e) = c.error_after.take() {
-                    // A protocol error followed these requests: its reply goes after theirs.
-                    c.push_error(&e);
-                    c.closing = true;
-                }
-                if c.state.close {
-                    c.closing = true;
-                }
-                self.flush(d.token);
-                // More requests may be waiting in the buffer or the socket.
-                self.pump(d.token);
+            self.apply(batch);
+        }
+    }
+
+    /// Queues the replies of a round and writes them; reads the connections' next requests.
+    fn apply(&mut self, batch: Vec<Done>) {
+        for d in batch {
+            let max_output = self.shared.opts.max_output;
+            let Some(Some(c)) = self.conns.get_mut(d.token) else {
+                continue;
+            };
+            if c.gen != d.gen {
+                continue;
             }
+            c.in_flight = false;
+            c.state = d.state;
+            if d.overflow || c.pending_output() + d.reply.len() > max_output {
+                Stats::add(&self.shared.stats.output_limit_disconnections, 1);
+                self.close(d.token);
+                continue;
+            }
+            c.push_output_owned(d.reply, d.cmds);
+            if let Some(e) = c.error_after.take() {
+                // A protocol error followed these requests: its reply goes after theirs.
+                c.push_error(&e);
+                c.closing = true;
+            }
+            if c.state.close {
+                c.closing = true;
+            }
+            self.flush(d.token);
+            // More requests may be waiting in the buffer or the socket.
+            self.pump(d.token);
         }
     }
 

@@ -104,26 +104,66 @@ pub fn parse_command(buf: &[u8], lim: &Limits) -> Result<Parse<Args>, ProtocolEr
     parse_command_resume(buf, lim, &mut None)
 }
 
-/// A request array parsed in part: the arguments read so far and where the next starts, so
-/// that parsing resumes there when more bytes arrive (a long request costs linear time however
-/// it is split).
+/// The state of [`parse_request`]: a request array parsed in part (where each argument read
+/// so far lies in the buffer, and where the next starts), so that parsing resumes there when
+/// more bytes arrive (a long request costs linear time however it is split); after a complete
+/// array, where its arguments lie. Kept from request to request, it allocates nothing in the
+/// steady state.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Partial {
+    /// An array is being parsed.
+    active: bool,
     n: usize,
-    args: Args,
+    /// Start and end of each argument read so far, in the buffer.
+    spans: Vec<(usize, usize)>,
     pos: usize,
 }
 
+impl Partial {
+    /// Whether a request array is parsed in part.
+    pub fn is_active(&self) -> bool {
+        self.active
+    }
+
+    /// Where the arguments of the request array just parsed lie in the buffer it was parsed
+    /// from (empty for `*0`).
+    pub fn spans(&self) -> &[(usize, usize)] {
+        &self.spans
+    }
+}
+
+/// A complete request found by [`parse_request`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    /// A request array, its arguments in the buffer at [`Partial::spans`] (none: `*0`,
+    /// which Redis ignores).
+    Array,
+    /// An inline command (as telnet sends), split into arguments (none: an empty line).
+    Inline(Args),
+}
+
 /// Parses one request from the start of `buf`, resuming from `partial` (left by an earlier
-/// call on a prefix of the same bytes) and leaving it set when the request is incomplete.
-pub fn parse_command_resume(
+/// call on a prefix of the same bytes, or by a complete request). An array's arguments are
+/// not copied: [`Partial::spans`] says where they are.
+pub fn parse_request(
     buf: &[u8],
     lim: &Limits,
-    partial: &mut Option<Partial>,
-) -> Result<Parse<Args>, ProtocolError> {
-    let p = match partial {
-        Some(p) => p,
-        None => match buf.first() {
+    p: &mut Partial,
+) -> Result<Parse<Request>, ProtocolError> {
+    let r = parse_request_inner(buf, lim, p);
+    if !matches!(r, Ok(Parse::Incomplete(_))) {
+        p.active = false;
+    }
+    r
+}
+
+fn parse_request_inner(
+    buf: &[u8],
+    lim: &Limits,
+    p: &mut Partial,
+) -> Result<Parse<Request>, ProtocolError> {
+    if !p.active {
+        match buf.first() {
             None => return Ok(Parse::Incomplete(1)),
             Some(b'*') => {
                 let Some((line, pos)) = read_line(buf, 1, MAX_HEADER)
@@ -132,8 +172,9 @@ pub fn parse_command_resume(
                     return Ok(Parse::Incomplete(buf.len() + 1));
                 };
                 let n = parse_int(line).ok_or(ProtocolError::InvalidMultibulkLength)?;
+                p.spans.clear();
                 if n <= 0 {
-                    return Ok(Parse::Done(Vec::new(), pos));
+                    return Ok(Parse::Done(Request::Array, pos));
                 }
                 if n as u64 > lim.max_args as u64 {
                     return Err(ProtocolError::InvalidMultibulkLength);
@@ -142,16 +183,20 @@ pub fn parse_command_resume(
                 // Every argument takes at least 5 bytes (`$0\r\n\r\n`): reserve no more
                 // than the buffer can hold, so a large declared count costs nothing until its
                 // bytes arrive.
-                partial.insert(Partial {
-                    n,
-                    args: Vec::with_capacity(n.min(buf.len() / 5 + 1)),
-                    pos,
+                p.spans.reserve(n.min(buf.len() / 5 + 1));
+                p.n = n;
+                p.pos = pos;
+                p.active = true;
+            }
+            Some(_) => {
+                return Ok(match parse_inline(buf, lim)? {
+                    Parse::Done(args, n) => Parse::Done(Request::Inline(args), n),
+                    Parse::Incomplete(k) => Parse::Incomplete(k),
                 })
             }
-            Some(_) => return parse_inline(buf, lim),
-        },
-    };
-    while p.args.len() < p.n {
+        }
+    }
+    while p.spans.len() < p.n {
         let pos = p.pos;
         match buf.get(pos) {
             None => return Ok(Parse::Incomplete(pos + 1)),
@@ -167,16 +212,40 @@ pub fn parse_command_resume(
         if len < 0 || len as u64 > lim.max_bulk as u64 {
             return Err(ProtocolError::InvalidBulkLength);
         }
-        match bulk_body(buf, next, len as usize)? {
-            Parse::Done(body, after) => {
-                p.args.push(body.to_vec());
+        let len = len as usize;
+        match bulk_body(buf, next, len)? {
+            Parse::Done(_, after) => {
+                p.spans.push((next, next + len));
                 p.pos = after;
             }
             Parse::Incomplete(need) => return Ok(Parse::Incomplete(need)),
         }
     }
-    let p = partial.take().unwrap_or_default();
-    Ok(Parse::Done(p.args, p.pos))
+    Ok(Parse::Done(Request::Array, p.pos))
+}
+
+/// Parses one request from the start of `buf` into owned arguments, resuming from `partial`
+/// (left by an earlier call on a prefix of the same bytes) and leaving it set while the
+/// request is incomplete.
+pub fn parse_command_resume(
+    buf: &[u8],
+    lim: &Limits,
+    partial: &mut Option<Partial>,
+) -> Result<Parse<Args>, ProtocolError> {
+    let p = partial.get_or_insert_with(Partial::default);
+    let r = match parse_request(buf, lim, p) {
+        Ok(Parse::Done(Request::Array, n)) => {
+            let args = p.spans.iter().map(|&(s, e)| buf[s..e].to_vec()).collect();
+            Ok(Parse::Done(args, n))
+        }
+        Ok(Parse::Done(Request::Inline(args), n)) => Ok(Parse::Done(args, n)),
+        Ok(Parse::Incomplete(k)) => Ok(Parse::Incomplete(k)),
+        Err(e) => Err(e),
+    };
+    if !p.active {
+        *partial = None;
+    }
+    r
 }
 
 /// The body of `len` bytes that starts at `at` in `buf` and the position after its CRLF, or

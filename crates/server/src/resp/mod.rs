@@ -1,12 +1,14 @@
 //! RESP, the Redis serialization protocol: the request and value decoder ([`decode`]) and the
 //! reply encoder ([`encode`]) for RESP2 and RESP3 (chosen per connection by `HELLO`).
 
+pub mod batch;
 pub mod decode;
 pub mod encode;
 
+pub use batch::Batch;
 pub use decode::{
-    parse_command, parse_command_resume, parse_value, split_args, Args, Limits, Parse, Partial,
-    Value,
+    parse_command, parse_command_resume, parse_request, parse_value, split_args, Args, Limits,
+    Parse, Partial, Request, Value,
 };
 pub use encode::{encode_command, Proto, Reply};
 

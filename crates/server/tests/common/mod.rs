@@ -133,3 +133,23 @@ pub fn int(n: i64) -> Value {
 pub fn is_err(v: &Value, prefix: &str) -> bool {
     matches!(v, Value::Error(e) if e.starts_with(prefix.as_bytes()))
 }
+
+/// A fresh in-memory drive with 1 MiB bands, to open SMRDB on more than once.
+pub fn memory_drive() -> Arc<tegula_device::Disk> {
+    let mut cfg = tegula_device::profile("hm-smr").unwrap();
+    cfg.zones.zone_size = 1 << 20;
+    cfg.capacity = 256 << 20;
+    Arc::new(tegula_device::Disk::in_memory(cfg).unwrap())
+}
+
+/// SMRDB on `dev`: created when the drive holds no database, else opened (recovered).
+pub fn smrdb_on(dev: &Arc<tegula_device::Disk>) -> SmrdbBackend {
+    let db = match tegula_smrdb::Db::open(dev.clone(), Default::default()) {
+        Ok(db) => db,
+        Err(tegula_smrdb::Error::NotFound(_)) => {
+            tegula_smrdb::Db::create(dev.clone(), Default::default(), Default::default()).unwrap()
+        }
+        Err(e) => panic!("open: {e}"),
+    };
+    SmrdbBackend::new(db)
+}
