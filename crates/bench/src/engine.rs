@@ -58,6 +58,18 @@ pub trait KvEngine: Send + Sync {
             }
         }
     }
+    /// Reads one key and hands its value to `f` (where the engine can, without copying it out
+    /// first: RocksDB's pinned slice); whether the key exists. db_bench's `readrandom` reads
+    /// this way: it looks at the value's length only.
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        match self.get(key)? {
+            Some(v) => {
+                f(&v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
     /// Called in each benchmark thread before its first operation, for per-thread engine
     /// settings (RocksDB's perf level is thread-local).
     fn thread_started(&self) {}

@@ -214,10 +214,10 @@ impl KvEngine for SmrdbEngine {
         if limit == 0 {
             return Ok(0);
         }
-        for item in self.db()?.scan(start, None).map_err(smrdb("scan"))? {
-            let (k, v) = item.map_err(smrdb("scan"))?;
+        let mut it = self.db()?.scan(start, None).map_err(smrdb("scan"))?;
+        while let Some((k, v)) = it.next_ref().map_err(smrdb("scan"))? {
             n += 1;
-            if !visit(&k, &v) || n >= limit {
+            if !visit(k, v) || n >= limit {
                 break;
             }
         }
