@@ -364,7 +364,18 @@ impl Memtable {
             if out.len() >= limit.max(1) || (!out.is_empty() && out.data.len() >= max_bytes) {
                 return true;
             }
-            out.push(k.entry_ref());
+            let e = k.entry_ref();
+            if out.is_empty() {
+                // Room for the batch at once (by the first entry's size), instead of the
+                // buffers doubling their way up, each time copying what they hold.
+                let n = limit.max(1);
+                out.items.reserve(n);
+                out.data.reserve(
+                    (e.encoded_len().saturating_mul(n))
+                        .min(max_bytes.saturating_add(e.encoded_len())),
+                );
+            }
+            out.push(e);
         }
         false
     }

@@ -223,10 +223,13 @@ impl BandIter {
             let want = self.ra_cur.min(self.read_ahead as u64).max(blen);
             self.ra_cur = (self.ra_cur * 2).min(self.read_ahead.max(1) as u64);
             let len = want.min(data_end.saturating_sub(offset)).max(blen);
-            self.window = self
-                .dev
-                .read_at(self.band.meta.zone, offset, len as usize, self.kind)?;
-            self.window_off = offset;
+            self.window_off = self.dev.read_window(
+                self.band.meta.zone,
+                offset,
+                len as usize,
+                self.kind,
+                &mut self.window,
+            )?;
         }
         let a = (offset - self.window_off) as usize;
         let buf = self

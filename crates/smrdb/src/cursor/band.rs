@@ -133,10 +133,13 @@ impl BandCursor {
                 let want = self.next_window.min(self.read_ahead).max(len);
                 self.next_window = (self.next_window * 2).min(self.read_ahead);
                 let n = want.min(data_end.saturating_sub(offset)).max(len);
-                self.window =
-                    self.dev
-                        .read_at(self.band.meta.zone, offset, n as usize, IoKind::Read)?;
-                self.window_off = offset;
+                self.window_off = self.dev.read_window(
+                    self.band.meta.zone,
+                    offset,
+                    n as usize,
+                    IoKind::Read,
+                    &mut self.window,
+                )?;
             }
             let a = (offset - self.window_off) as usize;
             let raw = self
