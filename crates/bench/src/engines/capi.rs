@@ -79,6 +79,8 @@ macro_rules! shared_extern {
             pub fn readoptions_create() -> *mut ReadOptions;
             #[link_name = concat!($prefix, "readoptions_destroy")]
             pub fn readoptions_destroy(o: *mut ReadOptions);
+            #[link_name = concat!($prefix, "readoptions_set_verify_checksums")]
+            pub fn readoptions_set_verify_checksums(o: *mut ReadOptions, v: c_uchar);
             #[link_name = concat!($prefix, "writebatch_create")]
             pub fn writebatch_create() -> *mut WriteBatch;
             #[link_name = concat!($prefix, "writebatch_destroy")]
@@ -253,6 +255,12 @@ macro_rules! common_api {
         unsafe fn readoptions_destroy(o: *mut Self::ReadOptions) {
             $ffi::readoptions_destroy(o)
         }
+        unsafe fn readoptions_set_verify_checksums(
+            o: *mut Self::ReadOptions,
+            v: std::os::raw::c_uchar,
+        ) {
+            $ffi::readoptions_set_verify_checksums(o, v)
+        }
         unsafe fn open(
             o: *const Self::Options,
             name: *const std::os::raw::c_char,
@@ -380,6 +388,7 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     unsafe fn writeoptions_set_sync(o: *mut Self::WriteOptions, v: c_uchar);
     unsafe fn readoptions_create() -> *mut Self::ReadOptions;
     unsafe fn readoptions_destroy(o: *mut Self::ReadOptions);
+    unsafe fn readoptions_set_verify_checksums(o: *mut Self::ReadOptions, v: c_uchar);
     unsafe fn open(
         o: *const Self::Options,
         name: *const c_char,
@@ -562,6 +571,7 @@ impl<L: CLib> CEngine<L> {
             L::options_set_write_buffer_size(e.opts, o.write_buffer_size as usize);
             L::options_set_no_compression(e.opts);
             L::writeoptions_set_sync(e.wo_sync, 1);
+            L::readoptions_set_verify_checksums(e.ro, u8::from(o.verify_checksums));
             e.lib.configure(e.opts, e.cache, e.wo, o);
             if fresh {
                 let mut err = ptr::null_mut();

@@ -89,6 +89,7 @@ impl SmrdbEngine {
             l0_compaction_trigger: o.l0_compaction_trigger.unwrap_or(d.l0_compaction_trigger),
             l0_slowdown: o.l0_slowdown.unwrap_or(d.l0_slowdown),
             l0_stop: o.l0_stop.unwrap_or(d.l0_stop),
+            verify_checksums: o.verify_checksums,
             ..d
         };
         let opts = with_overrides(opts, &o.smrdb_options)?;
