@@ -53,6 +53,9 @@ pub trait Cursor: Send {
     }
 }
 
+/// A byte range `(start, end)` inside a buffer.
+pub(crate) type Range = (usize, usize);
+
 /// Reads one block entry at `pos` of an entry area: `(key, seq, value, next pos)`, or `None`
 /// if the bytes there are not a whole entry. (What `tegula_codec::Dec` would read, decoded
 /// here in place: scans and seeks parse every entry they pass.)
@@ -159,6 +162,3 @@ mod tests {
         );
     }
 }
-
-/// A byte range `(start, end)` inside a buffer.
-pub(crate) type Range = (usize, usize);
