@@ -23,6 +23,7 @@ pub mod keys;
 pub mod latency;
 pub mod media;
 pub mod observer;
+pub mod op_clock;
 pub mod paper;
 pub mod plot;
 pub mod report;

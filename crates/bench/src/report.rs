@@ -110,8 +110,13 @@ pub struct BenchResult {
     pub found: Option<u64>,
     /// Mean latency in microseconds.
     pub mean_us: f64,
-    /// Maximum latency in microseconds.
+    /// Maximum latency in microseconds (of the timed operations: see `latency_samples`).
     pub max_us: f64,
+    /// Operations whose latency was measured: all of them, or for operations of a few µs or
+    /// less a random sample ([`crate::op_clock`]), which the latency figures then describe
+    /// (the percentiles and mean estimate the whole phase's; the maximum is the sample's).
+    #[serde(default)]
+    pub latency_samples: u64,
     /// Latency per operation kind (YCSB: READ, UPDATE, INSERT, SCAN, READ-MODIFY-WRITE).
     pub latency_by_op: BTreeMap<String, OpLatency>,
     /// Compaction bytes written since the database was opened, if reported.
@@ -167,6 +172,13 @@ impl BenchResult {
             "\n{:<12}   [{tag}] latency us: p50 {:.2} p99 {:.2} p99.9 {:.2} max {:.1}",
             "", self.p50_us, self.p99_us, self.p999_us, self.max_us
         );
+        if self.latency_samples > 0 && self.latency_samples < self.ops {
+            let _ = write!(
+                s,
+                " (1 op in {:.0} timed)",
+                self.ops as f64 / self.latency_samples as f64
+            );
+        }
         for (k, l) in &self.latency_by_op {
             if self.latency_by_op.len() > 1 {
                 let _ = write!(
@@ -444,6 +456,7 @@ pub(crate) fn sample_result(engine: &str, bench: &str, ops_per_sec: f64) -> Benc
         found: None,
         mean_us: 1.0,
         max_us: 4.0,
+        latency_samples: 10,
         latency_by_op: BTreeMap::new(),
         compaction_bytes: None,
         engine_stats: None,

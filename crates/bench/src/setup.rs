@@ -47,6 +47,9 @@ pub struct EngineSetup {
     pub smrdb_options: Vec<(String, serde_json::Value)>,
     /// Write without the write-ahead log (default off; see [`EngineOptions::disable_wal`]).
     pub disable_wal: bool,
+    /// Every engine checks block checksums on reads (default on; see
+    /// [`EngineOptions::verify_checksums`]).
+    pub verify_checksums: bool,
 }
 
 impl Default for EngineSetup {
@@ -65,6 +68,7 @@ impl Default for EngineSetup {
             statistics: o.statistics,
             smrdb_options: o.smrdb_options,
             disable_wal: o.disable_wal,
+            verify_checksums: o.verify_checksums,
         }
     }
 }
@@ -124,6 +128,7 @@ impl EngineSetup {
             statistics: self.statistics,
             smrdb_options: self.smrdb_options.clone(),
             disable_wal: self.disable_wal,
+            verify_checksums: self.verify_checksums,
             ..EngineOptions::default()
         })
     }

@@ -2,6 +2,11 @@
 //! by the host in a checksummed sidecar file (`PATH.zones`, the state record of the disk-image
 //! format). This is how SMRDB ran on a conventional disk (seed 000 §5.1). Time is wall time:
 //! each command's service time is what the real I/O took.
+//!
+//! Writes are `pwrite`s, flushes `fdatasync`s. Reads are `pread`s, or with
+//! [`HostBandedOptions::mmap_reads`] copies out of a shared read-only mapping of the file (as
+//! LevelDB reads its table files): no system call per read once a page is mapped, but a host
+//! I/O error while reading then kills the process with `SIGBUS` instead of failing the read.
 
 use crate::api::{BlockDevice, DeviceInfo, WriteFlags, ZoneTarget, ZonedDevice};
 use crate::error::{DeviceError, Result};
@@ -26,6 +31,9 @@ pub struct HostBandedOptions {
     pub conventional_zones: u32,
     /// Capacity to use; default the file's or device's size.
     pub capacity: Option<u64>,
+    /// Read through a shared read-only mapping of the file instead of `pread` (default off;
+    /// see the module's text for what it trades).
+    pub mmap_reads: bool,
 }
 
 impl Default for HostBandedOptions {
@@ -35,6 +43,7 @@ impl Default for HostBandedOptions {
             zone_size: 256 << 20,
             conventional_zones: 1,
             capacity: None,
+            mmap_reads: false,
         }
     }
 }
@@ -42,10 +51,87 @@ impl Default for HostBandedOptions {
 struct Inner {
     zones: ZoneTable,
     seq: u64,
+    /// Bytes written since the last writeback was started.
+    unkicked: u64,
+}
+
+/// Bytes written after which the kernel is asked to start writing them back
+/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`), so that the next flush finds little left to
+/// write: a flush then waits for the disk's cache flush, not for hundreds of megabytes of the
+/// page cache (SMRDB flushes in its write path when a log band fills).
+const WRITEBACK_KICK: u64 = 8 << 20;
+
+/// A shared read-only mapping of the first `len` bytes of a file, unmapped on drop.
+struct ReadMap {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only and only read through raw-pointer copies; the pointer is
+// valid until `drop` unmaps it, which needs `&mut self` (no reader left).
+unsafe impl Send for ReadMap {}
+unsafe impl Sync for ReadMap {}
+
+impl ReadMap {
+    fn new(file: &File, len: u64, path: &Path) -> Result<Self> {
+        use std::os::unix::io::AsRawFd;
+        let len = usize::try_from(len)
+            .map_err(|_| DeviceError::Config(format!("{} is too large to map", path.display())))?;
+        // SAFETY: a fresh shared read-only mapping of an open descriptor; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(DeviceError::io(
+                format!("mapping {}", path.display()),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(ReadMap { ptr, len })
+    }
+
+    /// Copies `buf.len()` bytes at byte offset `off` (checked against the mapping).
+    fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
+        let end = off.checked_add(buf.len() as u64);
+        if end.is_none_or(|e| e > self.len as u64) {
+            return Err(DeviceError::io(
+                format!("reading byte {off} of a {}-byte mapping", self.len),
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            ));
+        }
+        // SAFETY: `off..off + len` lies inside the mapping (checked above), which lives as long
+        // as `self`; a raw copy, as the file's pages may change under it (another pwrite), as
+        // they may under a pread.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (self.ptr as *const u8).add(off as usize),
+                buf.as_mut_ptr(),
+                buf.len(),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ReadMap {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+    }
 }
 
 /// A plain file or block device with SMR zone rules enforced by the host.
 pub struct HostBanded {
+    map: Option<ReadMap>,
     file: File,
     sidecar: PathBuf,
     inner: Mutex<Inner>,
@@ -152,15 +238,36 @@ impl HostBanded {
             unrestricted_reads: false,
             stores_data: true,
         };
+        let map = if opts.mmap_reads {
+            Some(ReadMap::new(&file, capacity * ss, path)?)
+        } else {
+            None
+        };
         let dev = HostBanded {
+            map,
             file,
             sidecar,
-            inner: Mutex::new(Inner { zones, seq }),
+            inner: Mutex::new(Inner {
+                zones,
+                seq,
+                unkicked: 0,
+            }),
             info,
             epoch: Instant::now(),
         };
         dev.persist(&mut dev.inner.lock())?;
         Ok(dev)
+    }
+
+    /// Asks the kernel to start writing the file's dirty pages back, without waiting for them
+    /// (a hint: an error is ignored, the next flush writes them anyway).
+    fn start_writeback(&self) {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: sync_file_range on a valid descriptor with integer arguments (offset 0 and
+        // length 0: the whole file).
+        unsafe {
+            libc::sync_file_range(self.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
     }
 
     fn now_ns(&self) -> Nanos {
@@ -219,9 +326,14 @@ impl BlockDevice for HostBanded {
         let n = self.transfer(lba, buf.len())?;
         self.inner.lock().zones.check_read(lba, n)?;
         let start = self.now_ns();
-        self.file
-            .read_exact_at(buf, lba * self.info.sector_size as u64)
-            .map_err(|e| DeviceError::io(format!("reading LBA {lba}"), e))?;
+        let off = lba * self.info.sector_size as u64;
+        match &self.map {
+            Some(m) => m.read(off, buf)?,
+            None => self
+                .file
+                .read_exact_at(buf, off)
+                .map_err(|e| DeviceError::io(format!("reading LBA {lba}"), e))?,
+        }
         Ok(IoDone {
             start,
             end: self.now_ns(),
@@ -256,6 +368,15 @@ impl BlockDevice for HostBanded {
         }
         if flags.fua {
             self.persist(&mut g)?;
+        }
+        g.unkicked += data.len() as u64;
+        let kick = g.unkicked >= WRITEBACK_KICK;
+        if kick {
+            g.unkicked = 0;
+        }
+        drop(g);
+        if kick {
+            self.start_writeback();
         }
         Ok(IoDone {
             start,

@@ -115,3 +115,38 @@ fn host_banded_corrupt_sidecar_is_a_clear_error() {
     let e = expect_err(HostBanded::open(&p, o).map(|_| ()), "Image");
     assert!(e.to_string().contains("zones recorded"), "{e}");
 }
+
+#[test]
+fn mapped_reads_see_what_was_written_before_and_after_the_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("mapped.img");
+    {
+        let d = open(&p);
+        d.write(0, &[7u8; 4096]).unwrap();
+        d.flush().unwrap();
+    }
+    let d = HostBanded::open(
+        &p,
+        HostBandedOptions {
+            mmap_reads: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let mut b = vec![0u8; 8192];
+    d.read(0, &mut b).unwrap();
+    assert_eq!(&b[..4096], &[7u8; 4096][..]);
+    // A hole reads as zeros.
+    assert!(b[4096..].iter().all(|&x| x == 0));
+    // Written after the mapping was made: the same page cache.
+    let lba = 2 * ZS;
+    let data: Vec<u8> = (0..8192u32).map(|i| (i * 31) as u8).collect();
+    d.write(lba, &data).unwrap();
+    let mut back = vec![0u8; 8192];
+    d.read(lba, &mut back).unwrap();
+    assert_eq!(back, data);
+    // Past the capacity is refused as before.
+    assert!(d
+        .read(d.info().capacity_sectors, &mut back[..4096])
+        .is_err());
+}

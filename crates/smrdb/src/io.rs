@@ -166,6 +166,31 @@ impl Dev {
         Ok((first, end))
     }
 
+    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone` into the
+    /// start of `buf`, reusing its allocation (a read-ahead window refilled again and again is
+    /// neither reallocated nor zeroed: `buf` only grows); returns the byte offset in the zone
+    /// of `buf[0]` (the first sector's start) and how many bytes of `buf` were read.
+    pub fn read_window(
+        &self,
+        zone: u32,
+        off: u64,
+        len: usize,
+        kind: IoKind,
+        buf: &mut Vec<u8>,
+    ) -> Result<(u64, usize)> {
+        let (first, end) = self.sectors_of(zone, off, len)?;
+        let n = ((end - first) * self.ss) as usize;
+        if buf.len() < n {
+            buf.resize(n, 0);
+        }
+        let done = self
+            .dev
+            .read(self.zone_lba(zone) + first, &mut buf[..n])
+            .map_err(Error::Device)?;
+        self.account(kind, n as u64, done, false);
+        Ok((first * self.ss, n))
+    }
+
     /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone`; returns
     /// them and where the requested bytes start in them (callers that copy the bytes out
     /// anyway save [`Dev::read_at`]'s move to the front).

@@ -6,7 +6,9 @@
 //! user key is `key`. Each version carries the first 20 bytes of its key inline (as
 //! big-endian integers), so the comparisons on the way down rarely leave the tree's nodes to
 //! read a key out of its heap allocation, and the probe borrows the caller's key instead of
-//! allocating a copy.
+//! allocating a copy. A version's key and value share one reference-counted allocation, so a
+//! scan's batch ([`Memtable::batch_into`]) takes a reference to each version instead of copying
+//! its bytes.
 
 use parking_lot::RwLock;
 use std::borrow::Borrow;
@@ -14,6 +16,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// One version of a key: a value or a tombstone (`value == None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -153,11 +156,12 @@ impl Ord for dyn Lookup + '_ {
 }
 
 /// One version in the memtable: key and value share one allocation (`data = key ++ value`),
-/// so an insert costs one allocation; the key's first 20 bytes are also kept inline.
-#[derive(Debug)]
+/// so an insert costs one allocation; the key's first 20 bytes are also kept inline. Cloning
+/// shares the allocation.
+#[derive(Debug, Clone)]
 struct IKey {
     prefix: u128,
-    data: Box<[u8]>,
+    data: Arc<[u8]>,
     seq: u64,
     /// Bytes 16 to 20 of the key (the rest of [`Prefix`]).
     prefix_tail: u32,
@@ -295,16 +299,31 @@ impl Memtable {
 
     fn make(key: &[u8], seq: u64, value: Option<&[u8]>) -> IKey {
         let v = value.unwrap_or(&[]);
-        let mut data = Vec::with_capacity(key.len() + v.len());
-        data.extend_from_slice(key);
-        data.extend_from_slice(v);
+        let mut uninit = Arc::<[u8]>::new_uninit_slice(key.len() + v.len());
+        // A new allocation: no other reference to it exists, so `get_mut` succeeds.
+        let filled = Arc::get_mut(&mut uninit).is_some_and(|d| {
+            let p = d.as_mut_ptr().cast::<u8>();
+            // SAFETY: `d` holds `key.len() + v.len()` bytes; the two copies fill it exactly,
+            // from slices that cannot overlap a fresh allocation.
+            unsafe {
+                std::ptr::copy_nonoverlapping(key.as_ptr(), p, key.len());
+                std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(key.len()), v.len());
+            }
+            true
+        });
+        let data: Arc<[u8]> = if filled {
+            // SAFETY: every byte was written just above.
+            unsafe { uninit.assume_init() }
+        } else {
+            key.iter().chain(v).copied().collect()
+        };
         let (prefix, prefix_tail) = prefix_of(key);
         // Keys are limited to `MAX_KEY_LEN` (64 KiB) by every write path: the length leaves
         // the top bit free.
         let put = if value.is_some() { PUT_BIT } else { 0 };
         IKey {
             prefix,
-            data: data.into_boxed_slice(),
+            data,
             seq,
             prefix_tail,
             klen_put: key.len() as u32 | put,
@@ -397,10 +416,14 @@ impl Memtable {
         };
         let m = self.map.read();
         for k in m.range::<dyn Lookup, _>((lower, Bound::Unbounded)) {
-            if out.len() >= limit.max(1) || (!out.is_empty() && out.data.len() >= max_bytes) {
+            if out.len() >= limit.max(1) || (!out.is_empty() && out.bytes >= max_bytes) {
                 return true;
             }
-            out.push(k.entry_ref());
+            if out.is_empty() {
+                out.items.reserve(limit.max(1));
+            }
+            out.bytes += k.data.len();
+            out.items.push(k.clone());
         }
         false
     }
@@ -442,20 +465,20 @@ impl Default for Memtable {
     }
 }
 
-/// Entries copied out of a memtable into one buffer ([`Memtable::batch_into`]).
+/// Entries taken out of a memtable ([`Memtable::batch_into`]): references to the versions'
+/// shared allocations, no bytes copied.
 #[derive(Debug, Default)]
 pub struct FlatBatch {
-    data: Vec<u8>,
-    /// Per entry: key end in `data` (it starts where the previous entry ends), sequence
-    /// number, value end (`None`: a tombstone; the value starts at the key end).
-    items: Vec<(usize, u64, Option<usize>)>,
+    items: Vec<IKey>,
+    /// Bytes of keys and values referred to.
+    bytes: usize,
 }
 
 impl FlatBatch {
-    /// Empties the batch, keeping its buffers.
+    /// Empties the batch, keeping its buffer.
     pub fn clear(&mut self) {
-        self.data.clear();
         self.items.clear();
+        self.bytes = 0;
     }
 
     /// Entries held.
@@ -468,32 +491,9 @@ impl FlatBatch {
         self.items.is_empty()
     }
 
-    /// Appends a copy of an entry.
-    pub fn push(&mut self, e: EntryRef<'_>) {
-        self.data.extend_from_slice(e.key);
-        let kend = self.data.len();
-        let vend = e.value.map(|v| {
-            self.data.extend_from_slice(v);
-            self.data.len()
-        });
-        self.items.push((kend, e.seq, vend));
-    }
-
     /// Entry `i`.
     pub fn get(&self, i: usize) -> Option<EntryRef<'_>> {
-        let &(kend, seq, vend) = self.items.get(i)?;
-        let start = match i.checked_sub(1).and_then(|j| self.items.get(j)) {
-            Some(&(pk, _, pv)) => pv.unwrap_or(pk),
-            None => 0,
-        };
-        Some(EntryRef {
-            key: self.data.get(start..kend)?,
-            seq,
-            value: match vend {
-                Some(v) => Some(self.data.get(kend..v)?),
-                None => None,
-            },
-        })
+        self.items.get(i).map(IKey::entry_ref)
     }
 }
 

@@ -1,16 +1,18 @@
 //! What RocksDB and LevelDB adapters share: both C APIs (`rocksdb/c.h`, `leveldb/c.h`) have
 //! the same shape — options, an LRU cache, read and write options, `open`/`destroy_db`,
-//! put/get/delete, write batches, iterators, properties, and errors returned as `malloc`ed
-//! strings. [`CLib`] names one library's functions; [`CEngine`] is the one adapter over
-//! either: it opens and destroys the database, maps errors, copies values out, runs scans
-//! over the iterator and frees everything in order. What only one library has (RocksDB's
+//! put/delete, write batches, properties, and errors returned as `malloc`ed strings. Gets and
+//! iterators go through `csrc/kv_shim.h` instead (the C++ API, as the libraries' db_bench
+//! tools read: a value holder reused by every get of a thread, iterators without a wrapper
+//! allocated around each; [`shim_extern!`]). [`CLib`] names one library's functions;
+//! [`CEngine`] is the one adapter over either: it opens and destroys the database, maps
+//! errors, hands values out, runs scans over the iterator and frees everything in order. What only one library has (RocksDB's
 //! table options, statistics and `disableWAL`; LevelDB's filter policy object and the absence
 //! of a flush call) lives in its [`CLib`] implementation.
 
 use crate::engine::{BatchOp, EngineOptions, KvEngine};
 use crate::error::{Error, Result};
 use std::ffi::{c_void, CStr, CString};
-use std::os::raw::{c_char, c_uchar};
+use std::os::raw::{c_char, c_int, c_uchar};
 use std::path::Path;
 use std::ptr;
 
@@ -63,15 +65,6 @@ macro_rules! shared_extern {
                 batch: *mut WriteBatch,
                 errptr: *mut *mut c_char,
             );
-            #[link_name = concat!($prefix, "get")]
-            pub fn get(
-                db: *mut Db,
-                o: *const ReadOptions,
-                key: *const c_char,
-                keylen: usize,
-                vallen: *mut usize,
-                errptr: *mut *mut c_char,
-            ) -> *mut c_char;
             #[link_name = concat!($prefix, "property_value")]
             pub fn property_value(db: *mut Db, name: *const c_char) -> *mut c_char;
             #[link_name = concat!($prefix, "free")]
@@ -86,6 +79,8 @@ macro_rules! shared_extern {
             pub fn readoptions_create() -> *mut ReadOptions;
             #[link_name = concat!($prefix, "readoptions_destroy")]
             pub fn readoptions_destroy(o: *mut ReadOptions);
+            #[link_name = concat!($prefix, "readoptions_set_verify_checksums")]
+            pub fn readoptions_set_verify_checksums(o: *mut ReadOptions, v: c_uchar);
             #[link_name = concat!($prefix, "writebatch_create")]
             pub fn writebatch_create() -> *mut WriteBatch;
             #[link_name = concat!($prefix, "writebatch_destroy")]
@@ -102,55 +97,100 @@ macro_rules! shared_extern {
             );
             #[link_name = concat!($prefix, "writebatch_delete")]
             pub fn writebatch_delete(b: *mut WriteBatch, key: *const c_char, klen: usize);
-            #[link_name = concat!($prefix, "create_iterator")]
-            pub fn create_iterator(db: *mut Db, o: *const ReadOptions) -> *mut Iterator;
-            #[link_name = concat!($prefix, "iter_destroy")]
-            pub fn iter_destroy(it: *mut Iterator);
-            #[link_name = concat!($prefix, "iter_valid")]
-            pub fn iter_valid(it: *const Iterator) -> c_uchar;
-            #[link_name = concat!($prefix, "iter_seek")]
-            pub fn iter_seek(it: *mut Iterator, k: *const c_char, klen: usize);
-            #[link_name = concat!($prefix, "iter_next")]
-            pub fn iter_next(it: *mut Iterator);
-            #[link_name = concat!($prefix, "iter_key")]
-            pub fn iter_key(it: *const Iterator, klen: *mut usize) -> *const c_char;
-            #[link_name = concat!($prefix, "iter_value")]
-            pub fn iter_value(it: *const Iterator, vlen: *mut usize) -> *const c_char;
-            #[link_name = concat!($prefix, "iter_get_error")]
-            pub fn iter_get_error(it: *const Iterator, errptr: *mut *mut c_char);
         }
     };
 }
 pub(crate) use shared_extern;
 
-/// A write batch per thread and library, reused by every single put and delete of that
-/// thread (as db_bench's write loop reuses one `WriteBatch`): the C API's `put` builds and
-/// frees a batch per call. Expands, in an engine module, to the thread-local batch and
-/// `with_thread_batch`'s body for the ffi module `$ffi`.
+/// Declares, in an ffi module, the functions of `csrc/kv_shim.h` for the library whose shim
+/// prefix is `$prefix` (`"tegula_rocksdb_"`, `"tegula_leveldb_"`) under the shared names; the
+/// iterator is the C++ object itself (the module's opaque `Iterator`), the value holder an
+/// untyped pointer.
+macro_rules! shim_extern {
+    ($prefix:literal) => {
+        extern "C" {
+            #[link_name = concat!($prefix, "holder_create")]
+            pub fn holder_create() -> *mut c_void;
+            #[link_name = concat!($prefix, "holder_destroy")]
+            pub fn holder_destroy(h: *mut c_void);
+            #[link_name = concat!($prefix, "get")]
+            pub fn shim_get(
+                db: *mut Db,
+                o: *const ReadOptions,
+                key: *const c_char,
+                keylen: usize,
+                holder: *mut c_void,
+                val: *mut *const c_char,
+                vallen: *mut usize,
+                errptr: *mut *mut c_char,
+            ) -> c_int;
+            #[link_name = concat!($prefix, "iter_create")]
+            pub fn iter_create(db: *mut Db, o: *const ReadOptions) -> *mut Iterator;
+            #[link_name = concat!($prefix, "iter_destroy")]
+            pub fn iter_destroy(it: *mut Iterator);
+            #[link_name = concat!($prefix, "iter_seek")]
+            pub fn iter_seek(
+                it: *mut Iterator,
+                k: *const c_char,
+                klen: usize,
+                e: *mut $crate::engines::capi::KvShimEntry,
+            ) -> c_int;
+            #[link_name = concat!($prefix, "iter_next")]
+            pub fn iter_next(
+                it: *mut Iterator,
+                e: *mut $crate::engines::capi::KvShimEntry,
+            ) -> c_int;
+            #[link_name = concat!($prefix, "iter_error")]
+            pub fn iter_error(it: *const Iterator, errptr: *mut *mut c_char);
+        }
+    };
+}
+pub(crate) use shim_extern;
+
+/// A write batch and a get's value holder per thread and library, reused by every single put
+/// and delete and every get of that thread (as db_bench's loops reuse one `WriteBatch` and one
+/// value): the C API's `put` builds and frees a batch per call. Expands, in an engine module,
+/// to the thread-locals and the bodies of `with_thread_batch` and `thread_holder` for the ffi
+/// module `$ffi`.
 macro_rules! thread_batch {
     ($ffi:ident) => {
-        /// This thread's reusable batch, destroyed when the thread ends.
-        struct ThreadBatch(*mut $ffi::WriteBatch);
+        /// This thread's reusable batch and value holder, destroyed when the thread ends.
+        struct ThreadState {
+            batch: *mut $ffi::WriteBatch,
+            holder: *mut std::ffi::c_void,
+        }
 
-        impl Drop for ThreadBatch {
+        impl Drop for ThreadState {
             fn drop(&mut self) {
-                // SAFETY: created in `THREAD_BATCH`'s initialiser, destroyed once here.
-                unsafe { $ffi::writebatch_destroy(self.0) }
+                // SAFETY: created in `THREAD_STATE`'s initialiser, destroyed once here (the
+                // holder may be null: out of memory, checked at use; deleting null is a no-op).
+                unsafe {
+                    $ffi::writebatch_destroy(self.batch);
+                    $ffi::holder_destroy(self.holder);
+                }
             }
         }
 
         thread_local! {
-            // SAFETY: a constructor without arguments.
-            static THREAD_BATCH: ThreadBatch = ThreadBatch(unsafe { $ffi::writebatch_create() });
+            // SAFETY: constructors without arguments.
+            static THREAD_STATE: ThreadState = ThreadState {
+                batch: unsafe { $ffi::writebatch_create() },
+                holder: unsafe { $ffi::holder_create() },
+            };
         }
 
         /// Runs `f` with this thread's batch, cleared.
         fn with_thread_batch(f: &mut dyn FnMut(*mut $ffi::WriteBatch)) {
-            THREAD_BATCH.with(|b| {
+            THREAD_STATE.with(|t| {
                 // SAFETY: the batch is this thread's and alive.
-                unsafe { $ffi::writebatch_clear(b.0) };
-                f(b.0)
+                unsafe { $ffi::writebatch_clear(t.batch) };
+                f(t.batch)
             })
+        }
+
+        /// This thread's value holder (null if it could not be allocated).
+        fn thread_holder() -> *mut std::ffi::c_void {
+            THREAD_STATE.with(|t| t.holder)
         }
     };
 }
@@ -172,6 +212,9 @@ macro_rules! common_api {
         fn with_thread_batch(f: &mut dyn FnMut(*mut Self::Batch)) {
             // The engine module's own, from [`thread_batch!`].
             with_thread_batch(f)
+        }
+        fn thread_holder() -> *mut std::ffi::c_void {
+            thread_holder()
         }
         unsafe fn free(p: *mut std::ffi::c_void) {
             $ffi::free(p)
@@ -212,6 +255,12 @@ macro_rules! common_api {
         unsafe fn readoptions_destroy(o: *mut Self::ReadOptions) {
             $ffi::readoptions_destroy(o)
         }
+        unsafe fn readoptions_set_verify_checksums(
+            o: *mut Self::ReadOptions,
+            v: std::os::raw::c_uchar,
+        ) {
+            $ffi::readoptions_set_verify_checksums(o, v)
+        }
         unsafe fn open(
             o: *const Self::Options,
             name: *const std::os::raw::c_char,
@@ -229,15 +278,17 @@ macro_rules! common_api {
         ) {
             $ffi::destroy_db(o, name, err)
         }
-        unsafe fn get(
+        unsafe fn shim_get(
             db: *mut Self::Db,
             o: *const Self::ReadOptions,
             k: *const std::os::raw::c_char,
             kl: usize,
+            h: *mut std::ffi::c_void,
+            v: *mut *const std::os::raw::c_char,
             vl: *mut usize,
             err: *mut *mut std::os::raw::c_char,
-        ) -> *mut std::os::raw::c_char {
-            $ffi::get(db, o, k, kl, vl, err)
+        ) -> std::os::raw::c_int {
+            $ffi::shim_get(db, o, k, kl, h, v, vl, err)
         }
         unsafe fn write(
             db: *mut Self::Db,
@@ -269,32 +320,28 @@ macro_rules! common_api {
         ) {
             $ffi::writebatch_delete(b, k, kl)
         }
-        unsafe fn create_iterator(
-            db: *mut Self::Db,
-            o: *const Self::ReadOptions,
-        ) -> *mut Self::Iter {
-            $ffi::create_iterator(db, o)
+        unsafe fn iter_create(db: *mut Self::Db, o: *const Self::ReadOptions) -> *mut Self::Iter {
+            $ffi::iter_create(db, o)
         }
         unsafe fn iter_destroy(it: *mut Self::Iter) {
             $ffi::iter_destroy(it)
         }
-        unsafe fn iter_valid(it: *const Self::Iter) -> std::os::raw::c_uchar {
-            $ffi::iter_valid(it)
+        unsafe fn iter_seek(
+            it: *mut Self::Iter,
+            k: *const std::os::raw::c_char,
+            kl: usize,
+            e: *mut $crate::engines::capi::KvShimEntry,
+        ) -> std::os::raw::c_int {
+            $ffi::iter_seek(it, k, kl, e)
         }
-        unsafe fn iter_seek(it: *mut Self::Iter, k: *const std::os::raw::c_char, kl: usize) {
-            $ffi::iter_seek(it, k, kl)
+        unsafe fn iter_next(
+            it: *mut Self::Iter,
+            e: *mut $crate::engines::capi::KvShimEntry,
+        ) -> std::os::raw::c_int {
+            $ffi::iter_next(it, e)
         }
-        unsafe fn iter_next(it: *mut Self::Iter) {
-            $ffi::iter_next(it)
-        }
-        unsafe fn iter_key(it: *const Self::Iter, kl: *mut usize) -> *const std::os::raw::c_char {
-            $ffi::iter_key(it, kl)
-        }
-        unsafe fn iter_value(it: *const Self::Iter, vl: *mut usize) -> *const std::os::raw::c_char {
-            $ffi::iter_value(it, vl)
-        }
-        unsafe fn iter_get_error(it: *const Self::Iter, err: *mut *mut std::os::raw::c_char) {
-            $ffi::iter_get_error(it, err)
+        unsafe fn iter_error(it: *const Self::Iter, err: *mut *mut std::os::raw::c_char) {
+            $ffi::iter_error(it, err)
         }
         unsafe fn property_value(
             db: *mut Self::Db,
@@ -341,6 +388,7 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     unsafe fn writeoptions_set_sync(o: *mut Self::WriteOptions, v: c_uchar);
     unsafe fn readoptions_create() -> *mut Self::ReadOptions;
     unsafe fn readoptions_destroy(o: *mut Self::ReadOptions);
+    unsafe fn readoptions_set_verify_checksums(o: *mut Self::ReadOptions, v: c_uchar);
     unsafe fn open(
         o: *const Self::Options,
         name: *const c_char,
@@ -348,14 +396,18 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     ) -> *mut Self::Db;
     unsafe fn close(db: *mut Self::Db);
     unsafe fn destroy_db(o: *const Self::Options, name: *const c_char, err: *mut *mut c_char);
-    unsafe fn get(
+    /// `csrc/kv_shim.h`: reads `k` into holder `h`; 1 found (the value at `v`, `vl` until
+    /// the holder's next use), 0 not found, -1 error (`err` set).
+    unsafe fn shim_get(
         db: *mut Self::Db,
         o: *const Self::ReadOptions,
         k: *const c_char,
         kl: usize,
+        h: *mut c_void,
+        v: *mut *const c_char,
         vl: *mut usize,
         err: *mut *mut c_char,
-    ) -> *mut c_char;
+    ) -> c_int;
     unsafe fn write(
         db: *mut Self::Db,
         o: *const Self::WriteOptions,
@@ -372,14 +424,20 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
         vl: usize,
     );
     unsafe fn writebatch_delete(b: *mut Self::Batch, k: *const c_char, kl: usize);
-    unsafe fn create_iterator(db: *mut Self::Db, o: *const Self::ReadOptions) -> *mut Self::Iter;
+    /// `csrc/kv_shim.h`: a new iterator (the C++ object).
+    unsafe fn iter_create(db: *mut Self::Db, o: *const Self::ReadOptions) -> *mut Self::Iter;
     unsafe fn iter_destroy(it: *mut Self::Iter);
-    unsafe fn iter_valid(it: *const Self::Iter) -> c_uchar;
-    unsafe fn iter_seek(it: *mut Self::Iter, k: *const c_char, kl: usize);
-    unsafe fn iter_next(it: *mut Self::Iter);
-    unsafe fn iter_key(it: *const Self::Iter, kl: *mut usize) -> *const c_char;
-    unsafe fn iter_value(it: *const Self::Iter, vl: *mut usize) -> *const c_char;
-    unsafe fn iter_get_error(it: *const Self::Iter, err: *mut *mut c_char);
+    /// Seeks; whether the iterator is valid, and then its pair in `e`.
+    unsafe fn iter_seek(
+        it: *mut Self::Iter,
+        k: *const c_char,
+        kl: usize,
+        e: *mut KvShimEntry,
+    ) -> c_int;
+    /// Steps; whether the iterator is still valid, and then its pair in `e`.
+    unsafe fn iter_next(it: *mut Self::Iter, e: *mut KvShimEntry) -> c_int;
+    /// The iterator's error, if any.
+    unsafe fn iter_error(it: *const Self::Iter, err: *mut *mut c_char);
     unsafe fn property_value(db: *mut Self::Db, name: *const c_char) -> *mut c_char;
 
     /// Attaches `cache` and the settings only this library has to the options (and to the
@@ -397,11 +455,9 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     fn thread_started(&self) {}
     /// Runs `f` with this thread's reusable write batch, cleared ([`thread_batch!`]).
     fn with_thread_batch(f: &mut dyn FnMut(*mut Self::Batch));
-    /// Reads `key` into `out` (replacing its contents); whether the key exists. The default
-    /// copies the `malloc`ed value the C `get` returns.
-    fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        e.get_copied(key, out)
-    }
+    /// This thread's reusable value holder for gets ([`thread_batch!`]; null if it could not
+    /// be allocated).
+    fn thread_holder() -> *mut c_void;
     /// Counts `bytes` of keys and values the user wrote (for a write amplification the
     /// library does not report itself).
     fn user_bytes(&self, _bytes: u64) {}
@@ -434,6 +490,42 @@ pub(crate) struct CEngine<L: CLib> {
 // the engine.
 unsafe impl<L: CLib> Send for CEngine<L> {}
 unsafe impl<L: CLib> Sync for CEngine<L> {}
+
+/// The current pair of an iterator as `csrc/kv_shim.h` hands it out (`struct KvShimEntry`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct KvShimEntry {
+    key: *const c_char,
+    keylen: usize,
+    val: *const c_char,
+    vallen: usize,
+}
+
+impl Default for KvShimEntry {
+    fn default() -> Self {
+        KvShimEntry {
+            key: ptr::null(),
+            keylen: 0,
+            val: ptr::null(),
+            vallen: 0,
+        }
+    }
+}
+
+/// `len` bytes at `p` (an empty slice when `len` is 0).
+///
+/// # Safety
+///
+/// `p` points at `len` readable bytes that outlive the returned slice (it may be anything
+/// when `len` is 0).
+#[inline]
+unsafe fn raw_slice<'a>(p: *const c_char, len: usize) -> &'a [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(p as *const u8, len)
+    }
+}
 
 /// Takes ownership of a C error string of library `L`, if any, and turns it into an error.
 #[inline]
@@ -479,6 +571,7 @@ impl<L: CLib> CEngine<L> {
             L::options_set_write_buffer_size(e.opts, o.write_buffer_size as usize);
             L::options_set_no_compression(e.opts);
             L::writeoptions_set_sync(e.wo_sync, 1);
+            L::readoptions_set_verify_checksums(e.ro, u8::from(o.verify_checksums));
             e.lib.configure(e.opts, e.cache, e.wo, o);
             if fresh {
                 let mut err = ptr::null_mut();
@@ -513,36 +606,39 @@ impl<L: CLib> CEngine<L> {
         self.db
     }
 
-    /// The read options of every read.
-    pub(crate) fn read_options_ptr(&self) -> *mut L::ReadOptions {
-        self.ro
-    }
-
-    /// `get` through the C function that returns a `malloc`ed copy: the value is copied into
-    /// `out` and the copy freed.
-    pub(crate) fn get_copied(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    /// Reads `key` into this thread's value holder and hands the value to `f` where it lies
+    /// (RocksDB: pinned in the block cache, or copied once from the memtable; LevelDB: copied
+    /// once into the holder), as the libraries' db_bench tools read; whether the key exists.
+    pub(crate) fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        let h = L::thread_holder();
+        if h.is_null() {
+            return Err(Error::Internal(format!(
+                "out of memory for a {} value holder",
+                L::NAME
+            )));
+        }
         let mut err = ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: valid slices for the duration of the call; `db` is open; the returned
-        // buffer is malloc()ed, copied from and freed once below.
-        let p = unsafe {
-            L::get(
+        let (mut p, mut len) = (ptr::null(), 0usize);
+        // SAFETY: valid slices for the call; `db` is open; the holder is this thread's and
+        // what it holds is read by `f` before the thread's next get.
+        let r = unsafe {
+            L::shim_get(
                 self.db,
                 self.ro,
                 key.as_ptr().cast(),
                 key.len(),
+                h,
+                &mut p,
                 &mut len,
                 &mut err,
             )
         };
         check::<L>(err, "get")?;
-        out.clear();
-        if p.is_null() {
+        if r <= 0 {
             return Ok(false);
         }
-        // SAFETY: `p` points at `len` bytes owned by us until freed here.
-        out.extend_from_slice(unsafe { std::slice::from_raw_parts(p as *const u8, len) });
-        unsafe { L::free(p.cast()) };
+        // SAFETY: `len` bytes at `p`, held by the holder until its next use.
+        f(unsafe { raw_slice(p, len) });
         Ok(true)
     }
 
@@ -584,11 +680,16 @@ impl<L: CLib> KvEngine for CEngine<L> {
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut v = Vec::new();
-        Ok(L::get_into(self, key, &mut v)?.then_some(v))
+        Ok(self.get_into(key, &mut v)?.then_some(v))
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        L::get_into(self, key, out)
+        out.clear();
+        CEngine::get_with(self, key, &mut |v| out.extend_from_slice(v))
+    }
+
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        CEngine::get_with(self, key, f)
     }
 
     fn thread_started(&self) {
@@ -647,29 +748,30 @@ impl<L: CLib> KvEngine for CEngine<L> {
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<usize> {
         let mut n = 0;
+        if limit == 0 {
+            return Ok(0);
+        }
         // SAFETY: the iterator lives only in this block; key/value slices are valid until the
         // next move of the iterator, and `visit` does not keep them.
         unsafe {
-            let it = L::create_iterator(self.db, self.ro);
-            L::iter_seek(it, start.as_ptr().cast(), start.len());
+            let it = L::iter_create(self.db, self.ro);
             // No `Next` after the last pair wanted: a seek with no nexts moves the iterator
             // once, as db_bench's seekrandom does.
-            while n < limit && L::iter_valid(it) != 0 {
-                let (mut kl, mut vl) = (0usize, 0usize);
-                let k = L::iter_key(it, &mut kl);
-                let v = L::iter_value(it, &mut vl);
+            let mut e = KvShimEntry::default();
+            let mut valid = L::iter_seek(it, start.as_ptr().cast(), start.len(), &mut e) != 0;
+            while valid {
                 n += 1;
-                let go = visit(
-                    std::slice::from_raw_parts(k as *const u8, kl),
-                    std::slice::from_raw_parts(v as *const u8, vl),
-                );
-                if !go || n == limit {
+                if !visit(raw_slice(e.key, e.keylen), raw_slice(e.val, e.vallen)) || n >= limit {
                     break;
                 }
-                L::iter_next(it);
+                valid = L::iter_next(it, &mut e) != 0;
             }
+            // An iterator that failed is no longer valid: its status needs a look only then
+            // (db_bench looks at none).
             let mut err = ptr::null_mut();
-            L::iter_get_error(it, &mut err);
+            if !valid {
+                L::iter_error(it, &mut err);
+            }
             L::iter_destroy(it);
             check::<L>(err, "iterator")?;
         }

@@ -23,6 +23,7 @@ super::capi::opaque!(
 pub const NO_COMPRESSION: c_int = 0;
 
 super::capi::shared_extern!("leveldb_");
+super::capi::shim_extern!("tegula_leveldb_");
 
 extern "C" {
     #[link_name = "leveldb_options_set_cache"]

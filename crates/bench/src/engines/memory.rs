@@ -58,6 +58,15 @@ impl KvEngine for MemoryEngine {
         Ok(self.read()?.get(key).cloned())
     }
 
+    fn get_with(&self, key: &[u8], f: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        let m = self.read()?;
+        let v = m.get(key);
+        if let Some(v) = v {
+            f(v);
+        }
+        Ok(v.is_some())
+    }
+
     fn delete(&self, key: &[u8]) -> Result<()> {
         self.write()?.remove(key);
         Ok(())

@@ -78,35 +78,6 @@ unsafe impl CLib for Rocks {
         unsafe { ffi::set_perf_level(ffi::PERF_LEVEL_DISABLE) }
     }
 
-    /// `rocksdb_get_pinned`: the value is read where it lies (memtable or block cache) and
-    /// copied once, into `out`, as db_bench reads through a `PinnableSlice`.
-    fn get_into(e: &CEngine<Self>, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        let mut err = ptr::null_mut();
-        // SAFETY: valid slices for the call; the pinnable slice is ours and destroyed once
-        // after its value is copied.
-        unsafe {
-            let v = ffi::get_pinned(
-                e.db_ptr(),
-                e.read_options_ptr(),
-                key.as_ptr().cast(),
-                key.len(),
-                &mut err,
-            );
-            e.check(err, "get")?;
-            out.clear();
-            if v.is_null() {
-                return Ok(false);
-            }
-            let mut len = 0usize;
-            let p = ffi::pinnableslice_value(v, &mut len);
-            if !p.is_null() {
-                out.extend_from_slice(std::slice::from_raw_parts(p as *const u8, len));
-            }
-            ffi::pinnableslice_destroy(v);
-        }
-        Ok(true)
-    }
-
     fn flush(e: &CEngine<Self>) -> Result<()> {
         // SAFETY: flush options created and destroyed here; the database is open.
         unsafe {

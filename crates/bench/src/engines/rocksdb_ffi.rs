@@ -20,7 +20,6 @@ super::capi::opaque!(
     FlushOptions,
     WriteBatch,
     Iterator,
-    PinnableSlice,
 );
 
 /// `rocksdb::PerfLevel::kDisable`: no per-operation perf counters (db_bench's default
@@ -32,6 +31,7 @@ pub const PERF_LEVEL_DISABLE: c_int = 1;
 pub const NO_COMPRESSION: c_int = 0;
 
 super::capi::shared_extern!("rocksdb_");
+super::capi::shim_extern!("tegula_rocksdb_");
 
 extern "C" {
     #[link_name = "rocksdb_options_set_level0_file_num_compaction_trigger"]
@@ -69,18 +69,6 @@ extern "C" {
     #[link_name = "rocksdb_filterpolicy_create_bloom_full"]
     pub fn filterpolicy_create_bloom_full(bits_per_key: f64) -> *mut FilterPolicy;
 
-    #[link_name = "rocksdb_get_pinned"]
-    pub fn get_pinned(
-        db: *mut Db,
-        o: *const ReadOptions,
-        key: *const c_char,
-        keylen: usize,
-        errptr: *mut *mut c_char,
-    ) -> *mut PinnableSlice;
-    #[link_name = "rocksdb_pinnableslice_value"]
-    pub fn pinnableslice_value(v: *const PinnableSlice, vlen: *mut usize) -> *const c_char;
-    #[link_name = "rocksdb_pinnableslice_destroy"]
-    pub fn pinnableslice_destroy(v: *mut PinnableSlice);
     #[link_name = "rocksdb_flush"]
     pub fn flush(db: *mut Db, o: *const FlushOptions, errptr: *mut *mut c_char);
 
@@ -92,4 +80,5 @@ extern "C" {
     pub fn flushoptions_destroy(o: *mut FlushOptions);
     #[link_name = "rocksdb_flushoptions_set_wait"]
     pub fn flushoptions_set_wait(o: *mut FlushOptions, v: c_uchar);
+
 }

@@ -89,6 +89,7 @@ impl SmrdbEngine {
             l0_compaction_trigger: o.l0_compaction_trigger.unwrap_or(d.l0_compaction_trigger),
             l0_slowdown: o.l0_slowdown.unwrap_or(d.l0_slowdown),
             l0_stop: o.l0_stop.unwrap_or(d.l0_stop),
+            verify_checksums: o.verify_checksums,
             ..d
         };
         let opts = with_overrides(opts, &o.smrdb_options)?;
@@ -214,10 +215,10 @@ impl KvEngine for SmrdbEngine {
         if limit == 0 {
             return Ok(0);
         }
-        for item in self.db()?.scan(start, None).map_err(smrdb("scan"))? {
-            let (k, v) = item.map_err(smrdb("scan"))?;
+        let mut it = self.db()?.scan(start, None).map_err(smrdb("scan"))?;
+        while let Some((k, v)) = it.next_ref().map_err(smrdb("scan"))? {
             n += 1;
-            if !visit(&k, &v) || n >= limit {
+            if !visit(k, v) || n >= limit {
                 break;
             }
         }

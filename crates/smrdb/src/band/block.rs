@@ -137,12 +137,19 @@ pub fn search_block<'a>(
     key: &[u8],
     snap: u64,
 ) -> Result<Option<EntryRef<'a>>, String> {
-    let mut r = Dec::new(entries);
-    while !r.is_empty() {
-        let e = next_ref(&mut r)?;
-        if crate::band::reader::cmp_ikey(e.key, e.seq, key, snap) != std::cmp::Ordering::Less {
-            return Ok(Some(e));
+    let mut pos = 0;
+    while pos < entries.len() {
+        let ((k0, k1), seq, value, next) = crate::cursor::parse_entry(entries, pos)
+            .ok_or_else(|| format!("malformed entry at block offset {pos}"))?;
+        let k = &entries[k0..k1];
+        if crate::band::reader::cmp_ikey(k, seq, key, snap) != std::cmp::Ordering::Less {
+            return Ok(Some(EntryRef {
+                key: k,
+                seq,
+                value: value.map(|(a, b)| &entries[a..b]),
+            }));
         }
+        pos = next;
     }
     Ok(None)
 }

@@ -171,7 +171,10 @@ pub struct BandIter {
     next_block: usize,
     ra_cur: u64,
     window_off: u64,
+    /// Read-ahead buffer: its first `window_len` bytes hold the zone's bytes from
+    /// `window_off`.
     window: Vec<u8>,
+    window_len: usize,
     cur: std::vec::IntoIter<Entry>,
 }
 
@@ -196,6 +199,7 @@ impl BandIter {
             ra_cur: 32 << 10,
             window_off: 0,
             window: Vec::new(),
+            window_len: 0,
             cur: Vec::new().into_iter(),
         };
         if it.load_next()? {
@@ -216,21 +220,23 @@ impl BandIter {
         let blen = blen as u64;
         let end = offset + blen;
         let in_window =
-            offset >= self.window_off && end <= self.window_off + self.window.len() as u64;
+            offset >= self.window_off && end <= self.window_off + self.window_len as u64;
         if !in_window {
             let data_end = self.band.footer.index.offset;
             // Start small (a short scan reads little) and double up to the read-ahead size.
             let want = self.ra_cur.min(self.read_ahead as u64).max(blen);
             self.ra_cur = (self.ra_cur * 2).min(self.read_ahead.max(1) as u64);
             let len = want.min(data_end.saturating_sub(offset)).max(blen);
-            self.window = self
-                .dev
-                .read_at(self.band.meta.zone, offset, len as usize, self.kind)?;
-            self.window_off = offset;
+            (self.window_off, self.window_len) = self.dev.read_window(
+                self.band.meta.zone,
+                offset,
+                len as usize,
+                self.kind,
+                &mut self.window,
+            )?;
         }
         let a = (offset - self.window_off) as usize;
-        let buf = self
-            .window
+        let buf = self.window[..self.window_len]
             .get(a..a + blen as usize)
             .ok_or_else(|| Error::corruption(self.band.meta.zone, offset, "short block read"))?;
         let entries = self.band.decode(buf, offset, self.verify)?;

@@ -1,6 +1,7 @@
 //! A cursor over a memtable: entries are copied out in batches (the tree's lock is held only
-//! while a batch is copied), small at first so that a short scan copies little, doubling up
-//! to 256 entries.
+//! while a batch is copied), small at first so that a short scan copies little (a few
+//! entries and at most 4 KiB: a seek that reads one 4 KiB value copies one), doubling up to
+//! 256 entries and 256 KiB.
 
 use super::{Cursor, Head};
 use crate::error::Result;
@@ -11,6 +12,8 @@ use std::sync::Arc;
 const MAX_BATCH: usize = 256;
 /// Bytes of keys and values after which a batch stops early.
 const MAX_BATCH_BYTES: usize = 256 << 10;
+/// The byte budget of the first batch.
+const FIRST_BATCH_BYTES: usize = 4 << 10;
 
 /// Iterates a memtable from a start key.
 #[derive(Debug)]
@@ -21,6 +24,8 @@ pub struct MemCursor {
     pos: usize,
     /// Entries to fetch next time.
     want: usize,
+    /// Bytes after which the next batch stops (at least one entry is fetched).
+    want_bytes: usize,
     /// The last batch was short: nothing follows it.
     last_batch: bool,
     /// The last entry of the previous batch (where the next one starts).
@@ -36,6 +41,7 @@ impl MemCursor {
             batch: FlatBatch::default(),
             pos: 0,
             want: first_batch.clamp(1, MAX_BATCH),
+            want_bytes: FIRST_BATCH_BYTES,
             last_batch: false,
             resume: Vec::new(),
         };
@@ -46,9 +52,10 @@ impl MemCursor {
     fn fetch(&mut self, from: BatchFrom<'_>) {
         self.last_batch = !self
             .mem
-            .batch_into(from, self.want, MAX_BATCH_BYTES, &mut self.batch);
+            .batch_into(from, self.want, self.want_bytes, &mut self.batch);
         self.pos = 0;
         self.want = (self.want * 2).min(MAX_BATCH);
+        self.want_bytes = (self.want_bytes * 2).min(MAX_BATCH_BYTES);
     }
 }
 

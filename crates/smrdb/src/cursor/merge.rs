@@ -130,6 +130,20 @@ impl MergingCursor {
         }
     }
 
+    /// The entry the child on top stands at, without positioning anything: what
+    /// [`MergingCursor::current`] returned last, as long as nothing moved since.
+    pub fn top_entry(&self) -> Option<EntryRef<'_>> {
+        let c = &self.children[*self.heap.first()?];
+        match c.head() {
+            Head::At(key, seq) => Some(EntryRef {
+                key,
+                seq,
+                value: c.value(),
+            }),
+            _ => None,
+        }
+    }
+
     /// Moves past every entry with user key `key` (the scan decided it): children standing at
     /// it, or whose bound is it, skip it, without reading what their index lets them pass.
     pub fn skip_key(&mut self, key: &[u8]) -> Result<()> {

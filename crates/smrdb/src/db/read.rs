@@ -73,7 +73,9 @@ impl std::fmt::Debug for ScanIter {
 }
 
 impl ScanIter {
-    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    /// Moves to the next pair to yield: `true` if there is one (the merge then stands at it),
+    /// `false` at the end of the range.
+    fn seek_next(&mut self) -> Result<bool> {
         loop {
             if std::mem::take(&mut self.advance) {
                 self.merge.advance()?;
@@ -87,10 +89,10 @@ impl ScanIter {
                 value: v,
             }) = self.merge.current()?
             else {
-                return Ok(None);
+                return Ok(false);
             };
             if self.end.as_deref().is_some_and(|end| k >= end) {
-                return Ok(None);
+                return Ok(false);
             }
             if seq > self.snap || (self.have_last && self.last.as_slice() == k) {
                 // Too new for the snapshot (an older version may be visible), or a version
@@ -102,29 +104,43 @@ impl ScanIter {
             self.last.extend_from_slice(k);
             self.have_last = true;
             self.skip = true;
-            if let Some(v) = v {
-                return Ok(Some((k.to_vec(), v.to_vec())));
+            if v.is_some() {
+                return Ok(true);
             }
         }
+    }
+
+    /// The next pair, lent until the next call (no copy is made): what [`Iterator::next`]
+    /// yields as owned vectors.
+    pub fn next_ref(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.done {
+            return Ok(None);
+        }
+        match self.seek_next() {
+            Ok(true) => {}
+            Ok(false) => {
+                self.done = true;
+                return Ok(None);
+            }
+            Err(e) => {
+                self.done = true;
+                return Err(e);
+            }
+        }
+        // `seek_next` left the merge standing at the pair: its top child is positioned at it.
+        let e = self.merge.top_entry();
+        debug_assert!(e.is_some_and(|e| e.value.is_some()));
+        Ok(e.and_then(|e| Some((e.key, e.value?))))
     }
 }
 
 impl Iterator for ScanIter {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.step() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+        match self.next_ref() {
+            Ok(Some((k, v))) => Some(Ok((k.to_vec(), v.to_vec()))),
+            Ok(None) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }

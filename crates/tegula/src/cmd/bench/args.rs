@@ -115,6 +115,11 @@ pub struct EngineArgs {
     /// combined with synced writes (--sync, --sync_every, fillsync).
     #[arg(long = "disable_wal", alias = "disable-wal", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
     pub disable_wal: bool,
+    /// Check block checksums on every read from storage, in every engine (SMRDB's and
+    /// RocksDB's default; turned on for LevelDB, whose default is off). --verify_checksums=0
+    /// turns it off in all of them.
+    #[arg(long = "verify_checksums", alias = "verify-checksums", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_possible_values = true)]
+    pub verify_checksums: bool,
     /// Worker (client) threads (at least 1).
     #[arg(long, default_value_t = DbBenchConfig::default().threads)]
     pub threads: usize,
@@ -166,6 +171,7 @@ impl EngineArgs {
             statistics: self.statistics,
             smrdb_options: self.smrdb_option.clone(),
             disable_wal: self.disable_wal,
+            verify_checksums: self.verify_checksums,
         })
     }
 }

@@ -87,7 +87,7 @@ impl super::session::Workload for DbArgs {
     fn header(&self) -> String {
         let cfg = self.config();
         format!(
-            "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}\nSync:       {}",
+            "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}\nSync:       {}\nChecksums:  {}",
             cfg.key_size,
             cfg.value_size,
             cfg.num,
@@ -98,6 +98,11 @@ impl super::session::Workload for DbArgs {
                 (true, _) => "every write".to_string(),
                 (false, 0) => "never (db_bench's default; see each result's durability)".to_string(),
                 (false, n) => format!("every {n} writes"),
+            },
+            if self.engine.verify_checksums {
+                "verified on every block read from storage, by every engine"
+            } else {
+                "not verified on reads (--verify_checksums=0), by any engine"
             }
         )
     }

@@ -95,7 +95,8 @@ fn storage_lines(lineup: &Lineup) -> String {
             Target::Banded {
                 path, zone_size, ..
             } => format!(
-                "on a banded file {} ({} zones, real I/O, no drive model)",
+                "on a banded file {} ({} zones, pwrite/fdatasync, reads through a mapping; no \
+                 drive model)",
                 path.display(),
                 tegula_device::format_size(*zone_size)
             ),
