@@ -13,6 +13,11 @@
 // which is all this relies on (RocksDB 7.8.3's db/c.cc, LevelDB 1.23's db/c.cc: the versions
 // the harness links, Debian's). KV_SHIM(ns, prefix, Holder, hold_value) defines the functions
 // for one library; each .cc file includes its library's headers and expands it once.
+//
+// A holder must not outlive its database while it holds something: a RocksDB PinnableSlice
+// may pin a block of the database's block cache, and releasing that pin after the database
+// (and its cache) is gone calls into freed memory ("pure virtual method called"). So the
+// caller releases a holder (`holder_release`) as soon as it has read the value.
 
 #include <cstddef>
 #include <cstdlib>
@@ -32,7 +37,7 @@ struct KvShimEntry {
 #define KV_SHIM_CONCAT(a, b) a##b
 #define KV_SHIM_NAME(prefix, name) KV_SHIM_CONCAT(prefix, name)
 
-#define KV_SHIM(ns, prefix, Holder, GET_CALL)                                          \
+#define KV_SHIM(ns, prefix, Holder, GET_CALL, RELEASE_CALL)                            \
   namespace {                                                                          \
   struct CDb {                                                                         \
     ns::DB* rep;                                                                       \
@@ -56,6 +61,11 @@ struct KvShimEntry {
   /* A value holder for the get below; NULL if out of memory. */                       \
   void* KV_SHIM_NAME(prefix, holder_create)() { return new (std::nothrow) Holder(); }  \
   void KV_SHIM_NAME(prefix, holder_destroy)(void* h) { delete static_cast<Holder*>(h); } \
+  /* Lets go of what holder `h` holds (a pinned block), once its value has been read. */ \
+  void KV_SHIM_NAME(prefix, holder_release)(void* h) {                                 \
+    Holder* v = static_cast<Holder*>(h);                                               \
+    RELEASE_CALL;                                                                      \
+  }                                                                                    \
   /* Reads `key` into holder `h`: 1 and the value in *val, *vlen (valid until the next  \
      call with `h`) if found, 0 if not, -1 with a malloc'ed message in *errptr. */     \
   int KV_SHIM_NAME(prefix, get)(void* db, const void* options, const char* key,        \

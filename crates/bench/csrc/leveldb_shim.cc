@@ -7,4 +7,5 @@
 
 #include "kv_shim.h"
 
-KV_SHIM(leveldb, tegula_leveldb_, std::string, d->Get(ro, k, v))
+// A std::string holds no reference into the database: nothing to release.
+KV_SHIM(leveldb, tegula_leveldb_, std::string, d->Get(ro, k, v), (void)v)

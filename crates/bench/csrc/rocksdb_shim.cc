@@ -8,4 +8,4 @@
 #include "kv_shim.h"
 
 KV_SHIM(rocksdb, tegula_rocksdb_, rocksdb::PinnableSlice,
-        (v->Reset(), d->Get(ro, d->DefaultColumnFamily(), k, v)))
+        (v->Reset(), d->Get(ro, d->DefaultColumnFamily(), k, v)), v->Reset())

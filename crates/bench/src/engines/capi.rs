@@ -113,6 +113,8 @@ macro_rules! shim_extern {
             pub fn holder_create() -> *mut c_void;
             #[link_name = concat!($prefix, "holder_destroy")]
             pub fn holder_destroy(h: *mut c_void);
+            #[link_name = concat!($prefix, "holder_release")]
+            pub fn holder_release(h: *mut c_void);
             #[link_name = concat!($prefix, "get")]
             pub fn shim_get(
                 db: *mut Db,
@@ -290,6 +292,9 @@ macro_rules! common_api {
         ) -> std::os::raw::c_int {
             $ffi::shim_get(db, o, k, kl, h, v, vl, err)
         }
+        unsafe fn holder_release(h: *mut std::ffi::c_void) {
+            $ffi::holder_release(h)
+        }
         unsafe fn write(
             db: *mut Self::Db,
             o: *const Self::WriteOptions,
@@ -408,6 +413,9 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
         vl: *mut usize,
         err: *mut *mut c_char,
     ) -> c_int;
+    /// `csrc/kv_shim.h`: lets go of what holder `h` holds (a pinned block) once its value
+    /// was read, so that no pin outlives the database.
+    unsafe fn holder_release(h: *mut c_void);
     unsafe fn write(
         db: *mut Self::Db,
         o: *const Self::WriteOptions,
@@ -639,6 +647,8 @@ impl<L: CLib> CEngine<L> {
         }
         // SAFETY: `len` bytes at `p`, held by the holder until its next use.
         f(unsafe { raw_slice(p, len) });
+        // SAFETY: this thread's holder, whose value `f` has finished reading.
+        unsafe { L::holder_release(h) };
         Ok(true)
     }
 
