@@ -37,6 +37,7 @@ pub mod io;
 pub mod iter;
 pub mod log;
 pub mod manifest;
+pub mod memfilter;
 pub mod memtable;
 pub mod options;
 pub mod stats;

@@ -10,6 +10,7 @@
 //! scan's batch ([`Memtable::batch_into`]) takes a reference to each version instead of copying
 //! its bytes.
 
+use crate::memfilter::KeyFilter;
 use parking_lot::RwLock;
 use std::borrow::Borrow;
 use std::cmp::Ordering as CmpOrdering;
@@ -271,6 +272,8 @@ pub struct Memtable {
     /// Sequence number of the first write inserted without a log record
     /// (`WriteOptions::disable_wal`), `u64::MAX` if none.
     first_unlogged: AtomicU64,
+    /// The keys held, for gets of keys it lacks ([`KeyFilter`]); none in [`Memtable::new`].
+    filter: Option<KeyFilter>,
 }
 
 impl Memtable {
@@ -282,6 +285,17 @@ impl Memtable {
             min_seq: AtomicU64::new(u64::MAX),
             max_seq: AtomicU64::new(0),
             first_unlogged: AtomicU64::new(u64::MAX),
+            filter: None,
+        }
+    }
+
+    /// An empty memtable with a key filter sized for `capacity` bytes of versions (the band
+    /// it will be flushed into), so that a get of a key it lacks costs one filter probe
+    /// instead of a descent of its tree.
+    pub fn with_key_filter(capacity: u64) -> Self {
+        Memtable {
+            filter: Some(KeyFilter::for_memtable(capacity)),
+            ..Memtable::new()
         }
     }
 
@@ -338,6 +352,9 @@ impl Memtable {
     /// Adds one version.
     pub fn insert(&self, key: &[u8], seq: u64, value: Option<&[u8]>) {
         let k = Self::make(key, seq, value);
+        if let Some(f) = &self.filter {
+            f.insert(key);
+        }
         self.map.write().insert(k);
         self.account(Self::charge(key, value), seq, seq);
     }
@@ -354,6 +371,9 @@ impl Memtable {
         let mut seq = seq0;
         for (k, v) in ops {
             len += Self::charge(k, v);
+            if let Some(f) = &self.filter {
+                f.insert(k);
+            }
             m.insert(Self::make(k, seq, v));
             seq += 1;
         }
@@ -382,6 +402,9 @@ impl Memtable {
         snap: u64,
         f: impl FnOnce(Option<&[u8]>) -> T,
     ) -> Option<(u64, T)> {
+        if self.filter.as_ref().is_some_and(|fl| !fl.may_contain(key)) {
+            return None;
+        }
         let probe = Probe::new(key, snap);
         let m = self.map.read();
         // The first version at or after (key, snap) in internal order: one descent.
@@ -598,5 +621,40 @@ mod tests {
         m.batch_into(BatchFrom::Start(b"a\0"), 2, 1 << 20, &mut from);
         assert_eq!(from.get(0).map(|e| e.key), Some(&b"a\0"[..]));
         assert_eq!(from.get(1).map(|e| e.key), Some(&b"a\0\0"[..]));
+    }
+
+    /// With a key filter, gets agree with a memtable without one: present keys (values and
+    /// tombstones, at every snapshot) are found, absent ones are not, and a filter far too
+    /// small for its keys (mostly false positives) changes nothing either.
+    #[test]
+    fn the_key_filter_never_hides_a_version() {
+        for cap in [0u64, 1 << 30] {
+            let plain = Memtable::new();
+            let filtered = Memtable::with_key_filter(cap);
+            for m in [&plain, &filtered] {
+                for i in 0..3000u64 {
+                    let k = format!("k{:06}", i * 7 % 3001);
+                    let v = (i % 5 != 0).then_some(k.as_bytes());
+                    m.insert(k.as_bytes(), i + 1, v);
+                }
+                m.insert_many(
+                    5000,
+                    [(&b"batch-a"[..], Some(&b"1"[..])), (&b"batch-b"[..], None)].into_iter(),
+                );
+            }
+            for i in 0..4000u64 {
+                let k = format!("k{i:06}");
+                for snap in [1, 1500, u64::MAX] {
+                    assert_eq!(
+                        plain.get(k.as_bytes(), snap),
+                        filtered.get(k.as_bytes(), snap)
+                    );
+                }
+            }
+            for k in [&b"batch-a"[..], b"batch-b", b"batch-c"] {
+                assert_eq!(plain.get(k, u64::MAX), filtered.get(k, u64::MAX));
+            }
+            assert_eq!(filtered.get(b"batch-b", u64::MAX), Some((5001, None)));
+        }
     }
 }

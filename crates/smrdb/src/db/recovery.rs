@@ -187,7 +187,7 @@ impl Inner {
         }
         sort_newest_first(&mut bands);
         // Replay the log.
-        let mem = Arc::new(Memtable::new());
+        let mem = Arc::new(Memtable::with_key_filter(dev.zone_bytes()));
         let mut last_seq = m.flushed_seq;
         for b in &bands {
             last_seq = last_seq.max(b.band.meta.max_seq);

@@ -239,7 +239,7 @@ impl Inner {
         let mut sv = self.sv.write();
         let mut n = (**sv).clone();
         n.imm = Some(n.mem.clone());
-        n.mem = Arc::new(Memtable::new());
+        n.mem = Arc::new(Memtable::with_key_filter(self.dev.zone_bytes()));
         *sv = Arc::new(n);
         Ok(())
     }
