@@ -20,6 +20,7 @@ use crate::error::{DeviceError, Result};
 use crate::image::{decode_state, encode_state, ImageState, STATE_FORMAT};
 use crate::imagefile::SlotPair;
 use crate::media::{Completion, IoDone, Request};
+use crate::readmap::ReadMap;
 use crate::units::Nanos;
 use crate::zone::{Zone, ZoneAction, ZoneFilter, ZoneTable, ZoneType};
 use parking_lot::Mutex;
@@ -68,74 +69,6 @@ struct Inner {
 /// write: a flush then waits for the disk's cache flush, not for hundreds of megabytes of the
 /// page cache (SMRDB flushes in its write path when a log band fills).
 const WRITEBACK_KICK: u64 = 8 << 20;
-
-/// A shared read-only mapping of the first `len` bytes of a file, unmapped on drop.
-struct ReadMap {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is read-only and only read through raw-pointer copies; the pointer is
-// valid until `drop` unmaps it, which needs `&mut self` (no reader left).
-unsafe impl Send for ReadMap {}
-unsafe impl Sync for ReadMap {}
-
-impl ReadMap {
-    fn new(file: &File, len: u64, path: &Path) -> Result<Self> {
-        use std::os::unix::io::AsRawFd;
-        let len = usize::try_from(len)
-            .map_err(|_| DeviceError::Config(format!("{} is too large to map", path.display())))?;
-        // SAFETY: a fresh shared read-only mapping of an open descriptor; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(DeviceError::io(
-                format!("mapping {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
-        Ok(ReadMap { ptr, len })
-    }
-
-    /// Copies `buf.len()` bytes at byte offset `off` (checked against the mapping).
-    fn read(&self, off: u64, buf: &mut [u8]) -> Result<()> {
-        let end = off.checked_add(buf.len() as u64);
-        if end.is_none_or(|e| e > self.len as u64) {
-            return Err(DeviceError::io(
-                format!("reading byte {off} of a {}-byte mapping", self.len),
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-            ));
-        }
-        // SAFETY: `off..off + len` lies inside the mapping (checked above), which lives as long
-        // as `self`; a raw copy, as the file's pages may change under it (another pwrite), as
-        // they may under a pread.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (self.ptr as *const u8).add(off as usize),
-                buf.as_mut_ptr(),
-                buf.len(),
-            );
-        }
-        Ok(())
-    }
-}
-
-impl Drop for ReadMap {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, unmapped once.
-        unsafe {
-            libc::munmap(self.ptr, self.len);
-        }
-    }
-}
 
 /// A plain file or block device with SMR zone rules enforced by the host.
 pub struct HostBanded {

@@ -28,6 +28,7 @@ pub mod lock;
 pub mod mechanics;
 pub mod media;
 pub mod ranges;
+mod readmap;
 pub mod seek;
 pub mod shingle;
 pub mod slots;

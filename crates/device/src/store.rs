@@ -6,6 +6,9 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
+use std::path::Path;
+
+use crate::readmap::ReadMap;
 
 /// Sector storage behind the media model. Offsets are in bytes from the start of the media.
 pub trait Store: Send {
@@ -134,6 +137,9 @@ pub struct FileStore {
     file: File,
     base: u64,
     punch_holes: bool,
+    /// With [`FileStore::map_reads`]: the file's first `map_len` bytes mapped, read by copy.
+    map: Option<ReadMap>,
+    map_len: u64,
 }
 
 impl FileStore {
@@ -143,12 +149,36 @@ impl FileStore {
             file,
             base,
             punch_holes,
+            map: None,
+            map_len: 0,
         }
+    }
+
+    /// Reads through a shared read-only mapping of the file as long as it is now (no system
+    /// call per read; bytes past it are still read with `pread`). A host I/O error under the
+    /// mapping then kills the process with `SIGBUS` instead of failing the read.
+    pub fn map_reads(mut self, path: &Path) -> crate::error::Result<Self> {
+        let len = self
+            .file
+            .metadata()
+            .map_err(|e| crate::error::DeviceError::io(format!("sizing {}", path.display()), e))?
+            .len();
+        if len > 0 {
+            self.map = Some(ReadMap::new(&self.file, len, path)?);
+            self.map_len = len;
+        }
+        Ok(self)
     }
 }
 
 impl Store for FileStore {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        if let Some(map) = &self.map {
+            let at = self.base + offset;
+            if at.checked_add(buf.len() as u64).is_some_and(|end| end <= self.map_len) {
+                return map.read(at, buf).map_err(io::Error::other);
+            }
+        }
         let mut done = 0;
         while done < buf.len() {
             let n = self
@@ -228,5 +258,41 @@ mod tests {
         assert_eq!(s.resident_bytes(), 5 * CHUNK);
         s.discard(0, 10 * CHUNK).expect("discard");
         assert_eq!(s.resident_bytes(), 0);
+    }
+
+    #[test]
+    fn file_store_reads_through_a_mapping_see_every_write() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("img");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .expect("create");
+        file.set_len(3 * CHUNK).expect("size");
+        let mut s = FileStore::new(file, 4096, true)
+            .map_reads(&path)
+            .expect("map");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i * 7) as u8).collect();
+        s.write(1000, &data).expect("write");
+        let mut back = vec![0u8; data.len()];
+        s.read(1000, &mut back).expect("read");
+        assert_eq!(back, data, "a write is seen through the mapping");
+        // Discarded bytes read as zeros through the mapping too.
+        s.discard(0, CHUNK).expect("discard");
+        let mut z = vec![1u8; 100];
+        s.read(5000, &mut z).expect("read");
+        assert_eq!(z, vec![0u8; 100]);
+        // Past the mapped length (the file grew): read with pread, not from the mapping.
+        let far = 3 * CHUNK + 10;
+        s.write(far, b"grown").expect("write past");
+        let mut g = [0u8; 5];
+        s.read(far, &mut g).expect("read past");
+        assert_eq!(&g, b"grown");
+        // A read straddling the end of the mapping takes the pread path whole.
+        let mut st = vec![0u8; 8192];
+        s.read(3 * CHUNK - 4096 - 4000, &mut st).expect("straddle");
+        assert_eq!(&st[4000 + 4096 + 10..4000 + 4096 + 15], b"grown");
     }
 }

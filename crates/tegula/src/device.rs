@@ -66,6 +66,9 @@ pub struct Spec {
     pub access: Access,
     /// Virtual time (default) or paced wall time.
     pub clock: ClockMode,
+    /// Read a disk image or banded file through a shared mapping instead of `pread` (no
+    /// system call per read; a host I/O error then kills the process with `SIGBUS`).
+    pub mmap_reads: bool,
 }
 
 impl Spec {
@@ -77,6 +80,7 @@ impl Spec {
             capacity: None,
             access,
             clock: ClockMode::Virtual,
+            mmap_reads: false,
         }
     }
 }
@@ -162,6 +166,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         let opts = HostBandedOptions {
             zone_size,
             capacity: spec.capacity,
+            mmap_reads: spec.mmap_reads,
             ..HostBandedOptions::default()
         };
         let d = HostBanded::open(path, opts)
@@ -174,7 +179,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
     let opened = match kind {
         PathKind::Config => open_config(path)?,
         PathKind::DmImage => Opened::Dm(open_dm(path, spec.access)?),
-        PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access)?),
+        PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access, spec.mmap_reads)?),
         PathKind::Plain => bail!("{}", not_an_image(path)),
     };
     let warnings = match &opened {
@@ -222,9 +227,15 @@ fn not_an_image(path: &Path) -> String {
     )
 }
 
-fn open_disk(path: &Path, access: Access) -> Result<Disk> {
-    let ro = OpenOptions { read_only: true };
-    let rw = OpenOptions { read_only: false };
+fn open_disk(path: &Path, access: Access, mmap_reads: bool) -> Result<Disk> {
+    let ro = OpenOptions {
+        read_only: true,
+        mmap_reads,
+    };
+    let rw = OpenOptions {
+        read_only: false,
+        mmap_reads,
+    };
     let res = match access {
         Access::ReadOnly => Disk::open_image(path, ro),
         Access::ReadWrite => Disk::open_image(path, rw),

@@ -60,6 +60,11 @@ pub struct ServeResp {
     /// SMRDB: create the database when PATH holds none.
     #[arg(long)]
     pub create: bool,
+    /// SMRDB: read the image or banded file with `pread` instead of through a shared
+    /// read-only mapping (the default, as LevelDB reads its tables: no system call per block
+    /// read, but a host I/O error kills the server with `SIGBUS` instead of failing the read).
+    #[arg(long)]
+    pub pread: bool,
     /// Password clients must give with AUTH (or HELLO ... AUTH) first.
     #[arg(long)]
     pub requirepass: Option<String>,
@@ -111,7 +116,9 @@ fn options(a: &ServeResp) -> Result<ServerOptions> {
 }
 
 fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
-    let dev = device::open_zoned(&a.dev.spec(&a.path, Access::ReadWrite)?)?;
+    let mut spec = a.dev.spec(&a.path, Access::ReadWrite)?;
+    spec.mmap_reads = !a.pread;
+    let dev = device::open_zoned(&spec)?;
     let db = match Db::open(dev.clone(), Options::default()) {
         Ok(db) => db,
         Err(DbError::NotFound(_)) if a.create => {
