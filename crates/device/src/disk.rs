@@ -190,7 +190,13 @@ impl Disk {
     /// zone states) and returns the problems that do not stop it from opening; an error when
     /// it cannot be opened.
     pub fn check_image(path: &Path) -> Result<Vec<String>> {
-        let d = Self::open_image(path, OpenOptions { read_only: true, ..OpenOptions::default() })?;
+        let d = Self::open_image(
+            path,
+            OpenOptions {
+                read_only: true,
+                ..OpenOptions::default()
+            },
+        )?;
         Ok(d.open_warnings())
     }
 

@@ -175,7 +175,10 @@ impl Store for FileStore {
     fn read(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
         if let Some(map) = &self.map {
             let at = self.base + offset;
-            if at.checked_add(buf.len() as u64).is_some_and(|end| end <= self.map_len) {
+            if at
+                .checked_add(buf.len() as u64)
+                .is_some_and(|end| end <= self.map_len)
+            {
                 return map.read(at, buf).map_err(io::Error::other);
             }
         }

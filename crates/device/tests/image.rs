@@ -98,7 +98,14 @@ fn read_only_handles_refuse_writes_and_leave_the_file_untouched() {
     let p = dir.path().join("d.img");
     populated(&p);
     let before = std::fs::read(&p).unwrap();
-    let d = Disk::open_image(&p, OpenOptions { read_only: true, ..OpenOptions::default() }).unwrap();
+    let d = Disk::open_image(
+        &p,
+        OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
     expect_err(d.write(0, &[0u8; SS]), "ReadOnlyHandle");
     expect_err(d.append(2, &[0u8; SS]), "ReadOnlyHandle");
     expect_err(d.reset_zone(1), "ReadOnlyHandle");

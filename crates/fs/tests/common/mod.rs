@@ -74,7 +74,14 @@ pub fn dump(fs: &mut Fs) -> std::collections::BTreeMap<String, Option<Vec<u8>>> 
 
 /// Opens the file system on the image at `img` read-only (after an unmount).
 pub fn open_read_only(img: &Path) -> Fs {
-    let disk = Disk::open_image(img, OpenOptions { read_only: true, ..OpenOptions::default() }).unwrap();
+    let disk = Disk::open_image(
+        img,
+        OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
     let dev: Arc<dyn ZonedDevice> = Arc::new(disk);
     Fs::open(
         dev,
