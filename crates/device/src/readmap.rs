@@ -40,6 +40,12 @@ impl ReadMap {
                 std::io::Error::last_os_error(),
             ));
         }
+        // Random access: a fault reads the page it needs, not a window of read-ahead around
+        // it (which, with the data larger than memory, evicts what the next reads need).
+        // SAFETY: advice on the mapping just made; failure only loses the hint.
+        unsafe {
+            libc::madvise(ptr, len, libc::MADV_RANDOM);
+        }
         Ok(ReadMap { ptr, len })
     }
 
