@@ -14,7 +14,7 @@
 # neighbouring figures see about the same load; otherwise each server runs all tests alone,
 # one after the other. CGROUP=/sys/fs/cgroup/memory/NAME puts each server in that (v1)
 # memory cgroup, so that page cache and process memory together stay under its limit (use it
-# without INTERLEAVE).
+# without INTERLEAVE). SMRDB_ARGS: more options for the SMRDB server (e.g. --pread).
 set -euo pipefail
 tegula=$1 ycsb=$2 dir=$3 fsync=${4:-everysec} n=${5:-200000} records=${6:-50000}
 ops=${7:-$records}
@@ -37,7 +37,8 @@ start() { # name
     smrdb)
         "$tegula" disk create --profile hm-smr --capacity 16GiB "$dir/smrdb/kv.img" >/dev/null
         "$tegula" db create "$dir/smrdb/kv.img" >/dev/null
-        "$tegula" serve resp "$dir/smrdb/kv.img" --port $p --appendfsync "$fsync" 2>/dev/null &
+        # shellcheck disable=SC2086
+        "$tegula" serve resp "$dir/smrdb/kv.img" --port $p --appendfsync "$fsync" ${SMRDB_ARGS:-} 2>/dev/null &
         ;;
     rocksdb | leveldb)
         "$tegula" serve resp "$dir/$s/db" --engine "$s" --port $p --appendfsync "$fsync" 2>/dev/null &

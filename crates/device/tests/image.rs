@@ -383,3 +383,36 @@ fn a_damaged_newest_state_slot_is_reported_not_silently_replaced() {
     let w = Disk::check_image(&p).unwrap();
     assert!(w.len() == 1 && w[0].contains("older"), "{w:?}");
 }
+
+#[test]
+fn reads_through_a_mapping_see_the_image_and_every_later_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("d.img");
+    let (zones, data) = populated(&p);
+    let opts = OpenOptions {
+        mmap_reads: true,
+        ..OpenOptions::default()
+    };
+    let d = Disk::open_image(&p, opts).unwrap();
+    assert_eq!(d.report_zones(ZoneFilter::All), zones);
+    let mut back = vec![0u8; 16 * SS];
+    d.read(4 * ZS, &mut back).unwrap();
+    assert_eq!(back, data, "data written before the open");
+    // Writes after the open (through the drive's write cache, then the file) read back.
+    let s = 2 * ZS;
+    let fresh = pattern(s, 9, 2);
+    d.write(s, &fresh).unwrap();
+    d.flush().unwrap();
+    let mut got = vec![0u8; fresh.len()];
+    d.read(s, &mut got).unwrap();
+    assert_eq!(got, fresh, "data written after the open");
+    // A reset zone, written again, then reopened.
+    d.reset_zone(2).unwrap();
+    d.write(s, &pattern(s, 1, 7)).unwrap();
+    d.close().unwrap();
+    let d = Disk::open_image(&p, opts).unwrap();
+    let mut first = vec![0u8; SS];
+    d.read(s, &mut first).unwrap();
+    assert_eq!(first, pattern(s, 1, 7), "data written before a reopen");
+}
+
