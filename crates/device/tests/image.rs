@@ -415,4 +415,3 @@ fn reads_through_a_mapping_see_the_image_and_every_later_write() {
     d.read(s, &mut first).unwrap();
     assert_eq!(first, pattern(s, 1, 7), "data written before a reopen");
 }
-
