@@ -1,6 +1,7 @@
 //! Choosing what to compact: SMR-friendly organisation ([`soc`], paper §4.3) and the
 //! LevelDB-style one ([`loc`], paper §3). The engine executes a [`Plan`].
 
+pub mod input;
 pub mod loc;
 pub mod soc;
 

@@ -3,6 +3,7 @@
 
 use super::{is_nospace, Inner, MetaState};
 use crate::band::{Band, BandIter};
+use crate::compaction::input::{InputIter, ReadAheadPool};
 use crate::compaction::{self, Plan};
 use crate::error::{Error, Result};
 use crate::io::IoKind;
@@ -124,15 +125,31 @@ impl Inner {
     ) -> Result<()> {
         let t0 = Instant::now();
         let mut sources: Vec<Box<dyn Source>> = Vec::new();
-        for b in &inputs {
-            sources.push(Box::new(BandIter::new(
-                b.band.clone(),
-                self.dev.clone(),
-                &[],
-                IoKind::Compaction,
-                self.opts.read_ahead_bytes,
-                true,
-            )?));
+        if self.opts.compaction_read_ahead_bytes > 0 {
+            let pool = ReadAheadPool::new(
+                self.opts.compaction_read_ahead_bytes as u64,
+                self.opts.compaction_read_ahead_budget as u64,
+                self.opts.read_ahead_bytes as u64,
+            );
+            for b in &inputs {
+                sources.push(Box::new(InputIter::new(
+                    b.band.clone(),
+                    self.dev.clone(),
+                    pool.clone(),
+                    true,
+                )));
+            }
+        } else {
+            for b in &inputs {
+                sources.push(Box::new(BandIter::new(
+                    b.band.clone(),
+                    self.dev.clone(),
+                    &[],
+                    IoKind::Compaction,
+                    self.opts.read_ahead_bytes,
+                    true,
+                )?));
+            }
         }
         let all_ids: Vec<u64> = inputs.iter().map(|b| b.id()).collect();
         // Inputs still recorded in the manifest (a checkpoint takes consumed ones out).
