@@ -250,26 +250,14 @@ mod tests {
 
     /// Writes `n` entries with keys `k{i * step + first}` as band `id` in `zone`.
     fn band(dev: &Arc<Dev>, zone: u32, id: u64, first: u64, step: u64, n: u64) -> Arc<Band> {
-        let mut w = BandWriter::new(
-            dev,
-            zone,
-            IoKind::Flush,
-            WriterConfig {
-                block_size: 4096,
-                bloom_bits_per_key: 10,
-                histogram_bytes: 4096,
-                write_chunk_bytes: 1 << 20,
-            },
-        );
-        for i in 0..n {
-            w.add(&Entry {
+        let entries: Vec<Entry> = (0..n)
+            .map(|i| Entry {
                 key: format!("k{:08}", first + i * step).into_bytes(),
                 seq: id * 1_000_000 + i,
                 value: Some(vec![(i % 251) as u8; 900]),
             })
-            .unwrap();
-        }
-        Arc::new(w.finish(id, 0, 0).unwrap())
+            .collect();
+        band_of(dev, zone, id, &entries)
     }
 
     /// The pool charges full windows while it has room, then what is left but at least the
