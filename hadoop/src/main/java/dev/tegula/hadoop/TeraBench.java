@@ -203,6 +203,10 @@ public final class TeraBench {
     conf.setInt("dfs.namenode.redundancy.interval.seconds", 1);
     conf.setInt("dfs.namenode.replication.max-streams", 16);
     conf.setInt("dfs.namenode.replication.work.multiplier.per.iteration", 16);
+    // A re-replication whose transfer fails (e.g. its target was the DataNode whose drive was
+    // just lost, still "live" when the work was scheduled) is retried only after this timeout;
+    // Hadoop's default of 300 s equals the failover wait, so one failed transfer failed the run.
+    conf.setInt("dfs.namenode.reconstruction.pending.timeout-sec", 5);
     conf.setInt("dfs.datanode.failed.volumes.tolerated", 0);
     conf.setBoolean("dfs.permissions.enabled", false);
     conf.setLong("dfs.datanode.du.reserved", 0);
