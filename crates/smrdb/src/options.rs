@@ -56,6 +56,14 @@ pub struct Options {
     /// hold equal shares of the band's data bytes). Default 4 KiB, the paper's fixed size:
     /// larger histograms estimate sequentiality better and cost more memory per band.
     pub histogram_bytes: usize,
+    /// Keep a hash index of each key's newest version beside the memtable's tree, so that a
+    /// get at the latest snapshot costs one hash probe instead of a descent of a tree of up
+    /// to millions of versions (the largest cost of a get served from the memtable: a third
+    /// of the RESP server's CPU under `redis-benchmark -t get -P 16`). It takes about 50-100
+    /// bytes of memory per key held, beyond `memtable_bytes` (which measures what the band will
+    /// hold, not memory; see `Stats::memtable_index_bytes`). Default false (the paper figures
+    /// are measured without it); `tegula serve resp` turns it on.
+    pub memtable_point_index: bool,
     /// Capacity of the LRU cache of decoded data blocks. Default 8 MiB.
     pub block_cache_bytes: u64,
     /// L0 band count that triggers an L0→L1 compaction. Default 4 (LevelDB's value).
@@ -121,6 +129,7 @@ impl Default for Options {
             block_size: 4096,
             bloom_bits_per_key: 10,
             histogram_bytes: 4096,
+            memtable_point_index: false,
             block_cache_bytes: 8 << 20,
             l0_compaction_trigger: 4,
             l0_slowdown: 8,

@@ -110,6 +110,9 @@ pub struct DbStats {
     pub log_bands: usize,
     /// Bytes in the memtables.
     pub memtable_bytes: u64,
+    /// Bytes of memory the memtables' point indexes take (`Options::memtable_point_index`),
+    /// beyond `memtable_bytes`.
+    pub memtable_index_bytes: u64,
     /// Writes delayed by the slowdown.
     pub slowdowns: u64,
     /// Writes that waited for background work.
@@ -191,6 +194,9 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         log_bands,
         memtable_bytes: sv.mem.approximate_bytes()
             + sv.imm.as_ref().map_or(0, |m| m.approximate_bytes()),
+        memtable_index_bytes: (sv.mem.point_index_bytes()
+            + sv.imm.as_ref().map_or(0, |m| m.point_index_bytes()))
+            as u64,
         slowdowns: g(&c.slowdowns),
         stalls: g(&c.stalls),
         stall_ns: g(&c.stall_ns),

@@ -186,6 +186,19 @@ fn both_modes_match_model_with_compaction_read_ahead_windows() {
     }
 }
 
+/// With the memtable's point index, gets at the latest snapshot take the index and gets at
+/// older snapshots the tree: both must agree with the model in both modes.
+#[test]
+fn both_modes_match_model_with_a_memtable_point_index() {
+    for mode in [Mode::Soc, Mode::Loc] {
+        let opts = Options {
+            memtable_point_index: true,
+            ..tiny_opts()
+        };
+        run_model_with(mode, 77_773, 4000, 1500, 300, opts);
+    }
+}
+
 #[test]
 fn loc_matches_model() {
     for seed in 1..=2 {

@@ -111,6 +111,10 @@ impl Backend for SmrdbBackend {
             ("free_bands".into(), s.free_bands.to_string()),
             ("log_bands".into(), s.log_bands.to_string()),
             ("memtable_bytes".into(), s.memtable_bytes.to_string()),
+            (
+                "memtable_index_bytes".into(),
+                s.memtable_index_bytes.to_string(),
+            ),
             ("stalls".into(), s.stalls.to_string()),
             ("syncs".into(), s.syncs.to_string()),
             ("grouped_syncs".into(), s.grouped_syncs.to_string()),

@@ -187,7 +187,10 @@ impl Inner {
         }
         sort_newest_first(&mut bands);
         // Replay the log.
-        let mem = Arc::new(Memtable::with_key_filter(dev.zone_bytes()));
+        let mem = Arc::new(Memtable::for_band(
+            dev.zone_bytes(),
+            opts.memtable_point_index,
+        ));
         let mut last_seq = m.flushed_seq;
         for b in &bands {
             last_seq = last_seq.max(b.band.meta.max_seq);

@@ -239,7 +239,10 @@ impl Inner {
         let mut sv = self.sv.write();
         let mut n = (**sv).clone();
         n.imm = Some(n.mem.clone());
-        n.mem = Arc::new(Memtable::with_key_filter(self.dev.zone_bytes()));
+        n.mem = Arc::new(Memtable::for_band(
+            self.dev.zone_bytes(),
+            self.opts.memtable_point_index,
+        ));
         *sv = Arc::new(n);
         Ok(())
     }

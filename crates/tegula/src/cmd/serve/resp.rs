@@ -121,11 +121,14 @@ fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
     let mut spec = a.dev.spec(&a.path, Access::ReadWrite)?;
     spec.mmap_reads = a.mmap_reads;
     let dev = device::open_zoned(&spec)?;
-    let db = match Db::open(dev.clone(), Options::default()) {
+    // Gets are most of a key-value server's work: one hash probe for a key in the memtable.
+    let opts = Options {
+        memtable_point_index: true,
+        ..Options::default()
+    };
+    let db = match Db::open(dev.clone(), opts.clone()) {
         Ok(db) => db,
-        Err(DbError::NotFound(_)) if a.create => {
-            Db::create(dev, FormatOptions::default(), Options::default())?
-        }
+        Err(DbError::NotFound(_)) if a.create => Db::create(dev, FormatOptions::default(), opts)?,
         Err(DbError::NotFound(_)) => bail!(
             "{} holds no database (run `tegula db create {}` first, or give --create)",
             a.path.display(),
