@@ -66,6 +66,13 @@ pub struct Options {
     pub memtable_point_index: bool,
     /// Capacity of the LRU cache of decoded data blocks. Default 8 MiB.
     pub block_cache_bytes: u64,
+    /// Put a block a get missed in the block cache only when it missed recently before as
+    /// well (see `BlockCache::with_second_miss_admission`): gets spread over data many times
+    /// the cache's size search blocks where they were read instead of copying each in and
+    /// evicting another; blocks asked for repeatedly still enter. Default false (the paper
+    /// figures are measured without it; it changes which reads the cache serves);
+    /// `tegula serve resp` turns it on.
+    pub block_cache_second_miss: bool,
     /// L0 band count that triggers an L0→L1 compaction. Default 4 (LevelDB's value).
     pub l0_compaction_trigger: usize,
     /// L0 band count at which each write is delayed by `slowdown_factor` milliseconds, to let
@@ -131,6 +138,7 @@ impl Default for Options {
             histogram_bytes: 4096,
             memtable_point_index: false,
             block_cache_bytes: 8 << 20,
+            block_cache_second_miss: false,
             l0_compaction_trigger: 4,
             l0_slowdown: 8,
             l0_stop: 12,

@@ -186,13 +186,17 @@ fn both_modes_match_model_with_compaction_read_ahead_windows() {
     }
 }
 
-/// With the memtable's point index, gets at the latest snapshot take the index and gets at
-/// older snapshots the tree: both must agree with the model in both modes.
+/// The RESP server's read options: with the memtable's point index, gets at the latest
+/// snapshot take the index and gets at older snapshots the tree; with second-miss admission
+/// to a block cache of four blocks, most band gets search blocks where they were read and the
+/// rest through the cache. Both modes must agree with the model.
 #[test]
-fn both_modes_match_model_with_a_memtable_point_index() {
+fn both_modes_match_model_with_the_servers_read_options() {
     for mode in [Mode::Soc, Mode::Loc] {
         let opts = Options {
             memtable_point_index: true,
+            block_cache_second_miss: true,
+            block_cache_bytes: 16 << 10,
             ..tiny_opts()
         };
         run_model_with(mode, 77_773, 4000, 1500, 300, opts);

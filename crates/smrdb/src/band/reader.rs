@@ -136,7 +136,8 @@ impl Band {
         self.index.seek(key, seq)
     }
 
-    /// The newest version of `key` with sequence ≤ `snap` in this band.
+    /// The newest version of `key` with sequence ≤ `snap` in this band. A block the cache
+    /// does not hold and does not admit ([`BlockCache::admit`]) is searched where it was read.
     pub fn get(
         &self,
         dev: &Dev,
@@ -145,15 +146,38 @@ impl Band {
         snap: u64,
         verify: bool,
     ) -> Result<Option<(u64, Option<Vec<u8>>)>> {
+        // The first entry at or after (key, snap) in a block's entries: `Some` ends the
+        // search (a version of `key`, or the proof that there is none).
+        type Found = Option<Option<(u64, Option<Vec<u8>>)>>;
+        let search = |entries: &[u8], offset: u64| -> Result<Found> {
+            let found = search_block(entries, key, snap).map_err(|w| {
+                Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
+            })?;
+            Ok(found.map(|e| (e.key == key).then(|| (e.seq, e.value.map(<[u8]>::to_vec)))))
+        };
         let mut i = self.seek_block(key, snap);
         while i < self.index.len() {
-            let b = self.block(dev, Some(cache), i, verify)?;
-            let found = search_block(&b, key, snap).map_err(|w| {
-                let off = self.index.extent(i).map_or(0, |e| e.0);
-                Error::corruption(self.meta.zone, off, format!("data block: {w}"))
-            })?;
-            if let Some(e) = found {
-                return Ok((e.key == key).then(|| (e.seq, e.value.map(<[u8]>::to_vec))));
+            let (offset, len) = self
+                .index
+                .extent(i)
+                .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
+            let found = match cache.get(self.meta.id, i as u32) {
+                Some(b) => search(&b, offset)?,
+                None if cache.admit(self.meta.id, i as u32) => {
+                    let b = self.block(dev, Some(cache), i, verify)?;
+                    search(&b, offset)?
+                }
+                None => {
+                    dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
+                        let entries = block_entries(raw, verify).map_err(|w| {
+                            Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
+                        })?;
+                        search(entries, offset)
+                    })?
+                }
+            };
+            if let Some(r) = found {
+                return Ok(r);
             }
             i += 1;
         }

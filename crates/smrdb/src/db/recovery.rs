@@ -296,7 +296,11 @@ impl Inner {
                 slot_sectors,
             }),
             maint: Mutex::new(()),
-            cache: Arc::new(BlockCache::new(opts.block_cache_bytes)),
+            cache: Arc::new(if opts.block_cache_second_miss {
+                BlockCache::with_second_miss_admission(opts.block_cache_bytes)
+            } else {
+                BlockCache::new(opts.block_cache_bytes)
+            }),
             snapshots: Arc::new(Mutex::new(BTreeMap::new())),
             bg: Mutex::new(BgState::default()),
             bg_cv: Condvar::new(),

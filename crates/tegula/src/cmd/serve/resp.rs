@@ -121,9 +121,11 @@ fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
     let mut spec = a.dev.spec(&a.path, Access::ReadWrite)?;
     spec.mmap_reads = a.mmap_reads;
     let dev = device::open_zoned(&spec)?;
-    // Gets are most of a key-value server's work: one hash probe for a key in the memtable.
+    // Gets are most of a key-value server's work: one hash probe for a key in the memtable,
+    // and no copy into the block cache for a block read once.
     let opts = Options {
         memtable_point_index: true,
+        block_cache_second_miss: true,
         ..Options::default()
     };
     let db = match Db::open(dev.clone(), opts.clone()) {
