@@ -8,6 +8,8 @@ pub mod footer;
 pub mod histogram;
 pub mod index;
 pub mod reader;
+#[cfg(test)]
+pub(crate) mod test_util;
 pub mod writer;
 
 pub use reader::{Band, BandIter};

@@ -232,7 +232,8 @@ impl Source for InputIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::band::{BandIter, BandWriter, WriterConfig};
+    use crate::band::test_util::write_band;
+    use crate::band::BandIter;
     use crate::iter::Merge;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
@@ -257,7 +258,7 @@ mod tests {
                 value: Some(vec![(i % 251) as u8; 900]),
             })
             .collect();
-        band_of(dev, zone, id, &entries)
+        write_band(dev, zone, id, &entries)
     }
 
     /// The pool charges full windows while it has room, then what is left but at least the
@@ -343,25 +344,6 @@ mod tests {
             assert!(pool.peak() <= pool.bound(4, 8192), "{}", pool.peak());
             assert_eq!(pool.held(), 0, "every window given back");
         }
-    }
-
-    /// Writes `entries` (in internal key order) as band `id` in `zone`, in 4 KiB blocks.
-    fn band_of(dev: &Arc<Dev>, zone: u32, id: u64, entries: &[Entry]) -> Arc<Band> {
-        let mut w = BandWriter::new(
-            dev,
-            zone,
-            IoKind::Flush,
-            WriterConfig {
-                block_size: 4096,
-                bloom_bits_per_key: 10,
-                histogram_bytes: 4096,
-                write_chunk_bytes: 64 << 10,
-            },
-        );
-        for e in entries {
-            w.add(e).unwrap();
-        }
-        Arc::new(w.finish(id, 0, 0).unwrap())
     }
 
     /// Entries of varied sizes: two versions of some keys, tombstones, and every 13th value
@@ -472,7 +454,7 @@ mod tests {
         let (disk, dev) = test_dev();
         let conv = dev.dev.info().conventional_zones;
         let entries = varied_entries(1200);
-        let band = band_of(&dev, conv, 9, &entries);
+        let band = write_band(&dev, conv, 9, &entries);
         let want = band_iter_entries(&band, &dev);
         assert_eq!(want, entries);
         let data = band.footer.index.offset;
@@ -543,7 +525,7 @@ mod tests {
         let (disk, dev) = test_dev();
         let zone = dev.dev.info().conventional_zones + 1;
         let entries = varied_entries(800);
-        let band = band_of(&dev, zone, 11, &entries);
+        let band = write_band(&dev, zone, 11, &entries);
         let j = band.index.len() / 2;
         let (off, len) = band.index.extent(j).unwrap();
         let before: usize = (0..j)

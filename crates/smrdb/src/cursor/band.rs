@@ -313,7 +313,7 @@ mod tests {
     use super::*;
     use crate::band::block::decode_index;
     use crate::band::index::BlockIndex;
-    use crate::band::{BandWriter, WriterConfig};
+    use crate::band::test_util::write_band;
     use crate::memtable::Entry;
     use tegula_device::{profile, Disk, ZonedDevice};
 
@@ -341,25 +341,6 @@ mod tests {
         Arc::new(Dev::new(disk))
     }
 
-    /// Writes `entries` (in internal key order) as band 7 in `zone`, in 4 KiB blocks.
-    fn write_band(dev: &Arc<Dev>, zone: u32, entries: &[Entry]) -> Arc<Band> {
-        let mut w = BandWriter::new(
-            dev,
-            zone,
-            IoKind::Flush,
-            WriterConfig {
-                block_size: 4096,
-                bloom_bits_per_key: 10,
-                histogram_bytes: 4096,
-                write_chunk_bytes: 64 << 10,
-            },
-        );
-        for e in entries {
-            w.add(e).unwrap();
-        }
-        Arc::new(w.finish(7, 0, 0).unwrap())
-    }
-
     /// Scans from many start keys over one band agree with the entries written, with the
     /// index's first keys (format 2: bounds from the index, blocks read when reached) and
     /// without them (format 1), for blocks of one large entry and of many small ones, through
@@ -380,7 +361,7 @@ mod tests {
                     });
                 }
             }
-            let band = write_band(&dev, zone, &entries);
+            let band = write_band(&dev, zone, 7, &entries);
             let raw = dev
                 .read_at(
                     zone,
@@ -458,7 +439,7 @@ mod tests {
                     });
                 }
             }
-            let band = write_band(&dev, zone, &entries);
+            let band = write_band(&dev, zone, 7, &entries);
             let cache = Arc::new(BlockCache::new(1 << 20));
             for i in 0..40u64 {
                 let key = format!("k{:05}", i * 2).into_bytes();

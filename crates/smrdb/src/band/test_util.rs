@@ -1,0 +1,25 @@
+//! Test helpers shared by the modules that read bands.
+
+use super::{Band, BandWriter, WriterConfig};
+use crate::io::{Dev, IoKind};
+use crate::memtable::Entry;
+use std::sync::Arc;
+
+/// Writes `entries` (in internal key order) as band `id` in `zone`, in 4 KiB blocks.
+pub(crate) fn write_band(dev: &Arc<Dev>, zone: u32, id: u64, entries: &[Entry]) -> Arc<Band> {
+    let mut w = BandWriter::new(
+        dev,
+        zone,
+        IoKind::Flush,
+        WriterConfig {
+            block_size: 4096,
+            bloom_bits_per_key: 10,
+            histogram_bytes: 4096,
+            write_chunk_bytes: 64 << 10,
+        },
+    );
+    for e in entries {
+        w.add(e).unwrap();
+    }
+    Arc::new(w.finish(id, 0, 0).unwrap())
+}
