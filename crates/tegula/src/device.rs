@@ -58,9 +58,10 @@ pub struct Spec {
     /// The path given on the command line.
     pub path: PathBuf,
     /// Treat a plain file or block device as banded like host-managed SMR with zones of this
-    /// size (write pointers kept in `PATH.zones`).
+    /// size (layout in `PATH.zones`, write pointers after the last zone).
     pub banded: Option<u64>,
-    /// With `banded`: create (or grow) a plain file of this size.
+    /// With `banded`, for a new device: bytes of zones (the file is created or grown to hold
+    /// them and the state slots).
     pub capacity: Option<u64>,
     /// How the command uses it.
     pub access: Access,

@@ -10,12 +10,14 @@ use tegula_device::parse_size;
 #[derive(Debug, Clone, Default, Args)]
 pub struct BandedArgs {
     /// Use IMAGE as a plain file or block device banded like a host-managed SMR drive, with
-    /// bands (zones) of this size; the host keeps the write pointers in `IMAGE.zones`. Give it
-    /// on every command. Without it IMAGE is a tegula disk image.
+    /// bands (zones) of this size; the host keeps the write pointers in two slots after the
+    /// last zone and the layout in `IMAGE.zones` (docs/formats/host-banded.md). Give it on
+    /// every command. Without it IMAGE is a tegula disk image.
     #[arg(long, global = true, value_name = "ZONE_SIZE")]
     pub banded: Option<String>,
-    /// With --banded: create (or grow) a plain file of this size; default the file's or
-    /// device's size.
+    /// With --banded, for a new device: this many bytes of zones (a plain file is created or
+    /// grown to hold them and the state slots after them); default as many zones as fit the
+    /// file or device. An existing device keeps the capacity it was created with.
     #[arg(long, global = true, value_name = "SIZE", requires = "banded")]
     pub capacity: Option<String>,
 }

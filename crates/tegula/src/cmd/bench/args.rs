@@ -75,7 +75,8 @@ pub struct EngineArgs {
     #[arg(long = "in-memory", alias = "in_memory", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
     pub in_memory: bool,
     /// Run the tegula engines on a plain file banded like host-managed SMR with zones of this
-    /// size (real pread/pwrite/fdatasync, write pointers in FILE.zones, no drive model).
+    /// size (real pread/pwrite/fdatasync, write pointers saved in the file after its zones, no drive
+    /// model; docs/formats/host-banded.md).
     #[arg(long, value_name = "ZONE_SIZE", conflicts_with = "in_memory")]
     pub banded: Option<Size>,
     /// Drive profile of the emulated drive of the tegula engines; a conventional profile

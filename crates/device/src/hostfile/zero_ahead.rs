@@ -1,0 +1,86 @@
+//! Zero-filling ahead of small writes in a regular file: a synced small write that lands in a
+//! block the file system has not yet allocated makes its `fdatasync` commit the allocation to
+//! the file system's journal as well (measured on ext4 here: 215-290 µs per synced 4 KiB write
+//! into a sparse file, 150-190 µs into blocks written before). So when a small write to a
+//! sequential zone passes the zeroed frontier, the next 1 MiB of the zone after it is written
+//! with zeros: one allocation per 1 MiB instead of one per write, as PostgreSQL zero-fills its
+//! WAL segments. The zeros lie past the write pointer, where nothing can read them.
+
+/// Writes shorter than this are "small": they advance the frontier by zero-filling.
+pub const SMALL_WRITE: usize = 64 << 10;
+/// Bytes zero-filled ahead at a time.
+pub const AHEAD: u64 = 1 << 20;
+
+/// Per zone, the byte offset up to which the file holds data or zeros written by this process.
+#[derive(Debug)]
+pub struct ZeroAhead {
+    frontier: Vec<u64>,
+}
+
+impl ZeroAhead {
+    /// Frontiers at the given write pointers (in bytes): what lies before them was written.
+    pub fn new(write_pointers: impl Iterator<Item = u64>) -> Self {
+        ZeroAhead {
+            frontier: write_pointers.collect(),
+        }
+    }
+
+    /// A write of `len` bytes ending at byte `end` of zone `zone` (which ends at `zone_end`)
+    /// succeeded: the byte range to zero-fill now, if any.
+    pub fn after_write(
+        &mut self,
+        zone: u32,
+        end: u64,
+        len: usize,
+        zone_end: u64,
+    ) -> Option<(u64, u64)> {
+        let f = self.frontier.get_mut(zone as usize)?;
+        if end <= *f {
+            return None;
+        }
+        if len >= SMALL_WRITE {
+            *f = end;
+            return None;
+        }
+        let to = (end + AHEAD).min(zone_end);
+        *f = to;
+        (end < to).then_some((end, to))
+    }
+
+    /// Zero-filling `[from, to)` failed (it is only an optimisation): try again next time.
+    pub fn failed(&mut self, zone: u32, from: u64) {
+        if let Some(f) = self.frontier.get_mut(zone as usize) {
+            *f = from;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_writes_zero_a_megabyte_ahead_once_per_megabyte() {
+        let mut z = ZeroAhead::new([0u64, 4 << 20].into_iter());
+        assert_eq!(
+            z.after_write(0, 4096, 4096, 4 << 20),
+            Some((4096, 4096 + AHEAD))
+        );
+        for i in 2..=256u64 {
+            assert_eq!(z.after_write(0, i * 4096, 4096, 4 << 20), None, "{i}");
+        }
+        assert_eq!(
+            z.after_write(0, AHEAD + 8192, 4096, 4 << 20),
+            Some((AHEAD + 8192, 2 * AHEAD + 8192))
+        );
+        // Large writes only move the frontier; the zone end bounds the fill.
+        assert_eq!(z.after_write(1, (6 << 20) + 65536, 65536, 8 << 20), None);
+        assert_eq!(
+            z.after_write(1, (8 << 20) - 4096, 4096, 8 << 20),
+            Some(((8 << 20) - 4096, 8 << 20))
+        );
+        assert_eq!(z.after_write(1, 8 << 20, 4096, 8 << 20), None);
+        z.failed(0, 4096);
+        assert!(z.after_write(0, 8192, 4096, 4 << 20).is_some());
+    }
+}
