@@ -172,6 +172,9 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         };
         let d = HostBanded::open(path, opts)
             .with_context(|| format!("opening {} as a banded device", path.display()))?;
+        for w in d.open_warnings() {
+            eprintln!("warning: {}: {w}", path.display());
+        }
         return Ok(Opened::Banded(d));
     }
     if spec.capacity.is_some() {

@@ -358,6 +358,17 @@ fn a_plain_file_banded_like_smr_holds_a_database() {
         "--capacity",
     );
     assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
+    // A damaged state slot is passed over with a warning on stderr, and the database is whole.
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[(32 << 20) + 100] ^= 0xff;
+    std::fs::write(&file, &bytes).unwrap();
+    let out = tegula(&["db", "check", "--banded", "1MiB", &file], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning:") && err.contains("zone state slot A"),
+        "{err}"
+    );
 }
 
 /// SIGTERM to `tegula serve nbd`: the server lets its connections finish, makes every
