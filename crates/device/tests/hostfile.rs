@@ -489,3 +489,47 @@ fn mapped_reads_see_what_was_written_before_and_after_the_mapping() {
         .read(d.info().capacity_sectors, &mut back[..4096])
         .is_err());
 }
+
+#[test]
+fn a_reset_zone_gives_its_blocks_back_to_the_file_system() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plain.img");
+    let d = open(&p);
+    let blocks = || std::fs::metadata(&p).unwrap().blocks() * 512;
+    for z in [3u64, 4] {
+        d.write(z * ZS, &pattern(z * ZS, ZS, 1)).unwrap();
+    }
+    d.flush().unwrap();
+    let full = blocks();
+    assert!(full >= 2 << 20, "two written zones hold {full} bytes");
+    d.reset_zone(3).unwrap();
+    let after = blocks();
+    assert!(
+        full - after >= 1 << 20,
+        "a reset zone keeps its blocks: {full} -> {after} bytes"
+    );
+    // Zone 4 is untouched; zone 3 takes writes again and reads them back.
+    let mut b = vec![0u8; SS];
+    d.read(4 * ZS + 7, &mut b).unwrap();
+    assert_eq!(b, pattern(4 * ZS + 7, 1, 1));
+    d.write(3 * ZS, &pattern(3 * ZS, 2, 2)).unwrap();
+    d.flush().unwrap();
+    drop(d);
+    let d = open(&p);
+    d.read(3 * ZS + 1, &mut b).unwrap();
+    assert_eq!(b, pattern(3 * ZS + 1, 1, 2));
+    // Asked not to, it keeps them.
+    drop(d);
+    let d = HostBanded::open(
+        &p,
+        HostBandedOptions {
+            punch_on_reset: false,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let before = blocks();
+    d.reset_zone(4).unwrap();
+    assert!(blocks() >= before, "punched though asked not to");
+}

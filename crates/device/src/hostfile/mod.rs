@@ -58,6 +58,11 @@ pub struct HostBandedOptions {
     /// that a synced small write lands in allocated blocks and its `fdatasync` commits no
     /// allocation (default on; see `hostfile/zero_ahead.rs`). Ignored for block devices.
     pub zero_ahead: bool,
+    /// In a regular file, give a reset zone's blocks back to the file system (punch a hole,
+    /// once the reset is saved), as a reset or TRIM frees a thin-provisioned drive's space:
+    /// the file then holds about the zones in use, not every zone ever written (default on;
+    /// ignored where the file system cannot punch holes, and for block devices).
+    pub punch_on_reset: bool,
 }
 
 impl Default for HostBandedOptions {
@@ -69,6 +74,7 @@ impl Default for HostBandedOptions {
             capacity: None,
             mmap_reads: false,
             zero_ahead: true,
+            punch_on_reset: true,
         }
     }
 }
@@ -84,6 +90,17 @@ struct Inner {
     failed: Option<String>,
     /// Zero-filling ahead of small writes (regular files only).
     zero_ahead: Option<ZeroAhead>,
+}
+
+/// How a reset zone's blocks are given back to the file system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Punch {
+    /// Not asked for, or not a regular file.
+    Off,
+    /// Punch holes.
+    On,
+    /// The file system refused one (`EOPNOTSUPP`): do not try again.
+    Unsupported,
 }
 
 /// Bytes written after which the kernel is asked to start writing them back
@@ -106,6 +123,8 @@ pub struct HostBanded {
     epoch: Instant,
     /// `fdatasync`s issued since open (the file's and the sidecar's).
     syncs: AtomicU64,
+    /// Giving reset zones' blocks back.
+    punch: Mutex<Punch>,
 }
 
 impl HostBanded {
@@ -167,6 +186,11 @@ impl HostBanded {
             info,
             epoch: Instant::now(),
             syncs: AtomicU64::new(0),
+            punch: Mutex::new(if opts.punch_on_reset && regular {
+                Punch::On
+            } else {
+                Punch::Off
+            }),
         };
         {
             let mut g = dev.inner.lock();
@@ -204,6 +228,40 @@ impl HostBanded {
 
     fn now_ns(&self) -> Nanos {
         self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    /// Gives `[off, off + len)` of the file back to the file system, if punching is on;
+    /// whether it did. A refusal turns punching off (it is an economy, not a promise).
+    fn punch_hole(&self, off: u64, len: u64) -> bool {
+        use std::os::unix::io::AsRawFd;
+        let mut p = self.punch.lock();
+        if *p != Punch::On {
+            return false;
+        }
+        let (Ok(o), Ok(l)) = (i64::try_from(off), i64::try_from(len)) else {
+            return false;
+        };
+        // SAFETY: fallocate on a valid descriptor with integer arguments.
+        let r = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                o,
+                l,
+            )
+        };
+        if r == 0 {
+            return true;
+        }
+        let e = std::io::Error::last_os_error();
+        tracing::debug!(
+            "punching a hole at byte {off} of {}: {e}",
+            self.path.display()
+        );
+        if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+            *p = Punch::Unsupported;
+        }
+        false
     }
 
     /// `fdatasync`s the file; a failure poisons the device.
@@ -367,7 +425,7 @@ impl BlockDevice for HostBanded {
                 if let Err(e) = self.file.write_all_at(&zeros, from) {
                     tracing::debug!("zero-filling ahead at byte {from}: {e}");
                     if let Some(z) = g.zero_ahead.as_mut() {
-                        z.failed(zi, from);
+                        z.unwritten_from(zi, from);
                     }
                 }
             }
@@ -465,13 +523,24 @@ impl ZonedDevice for HostBanded {
                 .map(|z| z.index)
                 .collect(),
         };
-        for i in targets {
+        for &i in &targets {
             g.zones.apply(action, i as u64)?;
             if action == ZoneAction::Reset {
                 g.unsynced.reset(i, ss);
             }
         }
         self.save(&mut g)?;
+        if action == ZoneAction::Reset {
+            // After the save: a crash before it leaves the zone's data in place.
+            for &i in &targets {
+                let z = g.zones.zone(u64::from(i))?.clone();
+                if self.punch_hole(z.start_lba * ss, z.len_lba * ss) {
+                    if let Some(za) = g.zero_ahead.as_mut() {
+                        za.unwritten_from(i, z.start_lba * ss);
+                    }
+                }
+            }
+        }
         Ok(IoDone {
             start,
             end: self.now_ns(),

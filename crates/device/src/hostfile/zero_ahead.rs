@@ -47,8 +47,9 @@ impl ZeroAhead {
         (end < to).then_some((end, to))
     }
 
-    /// Zero-filling `[from, to)` failed (it is only an optimisation): try again next time.
-    pub fn failed(&mut self, zone: u32, from: u64) {
+    /// What lies from byte `from` of zone `zone` on is no longer written (zero-filling there
+    /// failed, or the zone's blocks were given back): fill again from there.
+    pub fn unwritten_from(&mut self, zone: u32, from: u64) {
         if let Some(f) = self.frontier.get_mut(zone as usize) {
             *f = from;
         }
@@ -80,7 +81,7 @@ mod tests {
             Some(((8 << 20) - 4096, 8 << 20))
         );
         assert_eq!(z.after_write(1, 8 << 20, 4096, 8 << 20), None);
-        z.failed(0, 4096);
+        z.unwritten_from(0, 4096);
         assert!(z.after_write(0, 8192, 4096, 4 << 20).is_some());
     }
 }
