@@ -533,3 +533,31 @@ fn a_reset_zone_gives_its_blocks_back_to_the_file_system() {
     d.reset_zone(4).unwrap();
     assert!(blocks() >= before, "punched though asked not to");
 }
+
+#[test]
+fn without_create_a_file_with_no_descriptor_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("plain.bin");
+    let before: Vec<u8> = (0..(4u32 << 20)).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&p, &before).unwrap();
+    let no_create = HostBandedOptions {
+        create: false,
+        ..opts()
+    };
+    let e = HostBanded::open(&p, no_create.clone()).err().unwrap();
+    assert!(e.to_string().contains("not a banded device"), "{e}");
+    assert!(std::fs::read(&p).unwrap() == before);
+    assert!(!sidecar(&p).exists());
+    // A missing path is not created either, even with a capacity.
+    let missing = dir.path().join("missing.bin");
+    let with_capacity = HostBandedOptions {
+        capacity: Some(8 << 20),
+        ..no_create.clone()
+    };
+    assert!(HostBanded::open(&missing, with_capacity).is_err());
+    assert!(!missing.exists());
+    // Once created, the same options open it.
+    std::fs::remove_file(&p).unwrap();
+    drop(open(&p));
+    HostBanded::open(&p, no_create).unwrap();
+}

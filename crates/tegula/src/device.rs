@@ -70,6 +70,10 @@ pub struct Spec {
     /// Read a disk image or banded file through a shared mapping instead of `pread` (no
     /// system call per read; a host I/O error then kills the process with `SIGBUS`).
     pub mmap_reads: bool,
+    /// With `banded`: the command creates devices (`db create`, `serve resp --create`), so a
+    /// path without `PATH.zones` becomes a new banded device. Off (the default), such a path
+    /// is refused and left untouched.
+    pub create: bool,
 }
 
 impl Spec {
@@ -82,6 +86,7 @@ impl Spec {
             access,
             clock: ClockMode::Virtual,
             mmap_reads: false,
+            create: false,
         }
     }
 }
@@ -168,6 +173,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
             zone_size,
             capacity: spec.capacity,
             mmap_reads: spec.mmap_reads,
+            create: spec.create,
             ..HostBandedOptions::default()
         };
         let d = HostBanded::open(path, opts)

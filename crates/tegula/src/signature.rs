@@ -3,6 +3,7 @@
 //! Signatures are recognised by their magic bytes, whether or not their checksums hold: a
 //! damaged superblock still means there is something to lose.
 
+use crate::device::Spec;
 use anyhow::{bail, Result};
 use std::fmt;
 use std::fs::File;
@@ -184,6 +185,21 @@ pub fn of_zoned(dev: &dyn ZonedDevice) -> Result<Vec<Found>> {
         }
     }
     Ok(found)
+}
+
+/// Before a plain file or device becomes a new banded device (it has no `PATH.zones` yet):
+/// refuses one that holds a file system or other data unless `force`, so that creating
+/// never lays zones over someone's contents.
+pub fn refuse_new_banded_unless_forced(spec: &Spec, action: &str, force: bool) -> Result<()> {
+    let path = spec.path.as_path();
+    if spec.banded.is_none()
+        || crate::device::kind_of(path) != crate::device::PathKind::Plain
+        || tegula_device::hostfile::layout::sidecar_path(path).exists()
+    {
+        return Ok(());
+    }
+    let found = of_plain(path)?;
+    refuse_unless_forced(path, &found, action, force)
 }
 
 /// Fails, naming what `path` holds, unless it holds nothing or `force` is given.

@@ -315,6 +315,25 @@ fn db_values_are_binary_safe() {
 fn a_plain_file_banded_like_smr_holds_a_database() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("plain.bin").display().to_string();
+    // Only `create` makes a banded device: any other command refuses a plain file without a
+    // `.zones` descriptor and leaves it byte-identical (no state slots laid over its tail).
+    let before: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&file, &before).unwrap();
+    for cmd in [
+        &["db", "check", "--banded", "1MiB", &file][..],
+        &["db", "put", "--banded", "1MiB", &file, "k", "v"][..],
+        &["db", "get", "--banded", "1MiB", &file, "k"][..],
+        &["db", "stats", "--banded", "1MiB", &file][..],
+        &["serve", "resp", "--banded", "1MiB", &file, "--port", "0"][..],
+    ] {
+        fails(cmd, "not a banded device");
+        assert!(
+            std::fs::read(&file).unwrap() == before,
+            "{cmd:?} changed the file"
+        );
+        assert!(!Path::new(&format!("{file}.zones")).exists(), "{cmd:?}");
+    }
+    std::fs::remove_file(&file).unwrap();
     ok(&[
         "db",
         "create",

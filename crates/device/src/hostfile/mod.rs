@@ -63,6 +63,11 @@ pub struct HostBandedOptions {
     /// the file then holds about the zones in use, not every zone ever written (default on;
     /// ignored where the file system cannot punch holes, and for block devices).
     pub punch_on_reset: bool,
+    /// Create the device when the path has no descriptor (`PATH.zones`) yet (default on). Off,
+    /// such a path is refused and the file is left untouched: what a command that only uses
+    /// an existing device wants, so that a mistyped path or a missing `.zones` never lays a
+    /// new device's state slots over a file's contents.
+    pub create: bool,
 }
 
 impl Default for HostBandedOptions {
@@ -75,6 +80,7 @@ impl Default for HostBandedOptions {
             mmap_reads: false,
             zero_ahead: true,
             punch_on_reset: true,
+            create: true,
         }
     }
 }
@@ -129,8 +135,19 @@ pub struct HostBanded {
 
 impl HostBanded {
     /// Opens a banded device on `path`, creating it (and, with a capacity, the file) when it
-    /// has no `PATH.zones`.
+    /// has no `PATH.zones` and [`HostBandedOptions::create`] allows.
     pub fn open(path: &Path, opts: HostBandedOptions) -> Result<Self> {
+        let descriptor = layout::sidecar_path(path);
+        if !opts.create && !descriptor.exists() {
+            return Err(DeviceError::Image {
+                path: path.display().to_string(),
+                problem: format!(
+                    "not a banded device: {} does not exist (a command that creates one, such \
+                     as `tegula db create --banded ZONE_SIZE`, makes it); the file was not touched",
+                    descriptor.display()
+                ),
+            });
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)

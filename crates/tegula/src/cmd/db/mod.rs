@@ -325,17 +325,10 @@ pub fn run(args: DbArgs) -> Result<()> {
 }
 
 fn create(dev_args: &BandedArgs, image: &Path, loc: bool, force: bool) -> Result<()> {
-    let spec = dev_args.spec(image, Access::ReadWrite)?;
-    if spec.banded.is_some() && device::kind_of(image) == device::PathKind::Plain {
-        // Before HostBanded touches the file: what a plain file or device holds (the opener
-        // refuses a tegula image by itself).
-        let mut sidecar = image.as_os_str().to_owned();
-        sidecar.push(".zones");
-        if !Path::new(&sidecar).exists() {
-            let found = signature::of_plain(image)?;
-            signature::refuse_unless_forced(image, &found, "creating a database", force)?;
-        }
-    }
+    let mut spec = dev_args.spec(image, Access::ReadWrite)?;
+    spec.create = true;
+    // Before HostBanded touches the file (the opener refuses a tegula image by itself).
+    signature::refuse_new_banded_unless_forced(&spec, "creating a database", force)?;
     let dev = device::open_zoned(&spec)?;
     let found = signature::of_zoned(dev.as_ref())?;
     if found.contains(&signature::Found::Smrdb) && !force {

@@ -120,6 +120,10 @@ fn options(a: &ServeResp) -> Result<ServerOptions> {
 fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
     let mut spec = a.dev.spec(&a.path, Access::ReadWrite)?;
     spec.mmap_reads = a.mmap_reads;
+    spec.create = a.create;
+    if a.create {
+        crate::signature::refuse_new_banded_unless_forced(&spec, "creating a database", false)?;
+    }
     let dev = device::open_zoned(&spec)?;
     // Gets are most of a key-value server's work: one hash probe for a key in the memtable,
     // and no copy into the block cache for a block read once.
