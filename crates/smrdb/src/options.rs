@@ -50,6 +50,15 @@ pub struct Options {
     /// Target size of a data block in a band; the unit of the block cache and of GET reads.
     /// Default 4 KiB.
     pub block_size: usize,
+    /// Keep each data block that fits in `block_size` (rounded up to whole sectors) inside
+    /// whole sectors, as RocksDB's `block_align` does: a block ends before an entry would
+    /// carry it across the boundary, and zeros pad it to the boundary. A get that misses the
+    /// block cache then reads one sector instead of the two an unaligned 4 KiB block spans.
+    /// Costs the padding, on average about half an entry per block (a block of entries larger
+    /// than a sector is not padded): about 1.5% with 100-byte values, 12% with 1000-byte ones.
+    /// Default off (LevelDB's layout, which the paper figures use); `tegula serve resp` turns
+    /// it on. Readers do not depend on it (the index holds every block's offset and length).
+    pub block_align: bool,
     /// Bloom filter bits per key. Default 10 (≈ 1% false positives); 0 disables filters.
     pub bloom_bits_per_key: u32,
     /// Size of each band's byte-based equi-depth histogram (built from the index; its buckets
@@ -134,6 +143,7 @@ impl Default for Options {
             memtable_bytes: None,
             log_buffer_bytes: 1 << 20,
             block_size: 4096,
+            block_align: false,
             bloom_bits_per_key: 10,
             histogram_bytes: 4096,
             memtable_point_index: false,

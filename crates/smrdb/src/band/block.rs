@@ -9,6 +9,19 @@ use crate::memtable::{Entry, EntryRef};
 use tegula_codec::checksum::masked_crc32c;
 use tegula_codec::{Dec, DecodeError, Enc};
 
+/// Bytes of a data block's trailer (`count: u32 | crc: u32`).
+pub const BLOCK_TRAILER: usize = 8;
+
+/// Bytes of `n` as a varint.
+fn varint_len(mut n: u64) -> usize {
+    let mut l = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        l += 1;
+    }
+    l
+}
+
 /// Appends entries and produces an encoded block.
 #[derive(Debug, Default)]
 pub struct BlockBuilder {
@@ -26,6 +39,14 @@ impl BlockBuilder {
             self.buf.bytes_varint(v);
         }
         self.count += 1;
+    }
+    /// Bytes `e` adds to a block (exactly what [`BlockBuilder::add`] encodes).
+    pub fn entry_len(e: EntryRef<'_>) -> usize {
+        let v = |n: u64| varint_len(n);
+        v(e.key.len() as u64)
+            + e.key.len()
+            + v((e.seq << 1) | 1)
+            + e.value.map_or(0, |x| v(x.len() as u64) + x.len())
     }
     /// Encoded size so far without the trailer.
     pub fn len(&self) -> usize {

@@ -5,14 +5,27 @@ use crate::io::{Dev, IoKind};
 use crate::memtable::Entry;
 use std::sync::Arc;
 
-/// Writes `entries` (in internal key order) as band `id` in `zone`, in 4 KiB blocks.
+/// Writes `entries` (in internal key order) as band `id` in `zone`, in 4 KiB blocks aligned
+/// to sectors (the engine's default).
 pub(crate) fn write_band(dev: &Arc<Dev>, zone: u32, id: u64, entries: &[Entry]) -> Arc<Band> {
+    write_band_aligned(dev, zone, id, entries, true)
+}
+
+/// [`write_band`] with block alignment on or off.
+pub(crate) fn write_band_aligned(
+    dev: &Arc<Dev>,
+    zone: u32,
+    id: u64,
+    entries: &[Entry],
+    block_align: bool,
+) -> Arc<Band> {
     let mut w = BandWriter::new(
         dev,
         zone,
         IoKind::Flush,
         WriterConfig {
             block_size: 4096,
+            block_align,
             bloom_bits_per_key: 10,
             histogram_bytes: 4096,
             write_chunk_bytes: 64 << 10,

@@ -1,6 +1,6 @@
 //! Writes one band sequentially into an empty zone, in large chunks.
 
-use super::block::{encode_index, BlockBuilder, IndexEntry};
+use super::block::{encode_index, BlockBuilder, IndexEntry, BLOCK_TRAILER};
 use super::bloom::{hash, Bloom};
 use super::footer::{Extent, Footer, BAND_VERSION, FOOTER_LEN};
 use super::histogram::Histogram;
@@ -16,6 +16,10 @@ use crate::memtable::EntryRef;
 pub struct WriterConfig {
     /// Target data block size.
     pub block_size: usize,
+    /// Keep data blocks that fit in `block_size` (rounded up to whole sectors) inside whole
+    /// sectors: a block is ended before an entry would carry it past that, and the next
+    /// starts at a sector boundary (zeros between). See [`crate::Options::block_align`].
+    pub block_align: bool,
     /// Bloom bits per key.
     pub bloom_bits_per_key: u32,
     /// Size budget of the histogram in bytes.
@@ -93,14 +97,14 @@ impl<'a> BandWriter<'a> {
             + n * self.cfg.bloom_bits_per_key as u64 / 8
             + 64
             + FOOTER_LEN as u64
-            + self.dev.ss;
+            + 2 * self.dev.ss;
         est <= self.capacity
     }
 
     /// Adds an entry (in internal key order).
     pub fn add<'e>(&mut self, e: impl Into<EntryRef<'e>>) -> Result<()> {
         let e = e.into();
-        if self.block.len() >= self.cfg.block_size {
+        if self.block_full(e) {
             self.finish_block()?;
         }
         if self.entries == 0 {
@@ -123,6 +127,23 @@ impl<'a> BandWriter<'a> {
         Ok(())
     }
 
+    /// Bytes of an aligned block: `block_size` rounded up to whole sectors.
+    fn aligned_unit(&self) -> usize {
+        let ss = self.dev.ss as usize;
+        self.cfg.block_size.max(1).div_ceil(ss) * ss
+    }
+
+    /// Whether the block being built ends before `e`.
+    fn block_full(&self, e: EntryRef<'_>) -> bool {
+        if self.block.is_empty() {
+            return false;
+        }
+        if !self.cfg.block_align {
+            return self.block.len() >= self.cfg.block_size;
+        }
+        self.block.len() + BlockBuilder::entry_len(e) + BLOCK_TRAILER > self.aligned_unit()
+    }
+
     fn finish_block(&mut self) -> Result<()> {
         if self.block.is_empty() {
             return Ok(());
@@ -140,7 +161,17 @@ impl<'a> BandWriter<'a> {
             offset: self.offset,
             len: enc.len() as u32,
         });
-        self.append(&enc)
+        self.append(&enc)?;
+        // A block that fits its unit is followed by zeros to the sector boundary, so the next
+        // starts on one; a larger block (one entry bigger than the unit) is not padded: the
+        // padding would cost up to a sector per entry and save no read.
+        let ss = self.dev.ss;
+        let tail = self.offset % ss;
+        if self.cfg.block_align && tail != 0 && enc.len() <= self.aligned_unit() {
+            let pad = vec![0u8; (ss - tail) as usize];
+            self.append(&pad)?;
+        }
+        Ok(())
     }
 
     fn append(&mut self, b: &[u8]) -> Result<()> {
@@ -229,5 +260,80 @@ impl<'a> BandWriter<'a> {
             bloom,
             hist,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::test_util::write_band_aligned;
+    use crate::cache::BlockCache;
+    use crate::io::Dev;
+    use crate::memtable::Entry;
+    use std::sync::Arc;
+    use tegula_device::{profile, Disk, ZonedDevice};
+
+    fn test_dev() -> Arc<Dev> {
+        let mut cfg = profile("hm-smr").unwrap();
+        cfg.zones.zone_size = 4 << 20;
+        cfg.capacity = 32 << 20;
+        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
+        Arc::new(Dev::new(disk))
+    }
+
+    /// Aligned, every block of small entries lies inside one sector and starts on a sector
+    /// boundary (unaligned, 4 KiB blocks cross one); a block of one entry larger than a
+    /// sector is not padded; either way every entry reads back.
+    #[test]
+    fn aligned_blocks_lie_inside_one_sector_and_every_entry_reads_back() {
+        let dev = test_dev();
+        let conv = dev.dev.info().conventional_zones;
+        let mut zone = conv;
+        for vlen in [100usize, 37, 5000] {
+            let entries: Vec<Entry> = (0..3000u64)
+                .map(|i| Entry {
+                    key: format!("key{i:07}").into_bytes(),
+                    seq: 10_000 - i,
+                    value: Some(vec![(i % 251) as u8; vlen + (i as usize % 13)]),
+                })
+                .take(if vlen > 4096 { 300 } else { 3000 })
+                .collect();
+            let mut spans = Vec::new();
+            for align in [true, false] {
+                let band = write_band_aligned(&dev, zone, zone as u64, &entries, align);
+                zone += 1;
+                let ss = dev.ss;
+                let mut crossing = 0;
+                for i in 0..band.index.len() {
+                    let (off, len) = band.index.extent(i).unwrap();
+                    let (first, last) = (off / ss, (off + len as u64 - 1) / ss);
+                    if first != last {
+                        crossing += 1;
+                    }
+                    if align && len as u64 <= ss {
+                        assert_eq!(off % ss, 0, "vlen {vlen}: block {i} at {off}");
+                    }
+                }
+                spans.push((crossing, band.index.len()));
+                let cache = BlockCache::new(64 << 10);
+                for e in &entries {
+                    let got = band.get(&dev, &cache, &e.key, u64::MAX, true).unwrap();
+                    assert_eq!(got, Some((e.seq, e.value.clone())), "align {align}");
+                }
+            }
+            let ((aligned_crossing, aligned_blocks), (plain_crossing, _)) = (spans[0], spans[1]);
+            if vlen < 4096 {
+                assert_eq!(aligned_crossing, 0, "vlen {vlen}");
+                assert!(
+                    plain_crossing > aligned_blocks / 2,
+                    "vlen {vlen}: {spans:?}"
+                );
+            } else {
+                assert_eq!(
+                    aligned_crossing, aligned_blocks,
+                    "one entry per block, unpadded"
+                );
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ impl Inner {
     pub(super) fn writer_config(&self) -> WriterConfig {
         WriterConfig {
             block_size: self.opts.block_size,
+            block_align: self.opts.block_align,
             bloom_bits_per_key: self.opts.bloom_bits_per_key,
             histogram_bytes: self.opts.histogram_bytes,
             write_chunk_bytes: self.opts.write_chunk_bytes,

@@ -126,10 +126,11 @@ fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
     }
     let dev = device::open_zoned(&spec)?;
     // Gets are most of a key-value server's work: one hash probe for a key in the memtable,
-    // and no copy into the block cache for a block read once.
+    // no copy into the block cache for a block read once, and one sector read per block.
     let opts = Options {
         memtable_point_index: true,
         block_cache_second_miss: true,
+        block_align: true,
         ..Options::default()
     };
     let db = match Db::open(dev.clone(), opts.clone()) {
