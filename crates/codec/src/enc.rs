@@ -95,3 +95,27 @@ impl Enc {
         self.buf
     }
 }
+
+/// Bytes [`Enc::varint`] writes for `v` (1 to 10): for sizing a record before encoding it.
+pub fn varint_len(mut v: u64) -> usize {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_len_is_what_varint_writes() {
+        for v in [0, 1, 0x7f, 0x80, 0x3fff, 0x4000, u32::MAX as u64, u64::MAX] {
+            let mut e = Enc::default();
+            e.varint(v);
+            assert_eq!(varint_len(v), e.into_bytes().len(), "{v}");
+        }
+    }
+}

@@ -28,5 +28,5 @@ pub mod frame;
 pub mod text_header;
 
 pub use dec::Dec;
-pub use enc::Enc;
+pub use enc::{varint_len, Enc};
 pub use error::DecodeError;

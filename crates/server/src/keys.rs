@@ -24,7 +24,7 @@
 //! follows; an expired key reads as absent and is deleted by the read that finds it (lazily,
 //! as Redis does besides its active expiry).
 
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{varint_len, Dec, Enc};
 
 /// Prefix of key records.
 pub const KEY: u8 = b'k';
@@ -247,15 +247,6 @@ pub fn inline_len(fields: &[(&[u8], &[u8])]) -> usize {
             .iter()
             .map(|(f, x)| v(f.len()) + v(x.len()))
             .sum::<usize>()
-}
-
-fn varint_len(mut n: u64) -> usize {
-    let mut l = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        l += 1;
-    }
-    l
 }
 
 /// Whether fields that encode to `len` bytes, `count` of them, stay inline.

@@ -7,20 +7,10 @@
 
 use crate::memtable::{Entry, EntryRef};
 use tegula_codec::checksum::masked_crc32c;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{varint_len, Dec, DecodeError, Enc};
 
 /// Bytes of a data block's trailer (`count: u32 | crc: u32`).
 pub const BLOCK_TRAILER: usize = 8;
-
-/// Bytes of `n` as a varint.
-fn varint_len(mut n: u64) -> usize {
-    let mut l = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        l += 1;
-    }
-    l
-}
 
 /// Appends entries and produces an encoded block.
 #[derive(Debug, Default)]

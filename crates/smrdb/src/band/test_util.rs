@@ -4,6 +4,17 @@ use super::{Band, BandWriter, WriterConfig};
 use crate::io::{Dev, IoKind};
 use crate::memtable::Entry;
 use std::sync::Arc;
+use tegula_device::{profile, Disk, ZonedDevice};
+
+/// An in-memory host-managed disk of 4 MiB zones, 32 MiB in all.
+#[allow(clippy::unwrap_used)]
+pub(crate) fn test_dev() -> Arc<Dev> {
+    let mut cfg = profile("hm-smr").unwrap();
+    cfg.zones.zone_size = 4 << 20;
+    cfg.capacity = 32 << 20;
+    let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
+    Arc::new(Dev::new(disk))
+}
 
 /// Writes `entries` (in internal key order) as band `id` in `zone`, in 4 KiB blocks aligned
 /// to sectors (the engine's default).

@@ -266,20 +266,9 @@ impl<'a> BandWriter<'a> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::super::test_util::write_band_aligned;
+    use super::super::test_util::{test_dev, write_band_aligned};
     use crate::cache::BlockCache;
-    use crate::io::Dev;
     use crate::memtable::Entry;
-    use std::sync::Arc;
-    use tegula_device::{profile, Disk, ZonedDevice};
-
-    fn test_dev() -> Arc<Dev> {
-        let mut cfg = profile("hm-smr").unwrap();
-        cfg.zones.zone_size = 4 << 20;
-        cfg.capacity = 32 << 20;
-        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
-        Arc::new(Dev::new(disk))
-    }
 
     /// Aligned, every block of small entries lies inside one sector and starts on a sector
     /// boundary (unaligned, 4 KiB blocks cross one); a block of one entry larger than a

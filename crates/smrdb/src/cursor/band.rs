@@ -313,9 +313,8 @@ mod tests {
     use super::*;
     use crate::band::block::decode_index;
     use crate::band::index::BlockIndex;
-    use crate::band::test_util::write_band;
+    use crate::band::test_util::{test_dev, write_band};
     use crate::memtable::Entry;
-    use tegula_device::{profile, Disk, ZonedDevice};
 
     fn collect(c: &mut BandCursor, n: usize) -> Vec<(Vec<u8>, u64, Option<Vec<u8>>)> {
         let mut out = Vec::new();
@@ -330,15 +329,6 @@ mod tests {
             c.advance().unwrap();
         }
         out
-    }
-
-    /// An in-memory host-managed disk of 4 MiB zones.
-    fn test_dev() -> Arc<Dev> {
-        let mut cfg = profile("hm-smr").unwrap();
-        cfg.zones.zone_size = 4 << 20;
-        cfg.capacity = 32 << 20;
-        let disk: Arc<dyn ZonedDevice> = Arc::new(Disk::in_memory(cfg).unwrap());
-        Arc::new(Dev::new(disk))
     }
 
     /// Scans from many start keys over one band agree with the entries written, with the

@@ -11,7 +11,7 @@ pub mod replay;
 pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
 pub use replay::{replay_zone, LogEnd};
 
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{varint_len, Dec, DecodeError, Enc};
 
 /// One operation of a batch: a put (`Some(value)`) or a delete (`None`).
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
@@ -23,15 +23,6 @@ pub fn encode_op(buf: &mut Enc, key: &[u8], value: Option<&[u8]>) {
     if let Some(v) = value {
         buf.bytes_varint(v);
     }
-}
-
-fn varint_len(mut v: u64) -> usize {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
 }
 
 /// Bytes [`append_record`] appends.
