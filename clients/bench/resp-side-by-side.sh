@@ -8,7 +8,9 @@
 # Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS] [OPS]
 # Environment: PORT (default 16400; servers use PORT, PORT+1, ...); SERVERS (default
 # "smrdb rocksdb leveldb redis"); WORKLOADS (default "a b c d e f"); TESTS (redis-benchmark
-# tests, default "set get incr mset"); YCSB_ONLY=1 skips redis-benchmark;
+# tests, default "set get incr mset"); YCSB_ONLY=1 skips redis-benchmark; BINDING: the go-ycsb
+# binding (default redis-indexed: go-ycsb's redis binding plus Java YCSB's scan index, so that
+# workload E scans; `redis` is go-ycsb's own, whose scans fail in the client);
 # INTERLEAVE=1 starts every server at once and runs each test on all of them back to back
 # (in turn, the order rotating from test to test), so that on a machine whose load drifts
 # neighbouring figures see about the same load; otherwise each server runs all tests alone,
@@ -82,7 +84,7 @@ ycsb_load() { # server
     t0=$(date +%s.%N)
     c0=$(cpu_us "${pid[$s]}")
     # shellcheck disable=SC2046
-    "$ycsb" load redis -P "$here/clients/ycsb/workloads/workloada" $(props $s) >"$dir/load-$s.txt"
+    "$ycsb" load "${BINDING:-redis-indexed}" -P "$here/clients/ycsb/workloads/workloada" $(props $s) >"$dir/load-$s.txt"
     c1=$(cpu_us "${pid[$s]}")
     echo "$s,ycsb load $records,$(awk -v t0="$t0" -v t1="$(date +%s.%N)" -v n="$records" 'BEGIN {printf "%.1f", n / (t1 - t0)}'),$(awk -v c=$((c1 - c0)) -v n="$records" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "${pid[$s]}"),$(du -sk "$dir/$s" | cut -f1),$(loadavg)"
 }
@@ -91,13 +93,13 @@ ycsb_run() { # server workload
     local s=$1 w=$2 c0 c1 rate cnt out="$dir/run-$1-$2.txt"
     c0=$(cpu_us "${pid[$s]}")
     # shellcheck disable=SC2046
-    "$ycsb" run redis -P "$here/clients/ycsb/workloads/workload$w" $(props $s) >"$out"
+    "$ycsb" run "${BINDING:-redis-indexed}" -P "$here/clients/ycsb/workloads/workload$w" $(props $s) >"$out"
     c1=$(cpu_us "${pid[$s]}")
     rate=$(awk '/^TOTAL/ {for (i = 1; i <= NF; i++) if ($i == "OPS:") {gsub(",", "", $(i+1)); print $(i+1)}}' "$out" | tail -n 1)
     cnt=$(awk '/^TOTAL/ {for (i = 1; i <= NF; i++) if ($i == "Count:") {gsub(",", "", $(i+1)); print $(i+1)}}' "$out" | tail -n 1)
     echo "$s,ycsb $w,$rate,$(awk -v c=$((c1 - c0)) -v n="$cnt" 'BEGIN {printf "%.2f", c / n}'),$(rss_kib "${pid[$s]}"),$(loadavg)"
-    # go-ycsb v1.0.1's redis binding has no Scan: workload E's scans fail in the client and
-    # never reach the server, so E's TOTAL is its inserts' rate (docs/performance/resp.md).
+    # go-ycsb v1.0.1's redis binding (BINDING=redis) has no Scan: workload E's scans fail in
+    # the client and never reach the server, so E's TOTAL is its inserts' rate.
     awk -v s="$s" -v w="$w" '/^SCAN_ERROR/ {for (i = 1; i <= NF; i++) if ($i == "Count:") {gsub(",", "", $(i+1)); n = $(i+1)}}
         END {if (n > 0) printf "note: %s ycsb %s: %d scans failed in the client (no scan in go-ycsb'"'"'s redis binding); the rate above counts only the other operations\n", s, w, n > "/dev/stderr"}' "$out"
 }

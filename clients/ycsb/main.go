@@ -35,6 +35,8 @@ import (
 
 	_ "github.com/pingcap/go-ycsb/db/basic" // registers `basic`
 	_ "github.com/pingcap/go-ycsb/db/redis" // registers `redis`
+
+	_ "github.com/tegula/tegula/clients/ycsb/redisindexed" // registers `redis-indexed`
 )
 
 var (
@@ -77,7 +79,7 @@ func initGlobal(dbName string, onProperties func()) {
 	}
 	dbCreator := ycsb.GetDBCreator(dbName)
 	if dbCreator == nil {
-		util.Fatalf("%s is not registered (this build has: basic, redis)", dbName)
+		util.Fatalf("%s is not registered (this build has: basic, redis, redis-indexed)", dbName)
 	}
 	if globalDB, err = dbCreator.Create(globalProps); err != nil {
 		util.Fatalf("create db %s failed %v", dbName, err)
@@ -136,7 +138,7 @@ func main() {
 		os.Exit(1)
 	}()
 
-	root := &cobra.Command{Use: "ycsb", Short: "go-ycsb with the basic and redis bindings"}
+	root := &cobra.Command{Use: "ycsb", Short: "go-ycsb with the basic, redis and redis-indexed bindings"}
 	root.AddCommand(
 		clientCommand(ctx, "load db", "YCSB load benchmark", false, "load"),
 		clientCommand(ctx, "run db", "YCSB run benchmark", true, "run"),

@@ -1,16 +1,19 @@
-//! How Redis keys and hash fields map onto the engine's flat, ordered key space (format
-//! version 2; the spec is `docs/formats/resp-keys.md`).
+//! How Redis keys, hash fields and sorted-set members map onto the engine's flat, ordered key
+//! space (format version 3; the spec is `docs/formats/resp-keys.md`).
 //!
 //! ```text
 //! engine key                               engine value
-//! 0x00 "format"                            format version (u32 LE): 2
+//! 0x00 "format"                            format version (u32 LE): 3
 //! 0x00 "sync"                              empty: the sync marker (see crate::backend)
-//! 'b' key                                  empty: hash `key` is stored as field records
+//! 'b' key                                  empty: `key` is stored as several records
 //! 'f' len(key) (u32 BE) key field          the field's value (field-record hashes only)
 //! 'k' key                                  type (1) | flags (1) | [expire_at_ms u64 LE] | payload
 //!                                            type 's' string: payload = the value
 //!                                            type 'z' hash, inline: payload = its fields
 //!                                            type 'h' hash, field records: payload = field count (u64 LE)
+//!                                            type 'o' sorted set: payload = member count (u64 LE)
+//! 'm' len(key) (u32 BE) key member         the member's score (8 bytes, see score_bits)
+//! 'r' len(key) (u32 BE) key score member   empty: the sorted set's order (score, then member)
 //! ```
 //!
 //! Every Redis key has one `'k'` record, so `DBSIZE`, `KEYS` and `SCAN` are a range scan of
@@ -19,8 +22,11 @@
 //! engine get reads it whole. A larger one has a record per field; its fields sort together
 //! after their key's length and bytes, so `HGETALL` is a range scan of `'f' len key` (the
 //! length prefix keeps the fields of `a` and of `ab` apart), and its name is registered under
-//! `'b'` so that the server can keep the set of such hashes in memory: a string written over
-//! any other key needs no read first. Flag bit 0 says an expiry time (Unix milliseconds)
+//! `'b'` so that the server can keep the set of such keys in memory: a string written over
+//! any other key needs no read first. A sorted set is always stored as records (registered
+//! too): a member's score under `'m'` (one get answers `ZSCORE` and finds the old score a
+//! `ZADD` replaces), and an index record under `'r'` whose key sorts by score, so that
+//! `ZRANGEBYSCORE` is a range scan. Flag bit 0 says an expiry time (Unix milliseconds)
 //! follows; an expired key reads as absent and is deleted by the read that finds it (lazily,
 //! as Redis does besides its active expiry).
 
@@ -30,7 +36,12 @@ use tegula_codec::{varint_len, Dec, Enc};
 pub const KEY: u8 = b'k';
 /// Prefix of hash field records.
 pub const FIELD: u8 = b'f';
-/// Prefix of the registry of hashes stored as field records.
+/// Prefix of sorted-set member records (member to score).
+pub const MEMBER: u8 = b'm';
+/// Prefix of sorted-set index records (score and member to nothing).
+pub const SCORE: u8 = b'r';
+/// Prefix of the registry of keys stored as several records (field-record hashes, sorted
+/// sets).
 pub const REGISTRY: u8 = b'b';
 /// Type byte of a string.
 pub const TYPE_STRING: u8 = b's';
@@ -38,10 +49,13 @@ pub const TYPE_STRING: u8 = b's';
 pub const TYPE_HASH: u8 = b'h';
 /// Type byte of a hash stored inside its key record.
 pub const TYPE_HASH_INLINE: u8 = b'z';
+/// Type byte of a sorted set.
+pub const TYPE_ZSET: u8 = b'o';
 /// The engine key of the format version record.
 pub const FORMAT_KEY: &[u8] = b"\0format";
-/// The format version this server writes (1: every hash as field records, no registry).
-pub const FORMAT_VERSION: u32 = 2;
+/// The format version this server writes (1: every hash as field records, no registry; 2:
+/// no sorted sets).
+pub const FORMAT_VERSION: u32 = 3;
 /// Most fields an inline hash holds; one more converts it to field records.
 pub const INLINE_MAX_FIELDS: usize = 128;
 /// Most bytes of encoded fields an inline hash holds (an update rewrites them all).
@@ -65,7 +79,7 @@ pub fn user_key(engine_key: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The registry key of hash `k` (present while `k` is stored as field records).
+/// The registry key of `k` (present while `k` is a field-record hash or a sorted set).
 pub fn registry(k: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(k.len() + 1);
     v.push(REGISTRY);
@@ -81,13 +95,79 @@ pub fn registry_user_key(engine_key: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The prefix shared by every field of hash `k`.
-pub fn field_prefix(k: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(k.len() + 5);
-    v.push(FIELD);
+/// The prefix shared by the records of kind `tag` of key `k`: the tag, the key's length
+/// (u32 BE, so that the records of `a` and `ab` do not interleave) and the key.
+fn sub_prefix(tag: u8, k: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(k.len() + 5 + 16);
+    v.push(tag);
     v.extend_from_slice(&(k.len() as u32).to_be_bytes());
     v.extend_from_slice(k);
     v
+}
+
+/// The prefix shared by every field of hash `k`.
+pub fn field_prefix(k: &[u8]) -> Vec<u8> {
+    sub_prefix(FIELD, k)
+}
+
+/// The prefix shared by every member record of sorted set `k`.
+pub fn member_prefix(k: &[u8]) -> Vec<u8> {
+    sub_prefix(MEMBER, k)
+}
+
+/// The engine key of member `m` of sorted set `k` (its value is the score's bits).
+pub fn member(k: &[u8], m: &[u8]) -> Vec<u8> {
+    let mut v = member_prefix(k);
+    v.extend_from_slice(m);
+    v
+}
+
+/// The prefix shared by every index record of sorted set `k`.
+pub fn score_prefix(k: &[u8]) -> Vec<u8> {
+    sub_prefix(SCORE, k)
+}
+
+/// The engine key of the index record of member `m` with score bits `bits` in sorted set `k`.
+pub fn score_entry(k: &[u8], bits: u64, m: &[u8]) -> Vec<u8> {
+    let mut v = score_prefix(k);
+    v.extend_from_slice(&bits.to_be_bytes());
+    v.extend_from_slice(m);
+    v
+}
+
+/// A score as 8 bytes whose unsigned order is the scores' numeric order (the sign bit set
+/// for positive numbers, every bit inverted for negative ones); -0 is stored as 0, as Redis
+/// does not tell them apart. NaN is never a score.
+pub fn score_bits(score: f64) -> u64 {
+    let b = if score == 0.0 { 0 } else { score.to_bits() };
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | 1 << 63
+    }
+}
+
+/// The score [`score_bits`] made `bits` of; `None` for NaN (damage: no score is NaN).
+pub fn score_from_bits(bits: u64) -> Option<f64> {
+    let b = if bits >> 63 == 1 {
+        bits & !(1 << 63)
+    } else {
+        !bits
+    };
+    Some(f64::from_bits(b)).filter(|s| !s.is_nan())
+}
+
+/// The score of a member record's value; `None` if it is not 8 bytes of a score.
+pub fn decode_score(v: &[u8]) -> Option<f64> {
+    score_from_bits(u64::from_be_bytes(v.try_into().ok()?))
+}
+
+/// The score bits and member of an index record's key, given its sorted set's prefix length;
+/// `None` if the key is too short.
+pub fn split_score_entry(entry: &[u8], prefix_len: usize) -> Option<(u64, &[u8])> {
+    let rest = entry.get(prefix_len..)?;
+    let bits = u64::from_be_bytes(rest.get(..8)?.try_into().ok()?);
+    Some((bits, &rest[8..]))
 }
 
 /// The engine key of field `f` of hash `k`.
@@ -112,11 +192,12 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// A decoded key record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    /// [`TYPE_STRING`], [`TYPE_HASH`] or [`TYPE_HASH_INLINE`].
+    /// [`TYPE_STRING`], [`TYPE_HASH`], [`TYPE_HASH_INLINE`] or [`TYPE_ZSET`].
     pub kind: u8,
     /// Expiry time in Unix milliseconds.
     pub expire_at: Option<u64>,
-    /// The string's bytes, the hash's field count, or the inline hash's fields.
+    /// The string's bytes, the hash's field count, the inline hash's fields, or the sorted
+    /// set's member count.
     pub payload: Vec<u8>,
 }
 
@@ -139,6 +220,15 @@ impl Record {
         }
     }
 
+    /// A sorted set record with `members` members.
+    pub fn zset(members: u64, expire_at: Option<u64>) -> Self {
+        Record {
+            kind: TYPE_ZSET,
+            expire_at,
+            payload: members.to_le_bytes().to_vec(),
+        }
+    }
+
     /// An inline hash record holding `fields` (sorted by field, no field twice).
     pub fn inline_hash(fields: &[(&[u8], &[u8])], expire_at: Option<u64>) -> Self {
         Record {
@@ -153,8 +243,15 @@ impl Record {
         self.kind == TYPE_HASH || self.kind == TYPE_HASH_INLINE
     }
 
-    /// The field count of a field-record hash's record (0 if the payload is not one).
-    pub fn fields(&self) -> u64 {
+    /// Whether the key has records besides this one (a field-record hash, a sorted set),
+    /// which must go with it.
+    pub fn has_records(&self) -> bool {
+        self.kind == TYPE_HASH || self.kind == TYPE_ZSET
+    }
+
+    /// The field count of a field-record hash's record or the member count of a sorted
+    /// set's (0 if the payload is not one).
+    pub fn count(&self) -> u64 {
         <[u8; 8]>::try_from(self.payload.as_slice()).map_or(0, u64::from_le_bytes)
     }
 
@@ -201,7 +298,7 @@ impl Record {
     /// Type, expiry and payload of an engine value, borrowed.
     fn decode_ref(v: &[u8]) -> Option<(u8, Option<u64>, &[u8])> {
         let (&kind, rest) = v.split_first()?;
-        if kind != TYPE_STRING && kind != TYPE_HASH && kind != TYPE_HASH_INLINE {
+        if ![TYPE_STRING, TYPE_HASH, TYPE_HASH_INLINE, TYPE_ZSET].contains(&kind) {
             return None;
         }
         let (&flags, rest) = rest.split_first()?;
@@ -214,7 +311,7 @@ impl Record {
         } else {
             (None, rest)
         };
-        if kind == TYPE_HASH && payload.len() != 8 {
+        if (kind == TYPE_HASH || kind == TYPE_ZSET) && payload.len() != 8 {
             return None;
         }
         Some((kind, expire_at, payload))
@@ -300,14 +397,66 @@ mod tests {
             Record::string(Vec::new(), Some(42)),
             Record::hash(3, None),
             Record::hash(0, Some(u64::MAX)),
+            Record::zset(5, None),
+            Record::zset(1, Some(9)),
         ] {
             assert_eq!(Record::decode(&r.encode()), Some(r.clone()));
             assert_eq!(Record::decode_owned(r.encode()), Ok(r.clone()));
         }
-        for bad in [&b""[..], b"x\0", b"s", b"s\x01\0\0", b"h\0abc", b"s\x02v"] {
+        for bad in [
+            &b""[..],
+            b"x\0",
+            b"s",
+            b"s\x01\0\0",
+            b"h\0abc",
+            b"o\0abc",
+            b"s\x02v",
+        ] {
             assert_eq!(Record::decode(bad), None, "{bad:?}");
             assert_eq!(Record::decode_owned(bad.to_vec()), Err(bad.to_vec()));
         }
+    }
+
+    #[test]
+    fn score_bits_sort_as_the_scores_and_round_trip() {
+        let scores = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -1.0,
+            -f64::MIN_POSITIVE,
+            0.0,
+            f64::MIN_POSITIVE,
+            1.0,
+            1.5,
+            1e300,
+            f64::INFINITY,
+        ];
+        for w in scores.windows(2) {
+            assert!(score_bits(w[0]) < score_bits(w[1]), "{} < {}", w[0], w[1]);
+        }
+        for s in scores {
+            assert_eq!(score_from_bits(score_bits(s)), Some(s));
+            assert_eq!(decode_score(&score_bits(s).to_be_bytes()), Some(s));
+        }
+        assert_eq!(score_bits(-0.0), score_bits(0.0));
+        assert_eq!(score_from_bits(score_bits(f64::NAN)), None);
+        assert_eq!(decode_score(b"1234567"), None);
+        // Index records of one set sort by score, then member, and apart from other sets'.
+        let a = score_entry(b"z", score_bits(2.0), b"a");
+        let b = score_entry(b"z", score_bits(2.0), b"b");
+        let c = score_entry(b"z", score_bits(10.0), b"a");
+        assert!(a < b && b < c);
+        let p = score_prefix(b"z");
+        assert!(c < prefix_end(&p).unwrap());
+        assert!(score_entry(b"zz", 0, b"") > prefix_end(&p).unwrap());
+        assert_eq!(
+            split_score_entry(&b, p.len()),
+            Some((score_bits(2.0), &b"b"[..]))
+        );
+        assert_eq!(split_score_entry(&p, p.len()), None);
+        assert!(member(b"z", b"m").starts_with(&member_prefix(b"z")));
+        assert!(Record::zset(1, None).has_records() && !Record::zset(1, None).is_hash());
     }
 
     #[test]

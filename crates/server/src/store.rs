@@ -4,9 +4,9 @@
 //! `appendfsync always`), and only then are the round's replies sent. This is the group
 //! commit: every write of every client in a round shares one engine write and one sync.
 //!
-//! The store also keeps, in memory, the set of hashes stored as field records (a mirror of
-//! the engine's `'b'` registry, see [`crate::keys`]): every other key can be overwritten by a
-//! string without reading it first.
+//! The store also keeps, in memory, the set of keys stored as several records (field-record
+//! hashes and sorted sets: a mirror of the engine's `'b'` registry, see [`crate::keys`]):
+//! every other key can be overwritten by a string without reading it first.
 
 use crate::backend::{Backend, Op, OP_OVERHEAD};
 use crate::error::{BackendError, BackendResult};
@@ -29,10 +29,10 @@ pub struct Store {
     pub expired_keys: u64,
     /// Puts and deletes so far (a command wrote if it changed).
     writes: u64,
-    /// The names in the engine's `'b'` registry, this round's writes included: the hashes
-    /// stored as field records. `None` while unknown (after a failed commit, until reloaded):
-    /// every key may then be one.
-    field_hashes: Option<HashSet<Vec<u8>>>,
+    /// The names in the engine's `'b'` registry, this round's writes included: the keys
+    /// stored as several records. `None` while unknown (after a failed commit, until
+    /// reloaded): every key may then be one.
+    composite: Option<HashSet<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -53,8 +53,8 @@ pub fn now_ms() -> u64 {
 
 impl Store {
     /// A store over `backend`: checks the data's format version, upgrades a database of
-    /// format 1 (every hash as field records, no registry: each is registered), and loads the
-    /// registry of field-record hashes.
+    /// format 1 (every hash as field records, no registry: each is registered) or 2 (the same
+    /// records; only the version changes), and loads the registry of composite keys.
     pub fn open(backend: Box<dyn Backend>) -> BackendResult<Self> {
         let mut s = Store {
             backend,
@@ -63,7 +63,7 @@ impl Store {
             unsynced: false,
             expired_keys: 0,
             writes: 0,
-            field_hashes: Some(HashSet::new()),
+            composite: Some(HashSet::new()),
         };
         let version = match s.backend.get(keys::FORMAT_KEY)? {
             Some(v) => <[u8; 4]>::try_from(v.as_slice())
@@ -85,8 +85,10 @@ impl Store {
         Ok(s)
     }
 
-    /// Format 1 to 2: registers every hash (all are field records in format 1), then writes
-    /// the version, last, so that an upgrade cut short is done again at the next start.
+    /// Format 1 or 2 to 3: registers every field-record hash (all hashes are field records in
+    /// format 1; format 2 registered them already, and re-registering one changes nothing),
+    /// then writes the version, last, so that an upgrade cut short is done again at the next
+    /// start.
     fn upgrade(&mut self) -> BackendResult<()> {
         let end = [keys::KEY + 1];
         let mut from = vec![keys::KEY];
@@ -111,9 +113,9 @@ impl Store {
         self.commit(true)
     }
 
-    /// Reads the registry of field-record hashes into memory.
+    /// Reads the registry of composite keys into memory.
     fn load_registry(&mut self) -> BackendResult<()> {
-        self.field_hashes = None;
+        self.composite = None;
         let mut set = HashSet::new();
         let end = [keys::REGISTRY + 1];
         let mut from = vec![keys::REGISTRY];
@@ -128,24 +130,24 @@ impl Store {
                 }
             }
         }
-        self.field_hashes = Some(set);
+        self.composite = Some(set);
         Ok(())
     }
 
-    /// Whether `k` may be a hash stored as field records (a string written over it must then
-    /// delete its fields): false proves it is not.
-    pub fn may_be_field_hash(&self, k: &[u8]) -> bool {
-        self.field_hashes.as_ref().is_none_or(|s| s.contains(k))
+    /// Whether `k` may be stored as several records (a string written over it must then
+    /// delete them): false proves it is not.
+    pub fn may_be_composite(&self, k: &[u8]) -> bool {
+        self.composite.as_ref().is_none_or(|s| s.contains(k))
     }
 
-    /// How many hashes are stored as field records (`None` while unknown).
-    pub fn field_hash_count(&self) -> Option<usize> {
-        self.field_hashes.as_ref().map(HashSet::len)
+    /// How many keys are stored as several records (`None` while unknown).
+    pub fn composite_count(&self) -> Option<usize> {
+        self.composite.as_ref().map(HashSet::len)
     }
 
     /// Keeps the in-memory registry in step with a write of engine key `k`.
     fn track(&mut self, k: &[u8], present: bool) {
-        if let (Some(set), Some(name)) = (self.field_hashes.as_mut(), keys::registry_user_key(k)) {
+        if let (Some(set), Some(name)) = (self.composite.as_mut(), keys::registry_user_key(k)) {
             if present {
                 set.insert(name.to_vec());
             } else {
@@ -229,7 +231,7 @@ impl Store {
         }
         let ops: Vec<Op> = overlay.into_iter().collect();
         if let Err(e) = self.backend.write(&ops, sync) {
-            // Until the registry is read again every key counts as a possible field hash.
+            // Until the registry is read again every key counts as possibly composite.
             let _ = self.load_registry();
             return Err(e);
         }
@@ -327,23 +329,51 @@ impl Store {
         Ok(Some(rec))
     }
 
-    /// Deletes Redis key `k` whose record is `rec` (a field-record hash's fields and
-    /// registry record too).
+    /// Deletes Redis key `k` whose record is `rec` (a field-record hash's fields, a sorted
+    /// set's member and index records, and the registry record too).
     pub fn remove(&mut self, k: &[u8], rec: &Record) -> BackendResult<()> {
-        if rec.kind == keys::TYPE_HASH {
-            for (fk, _) in self.fields(k, usize::MAX)? {
-                self.delete(fk)?;
-            }
+        let prefixes = match rec.kind {
+            keys::TYPE_HASH => vec![keys::field_prefix(k)],
+            keys::TYPE_ZSET => vec![keys::member_prefix(k), keys::score_prefix(k)],
+            _ => Vec::new(),
+        };
+        for prefix in &prefixes {
+            self.delete_prefix(prefix)?;
+        }
+        if rec.has_records() {
             self.delete(keys::registry(k))?;
         }
         self.delete(keys::key(k))
     }
 
+    /// Deletes every engine key starting with `prefix`, a chunk at a time.
+    fn delete_prefix(&mut self, prefix: &[u8]) -> BackendResult<()> {
+        let end = keys::prefix_end(prefix);
+        let mut from = prefix.to_vec();
+        loop {
+            let part = self.scan(&from, end.as_deref(), 4096)?;
+            let Some((last, _)) = part.last() else {
+                return Ok(());
+            };
+            from = last.clone();
+            from.push(0);
+            for (ek, _) in part {
+                self.delete(ek)?;
+            }
+        }
+    }
+
+    /// Up to `limit` (engine key, value) pairs starting with `prefix`, from `from` on (at
+    /// least the prefix).
+    pub fn prefixed(&self, prefix: &[u8], from: &[u8], limit: usize) -> BackendResult<Pairs> {
+        let end = keys::prefix_end(prefix);
+        self.scan(from.max(prefix), end.as_deref(), limit)
+    }
+
     /// Up to `limit` (engine field key, value) pairs of hash `k`.
     pub fn fields(&self, k: &[u8], limit: usize) -> BackendResult<Pairs> {
         let prefix = keys::field_prefix(k);
-        let end = keys::prefix_end(&prefix);
-        self.scan(&prefix, end.as_deref(), limit)
+        self.prefixed(&prefix, &prefix, limit)
     }
 }
 

@@ -106,7 +106,7 @@ fn hashes_grow_from_inline_to_field_records_and_strings_replace_either() {
         "no field record outlives its hash"
     );
     assert_eq!(records(&dev, b'b'), vec![]);
-    assert_eq!(format_version(&dev), Some(2u32.to_le_bytes().to_vec()));
+    assert_eq!(format_version(&dev), Some(3u32.to_le_bytes().to_vec()));
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn a_format_1_database_is_upgraded_at_start() {
     assert_eq!(c.cmd(&["HLEN", "old2"]), int(2));
     drop(c);
     s.stop();
-    assert_eq!(format_version(&dev), Some(2u32.to_le_bytes().to_vec()));
+    assert_eq!(format_version(&dev), Some(3u32.to_le_bytes().to_vec()));
     assert_eq!(records(&dev, b'b'), vec![(b"bold2".to_vec(), Vec::new())]);
     assert_eq!(
         records(&dev, b'f').len(),
@@ -181,13 +181,13 @@ fn a_newer_format_is_refused() {
     {
         let db =
             tegula_smrdb::Db::create(dev.clone(), Default::default(), Default::default()).unwrap();
-        db.put(b"\0format", &3u32.to_le_bytes()).unwrap();
+        db.put(b"\0format", &4u32.to_le_bytes()).unwrap();
         db.close().unwrap();
     }
     let server = tegula_server::Server::bind("127.0.0.1:0", ServerOptions::default()).unwrap();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let e = server.run(Box::new(smrdb_on(&dev)), &stop).unwrap_err();
-    assert!(e.to_string().contains("format 3"), "{e}");
+    assert!(e.to_string().contains("format 4"), "{e}");
 }
 
 /// Options that make every round go to the engine thread, none, or the default's small ones.
@@ -335,4 +335,82 @@ fn flushall_of_more_keys_than_one_engine_batch_holds_succeeds() {
     assert_eq!(c.cmd(&["DBSIZE"]), int(20_000));
     assert_eq!(c.cmd(&["FLUSHALL"]), ok());
     assert_eq!(c.cmd(&["DBSIZE"]), int(0));
+}
+
+#[test]
+fn a_format_2_database_is_upgraded_to_3_and_sorted_sets_keep_their_records_in_step() {
+    let dev = memory_drive();
+    {
+        // Format 2 as that server wrote it: a registered field-record hash and the version.
+        let db =
+            tegula_smrdb::Db::create(dev.clone(), Default::default(), Default::default()).unwrap();
+        db.put(b"\0format", &2u32.to_le_bytes()).unwrap();
+        db.put(b"kh", b"h\0\x01\0\0\0\0\0\0\0").unwrap();
+        db.put(b"bh", b"").unwrap();
+        db.put(b"f\0\0\0\x01hx", b"1").unwrap();
+        db.close().unwrap();
+    }
+    let s = TestServer::start_with(ServerOptions::default(), Box::new(smrdb_on(&dev)));
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["HGET", "h", "x"]), bulk("1"));
+    assert_eq!(c.cmd(&["ZADD", "z", "1", "a", "2", "b", "3", "c"]), int(3));
+    assert_eq!(c.cmd(&["ZADD", "z", "5", "a"]), int(0));
+    assert_eq!(c.cmd(&["ZREM", "z", "b"]), int(1));
+    assert_eq!(c.cmd(&["ZADD", "gone", "1", "x"]), int(1));
+    assert_eq!(c.cmd(&["PEXPIRE", "gone", "1"]), int(1));
+    assert_eq!(c.cmd(&["ZADD", "str", "1", "x", "2", "y"]), int(2));
+    drop(c);
+    s.stop();
+    assert_eq!(format_version(&dev), Some(3u32.to_le_bytes().to_vec()));
+    // One member record and one index record per member, each with the member's score.
+    let score = |s: f64| tegula_server::keys::score_bits(s).to_be_bytes().to_vec();
+    let m = records(&dev, b'm');
+    assert_eq!(
+        m,
+        vec![
+            // Shorter keys first: the length comes before the key.
+            (b"m\0\0\0\x01za".to_vec(), score(5.0)),
+            (b"m\0\0\0\x01zc".to_vec(), score(3.0)),
+            (b"m\0\0\0\x03strx".to_vec(), score(1.0)),
+            (b"m\0\0\0\x03stry".to_vec(), score(2.0)),
+            (b"m\0\0\0\x04gonex".to_vec(), score(1.0)),
+        ]
+    );
+    let r: Vec<Vec<u8>> = records(&dev, b'r').into_iter().map(|(k, _)| k).collect();
+    let entry = |k: &str, s: f64, m: &str| {
+        tegula_server::keys::score_entry(
+            k.as_bytes(),
+            tegula_server::keys::score_bits(s),
+            m.as_bytes(),
+        )
+    };
+    assert_eq!(
+        r,
+        vec![
+            entry("z", 3.0, "c"),
+            entry("z", 5.0, "a"),
+            entry("str", 1.0, "x"),
+            entry("str", 2.0, "y"),
+            entry("gone", 1.0, "x"),
+        ]
+    );
+    assert_eq!(records(&dev, b'b').len(), 4, "h, gone, str, z");
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // Restarted: the server knows "str" is a sorted set (SET must delete its records), and
+    // the expired one goes, records and all, with the read that finds it.
+    let s = TestServer::start_with(ServerOptions::default(), Box::new(smrdb_on(&dev)));
+    let mut c = s.client();
+    assert_eq!(c.cmd(&["SET", "str", "now a string"]), ok());
+    assert_eq!(c.cmd(&["EXISTS", "gone"]), int(0));
+    assert_eq!(c.cmd(&["ZCARD", "z"]), int(2));
+    drop(c);
+    s.stop();
+    let m: Vec<Vec<u8>> = records(&dev, b'm').into_iter().map(|(k, _)| k).collect();
+    assert_eq!(
+        m,
+        vec![b"m\0\0\0\x01za".to_vec(), b"m\0\0\0\x01zc".to_vec()]
+    );
+    assert_eq!(records(&dev, b'r').len(), 2);
+    let b: Vec<Vec<u8>> = records(&dev, b'b').into_iter().map(|(k, _)| k).collect();
+    assert_eq!(b, vec![b"bh".to_vec(), b"bz".to_vec()]);
 }

@@ -137,7 +137,7 @@ fn set_record_fields(
         ctx.store.put(fk, fv[1].to_vec())?;
     }
     if added > 0 {
-        let rec = Record::hash(head.fields() + added as u64, head.expire_at);
+        let rec = Record::hash(head.count() + added as u64, head.expire_at);
         ctx.store.put(keys::key(k), rec.encode())?;
     }
     Ok(added)
@@ -308,7 +308,7 @@ pub fn hdel(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             removed += 1;
         }
     }
-    let left = head.fields().saturating_sub(removed);
+    let left = head.count().saturating_sub(removed);
     if removed > 0 {
         if left == 0 {
             ctx.store.delete(keys::key(args[1]))?;
@@ -327,7 +327,7 @@ pub fn hlen(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let n = match load_hash(ctx, args[1])? {
         None => 0,
         Some(h) if h.kind == TYPE_HASH_INLINE => inline_fields(&h)?.len() as u64,
-        Some(h) => h.fields(),
+        Some(h) => h.count(),
     };
     ctx.reply().int(n as i64);
     Ok(())

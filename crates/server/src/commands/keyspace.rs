@@ -41,6 +41,8 @@ pub fn exists(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 fn type_name(rec: &Record) -> &'static str {
     if rec.is_hash() {
         "hash"
+    } else if rec.kind == keys::TYPE_ZSET {
+        "zset"
     } else {
         "string"
     }

@@ -1,12 +1,13 @@
 //! The command table: each command's name, arity, flags and handler, the dispatch that checks
 //! arity and authentication before calling the handler, and the helpers handlers share. One
 //! file per family: connection ([`conn`]), server ([`server`]), strings ([`strings`]), the
-//! key space ([`keyspace`]) and hashes ([`hashes`]).
+//! key space ([`keyspace`]), hashes ([`hashes`]) and sorted sets ([`sorted_sets`]).
 
 pub mod conn;
 pub mod hashes;
 pub mod keyspace;
 pub mod server;
+pub mod sorted_sets;
 pub mod strings;
 
 use crate::backend::OP_OVERHEAD;
@@ -153,6 +154,16 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("hlen", 2, RF, 1, 1, 1, hashes::hlen),
     cmd!("hexists", 3, RF, 1, 1, 1, hashes::hexists),
     cmd!("hincrby", 4, WF, 1, 1, 1, hashes::hincrby),
+    cmd!("zadd", -4, WF, 1, 1, 1, sorted_sets::zadd),
+    cmd!("zincrby", 4, WF, 1, 1, 1, sorted_sets::zincrby),
+    cmd!("zrem", -3, WF, 1, 1, 1, sorted_sets::zrem),
+    cmd!("zscore", 3, RF, 1, 1, 1, sorted_sets::zscore),
+    cmd!("zmscore", -3, RF, 1, 1, 1, sorted_sets::zmscore),
+    cmd!("zcard", 2, RF, 1, 1, 1, sorted_sets::zcard),
+    cmd!("zcount", 4, RF, 1, 1, 1, sorted_sets::zcount),
+    cmd!("zrank", 3, RF, 1, 1, 1, sorted_sets::zrank),
+    cmd!("zrange", -4, R, 1, 1, 1, sorted_sets::zrange),
+    cmd!("zrangebyscore", -4, R, 1, 1, 1, sorted_sets::zrangebyscore),
 ];
 
 /// The entry of command `name` (any case).

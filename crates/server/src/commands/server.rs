@@ -110,7 +110,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
              expired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              protocol_error_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\
              timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_inline_rounds:{}\r\n\
-             engine_errors:{}\r\nfield_record_hashes:{}\r\n\r\n",
+             engine_errors:{}\r\ncomposite_keys:{}\r\n\r\n",
             g(&st.connections_received),
             g(&st.commands_processed),
             g(&st.net_input_bytes),
@@ -126,7 +126,7 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             g(&st.inline_rounds),
             g(&st.engine_errors),
             ctx.store
-                .field_hash_count()
+                .composite_count()
                 .map_or_else(|| "unknown".to_string(), |n| n.to_string())
         );
     }

@@ -1,11 +1,11 @@
 //! String commands: GET, SET (EX/PX/EXAT/PXAT/KEEPTTL, NX/XX, GET), SETNX, SETEX, PSETEX,
 //! GETSET, GETDEL, MGET, MSET, INCR/DECR/INCRBY/DECRBY, APPEND, STRLEN. A string is one
-//! `'k'` record (see [`crate::keys`]); writing a string over a hash stored as field records
-//! deletes its fields. Any other key is overwritten without being read (`SET`, `MSET`,
-//! `SETEX`, `PSETEX`): the store knows every hash stored as field records.
+//! `'k'` record (see [`crate::keys`]); writing a string over a key stored as several records (a
+//! field-record hash, a sorted set) deletes them. Any other key is overwritten without being
+//! read (`SET`, `MSET`, `SETEX`, `PSETEX`): the store knows every key stored that way.
 
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
-use crate::keys::{self, Record, TYPE_HASH, TYPE_STRING};
+use crate::keys::{self, Record, TYPE_STRING};
 
 /// The string value of a record, or WRONGTYPE.
 fn string_of(rec: &Record) -> Result<&[u8], super::CmdError> {
@@ -15,7 +15,7 @@ fn string_of(rec: &Record) -> Result<&[u8], super::CmdError> {
     Ok(&rec.payload)
 }
 
-/// Stores string `v` under `k`, replacing `old` (a field-record hash's fields are deleted).
+/// Stores string `v` under `k`, replacing `old` (the records of a composite key are deleted).
 pub(crate) fn store_string(
     ctx: &mut Ctx<'_>,
     k: &[u8],
@@ -25,7 +25,7 @@ pub(crate) fn store_string(
 ) -> CmdResult {
     let ek = keys::key(k);
     ctx.check_size(ek.len(), v.len())?;
-    if let Some(old) = old.filter(|o| o.kind == TYPE_HASH) {
+    if let Some(old) = old.filter(|o| o.has_records()) {
         ctx.store.remove(k, old)?;
     }
     let val = keys::encode_value(TYPE_STRING, expire_at, v);
@@ -34,9 +34,9 @@ pub(crate) fn store_string(
 }
 
 /// Stores string `v` under `k` whatever it held, reading the key first only when it may be a
-/// hash stored as field records (whose fields must go with it).
+/// composite key (whose other records must go with it).
 fn overwrite_string(ctx: &mut Ctx<'_>, k: &[u8], v: &[u8], expire_at: Option<u64>) -> CmdResult {
-    if ctx.store.may_be_field_hash(k) {
+    if ctx.store.may_be_composite(k) {
         let old = ctx.store.load(k, ctx.now)?;
         return store_string(ctx, k, old.as_ref(), v, expire_at);
     }

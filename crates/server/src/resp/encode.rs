@@ -120,6 +120,20 @@ impl Reply<'_> {
         }
     }
 
+    /// A double: a bulk string (RESP2) or `,` (RESP3), formatted as Redis 7.0 does
+    /// ([`format_double`]).
+    pub fn double(&mut self, d: f64) {
+        let text = format_double(d);
+        match self.proto {
+            Proto::Resp2 => self.bulk(text.as_bytes()),
+            Proto::Resp3 => {
+                self.out.push(b',');
+                self.out.extend_from_slice(text.as_bytes());
+                self.out.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+
     /// A verbatim text (`=` in RESP3, a bulk string in RESP2), as `INFO` replies.
     pub fn verbatim(&mut self, text: &str) {
         match self.proto {
@@ -131,6 +145,35 @@ impl Reply<'_> {
                 self.out.extend_from_slice(b"\r\n");
             }
         }
+    }
+}
+
+/// `d` as C's `printf("%.17g")`, which Redis 7.0 replies scores with (`1.1000000000000001`,
+/// `3`, `1e+21`), and `inf`, `-inf`, `nan`.
+pub fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        return "nan".into();
+    }
+    if d.is_infinite() {
+        return if d > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    // 17 significant digits; the exponent of the rounded value picks the style, as %g does.
+    let sci = format!("{d:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    if (-4..17).contains(&exp) {
+        let decimals = (16 - exp) as usize;
+        trim(&format!("{d:.decimals$}"))
+    } else {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
     }
 }
 
@@ -160,6 +203,36 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::resp::{parse_value, Parse, Value};
+
+    #[test]
+    fn doubles_are_formatted_as_redis_7_0_formats_scores() {
+        // What redis-server 7.0.15 replied to ZSCORE after ZADD of the left-hand text.
+        for (score, text) in [
+            (1.1, "1.1000000000000001"),
+            (3.0, "3"),
+            (1e21, "1e+21"),
+            (1e17, "1e+17"),
+            (1e16, "10000000000000000"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (1e-7, "9.9999999999999995e-08"),
+            (-2.5, "-2.5"),
+            (1.5e300, "1.5000000000000001e+300"),
+            (0.0, "0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(format_double(score), text, "{score}");
+        }
+        let mut out = Vec::new();
+        Reply {
+            out: &mut out,
+            proto: Proto::Resp3,
+        }
+        .double(2.5);
+        assert_eq!(out, b",2.5\r\n");
+    }
 
     #[test]
     fn replies_round_trip_through_the_decoder() {
