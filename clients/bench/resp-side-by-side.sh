@@ -7,7 +7,8 @@
 # redis-benchmark runs once per test, so that each test's CPU time is its own.
 # Usage: resp-side-by-side.sh TEGULA_BIN YCSB_BIN DIR [always|everysec|no] [N] [RECORDS] [OPS]
 # Environment: PORT (default 16400; servers use PORT, PORT+1, ...); SERVERS (default
-# "smrdb rocksdb leveldb redis"); WORKLOADS (default "a b c d e f"); TESTS (redis-benchmark
+# "smrdb rocksdb leveldb redis"); WORKLOADS (default "a b c d e e100 f"; e100 is E with scans
+# of 1-100 records, as Java YCSB's E, where go-ycsb's e scans one); TESTS (redis-benchmark
 # tests, default "set get incr mset"); YCSB_ONLY=1 skips redis-benchmark; BINDING: the go-ycsb
 # binding (default redis-indexed: go-ycsb's redis binding plus Java YCSB's scan index, so that
 # workload E scans; `redis` is go-ycsb's own, whose scans fail in the client);
@@ -120,7 +121,7 @@ if [ -n "${INTERLEAVE:-}" ]; then
     fi
     for s in "${servers[@]}"; do flush_all $s; done
     for s in $(rotated $k); do ycsb_load $s; done
-    for w in ${WORKLOADS:-a b c d e f}; do
+    for w in ${WORKLOADS:-a b c d e e100 f}; do
         k=$((k + 1))
         for s in $(rotated $k); do ycsb_run $s $w; done
     done
@@ -135,7 +136,7 @@ else
         fi
         flush_all $s
         ycsb_load $s
-        for w in ${WORKLOADS:-a b c d e f}; do ycsb_run $s $w; done
+        for w in ${WORKLOADS:-a b c d e e100 f}; do ycsb_run $s $w; done
         stop $s
     done
 fi
