@@ -314,3 +314,37 @@ fn random_operations_match_a_sorted_map_across_a_restart() {
         let _ = round;
     }
 }
+
+#[test]
+fn a_range_larger_than_the_output_limit_is_refused_and_limit_pages_through_it() {
+    let s = TestServer::start(ServerOptions {
+        max_output: 4096,
+        ..ServerOptions::default()
+    });
+    let mut c = s.client();
+    let mut args = vec!["ZADD".to_string(), "big".to_string()];
+    for i in 0..500 {
+        args.push(i.to_string());
+        args.push(format!("member-{i:05}-with-a-long-name"));
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(c.cmd(&a), int(500));
+    assert!(is_err(
+        &c.cmd(&["ZRANGE", "big", "0", "-1"]),
+        "ERR the reply exceeds the output buffer limit"
+    ));
+    // LIMIT pages through all of it, in order, each page under the limit.
+    let mut seen = Vec::new();
+    for page in 0..10 {
+        let off = (page * 50).to_string();
+        match c.cmd(&["ZRANGEBYSCORE", "big", "-inf", "+inf", "LIMIT", &off, "50"]) {
+            Value::Array(v) => seen.extend(v),
+            other => panic!("{other:?}"),
+        }
+    }
+    let want: Vec<Value> = (0..500)
+        .map(|i| bulk(&format!("member-{i:05}-with-a-long-name")))
+        .collect();
+    assert_eq!(seen, want);
+    assert_eq!(c.cmd(&["PING"]), Value::Simple(b"PONG".to_vec()));
+}
