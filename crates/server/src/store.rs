@@ -363,17 +363,11 @@ impl Store {
         }
     }
 
-    /// Up to `limit` (engine key, value) pairs starting with `prefix`, from `from` on (at
-    /// least the prefix).
-    pub fn prefixed(&self, prefix: &[u8], from: &[u8], limit: usize) -> BackendResult<Pairs> {
-        let end = keys::prefix_end(prefix);
-        self.scan(from.max(prefix), end.as_deref(), limit)
-    }
-
     /// Up to `limit` (engine field key, value) pairs of hash `k`.
     pub fn fields(&self, k: &[u8], limit: usize) -> BackendResult<Pairs> {
         let prefix = keys::field_prefix(k);
-        self.prefixed(&prefix, &prefix, limit)
+        let end = keys::prefix_end(&prefix);
+        self.scan(&prefix, end.as_deref(), limit)
     }
 }
 

@@ -48,12 +48,7 @@ fn parse_bound(a: &[u8]) -> Result<(f64, bool), CmdError> {
 /// The engine-key range `[start, end)` of the index records of `k` with scores between `min`
 /// and `max`; `None` if it is empty.
 fn score_range(k: &[u8], min: (f64, bool), max: (f64, bool)) -> Option<(Vec<u8>, Vec<u8>)> {
-    let prefix = keys::score_prefix(k);
-    let at = |bits: u64| {
-        let mut v = prefix.clone();
-        v.extend_from_slice(&bits.to_be_bytes());
-        v
-    };
+    let at = |bits: u64| keys::score_entry(k, bits, &[]);
     let lo = keys::score_bits(min.0);
     let start = if min.1 {
         at(lo.checked_add(1)?)
@@ -64,7 +59,7 @@ fn score_range(k: &[u8], min: (f64, bool), max: (f64, bool)) -> Option<(Vec<u8>,
     let end = match (max.1, hi.checked_add(1)) {
         (true, _) => at(hi),
         (false, Some(next)) => at(next),
-        (false, None) => keys::prefix_end(&prefix)?,
+        (false, None) => keys::prefix_end(&keys::score_prefix(k))?,
     };
     (start < end).then_some((start, end))
 }
@@ -135,9 +130,10 @@ fn add(
     flags: AddFlags,
 ) -> Result<Added, CmdError> {
     let head = load_zset(ctx, k)?;
+    // The index record is the longer of a member's two records: tag, length, key, score.
+    let index_key_len = 1 + 4 + k.len() + 8;
     for (_, m) in pairs {
-        // The index record is the longer of a member's two records.
-        ctx.check_size(keys::score_prefix(k).len() + 8 + m.len(), 8)?;
+        ctx.check_size(index_key_len + m.len(), 8)?;
     }
     let mut done = Added {
         added: 0,
