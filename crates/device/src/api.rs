@@ -99,6 +99,14 @@ pub trait BlockDevice: Send + Sync {
     fn write(&self, lba: u64, data: &[u8]) -> Result<IoDone> {
         self.write_with(lba, data, WriteFlags::default())
     }
+    /// [`BlockDevice::write_with`] from a buffer the device may keep instead of copying it (a
+    /// drive's write cache holds it as the cached data); returns a buffer for the caller's
+    /// next write: the same one unless the device kept it. Servers that receive writes into
+    /// buffers of their own use this to save a copy of every byte.
+    fn write_owned(&self, lba: u64, data: Vec<u8>, flags: WriteFlags) -> Result<(IoDone, Vec<u8>)> {
+        let done = self.write_with(lba, &data, flags)?;
+        Ok((done, data))
+    }
     /// Makes every completed write durable.
     fn flush(&self) -> Result<IoDone>;
     /// Tells the device that sectors are no longer needed.
@@ -178,6 +186,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
     }
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         (**self).write_with(lba, data, flags)
+    }
+    fn write_owned(&self, lba: u64, data: Vec<u8>, flags: WriteFlags) -> Result<(IoDone, Vec<u8>)> {
+        (**self).write_owned(lba, data, flags)
     }
     fn flush(&self) -> Result<IoDone> {
         (**self).flush()

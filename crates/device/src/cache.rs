@@ -13,6 +13,18 @@ pub struct Dirty {
     pub data: Option<Vec<u8>>,
 }
 
+/// A run of contiguous dirty sectors taken out of the cache for one media write.
+#[derive(Debug)]
+pub struct Run {
+    /// First sector.
+    pub lba: u64,
+    /// Length in sectors.
+    pub sectors: u64,
+    /// The data of its extents in LBA order (together `sectors × sector size` bytes), or
+    /// `None` when an extent carries no data.
+    pub data: Option<Vec<Vec<u8>>>,
+}
+
 /// Largest extent kept when appending contiguous writes, so destage writes stay bounded.
 const MAX_MERGED_SECTORS_BYTES: u64 = 4 << 20;
 
@@ -25,10 +37,14 @@ pub struct WriteCache {
     /// Data buffers of destaged extents, kept for new extents: a stream of writes then
     /// reuses a few buffers instead of faulting in fresh memory for every extent.
     spare: Vec<Vec<u8>>,
+    /// Sum of the spare buffers' capacities.
+    spare_bytes: usize,
 }
 
-/// Spare data buffers kept (each up to [`MAX_MERGED_SECTORS_BYTES`] of capacity).
-const SPARE_BUFFERS: usize = 4;
+/// Capacity of the spare data buffers kept, in bytes: as much as a default 32 MiB cache
+/// destages at once (half of it) and more, so a stream of large writes reuses the buffers its
+/// destages free instead of allocating (and faulting in) new ones.
+const SPARE_BYTES: usize = 32 << 20;
 
 impl WriteCache {
     /// An empty cache for a given sector size.
@@ -38,6 +54,7 @@ impl WriteCache {
             dirty_sectors: 0,
             sector_size: sector_size as u64,
             spare: Vec::new(),
+            spare_bytes: 0,
         }
     }
 
@@ -102,7 +119,7 @@ impl WriteCache {
             }
         }
         let data = data.map(|d| {
-            let mut v = self.spare.pop().unwrap_or_default();
+            let mut v = self.take_spare();
             v.clear();
             v.extend_from_slice(d);
             v
@@ -164,8 +181,10 @@ impl WriteCache {
     }
 
     /// Takes the next run of contiguous dirty extents at or after `from` (wrapping around), as
-    /// an elevator would, coalesced into one write of at most `max_sectors`.
-    pub fn take_run(&mut self, from: u64, max_sectors: u64) -> Option<(u64, u64, Option<Vec<u8>>)> {
+    /// an elevator would: one media write of at most `max_sectors` (a single extent may be
+    /// longer). Its data stays in the extents' own buffers, in LBA order, so taking a run
+    /// copies nothing.
+    pub fn take_run(&mut self, from: u64, max_sectors: u64) -> Option<Run> {
         let first = self
             .dirty
             .range(from..)
@@ -174,7 +193,7 @@ impl WriteCache {
             .map(|(&k, _)| k)?;
         let mut lba = first;
         let mut total = 0u64;
-        let mut data: Option<Vec<u8>> = None;
+        let mut pieces: Vec<Vec<u8>> = Vec::new();
         let mut no_data = false;
         while let Some(d) = self.dirty.get(&lba) {
             if total > 0 && total + d.sectors > max_sectors {
@@ -185,22 +204,46 @@ impl WriteCache {
             };
             self.dirty_sectors -= d.sectors;
             total += d.sectors;
-            match (d.data, data.as_mut()) {
-                (Some(v), Some(acc)) => {
-                    acc.extend_from_slice(&v);
-                    self.recycle(v);
-                }
-                (Some(v), None) if !no_data => data = Some(v),
+            match d.data {
+                Some(v) if !no_data => pieces.push(v),
                 _ => no_data = true,
             }
             lba += d.sectors;
         }
-        Some((first, total, if no_data { None } else { data }))
+        Some(Run {
+            lba: first,
+            sectors: total,
+            data: (!no_data).then_some(pieces),
+        })
+    }
+
+    /// Caches a write whose buffer the cache keeps as the extent's data (no copy), superseding
+    /// older dirty data in its range. Returns a buffer for the caller to fill next: a spare one
+    /// of a destaged extent, or an empty one.
+    pub fn insert_owned(&mut self, lba: u64, data: Vec<u8>) -> Vec<u8> {
+        let sectors = data.len() as u64 / self.sector_size;
+        self.remove(lba, lba + sectors);
+        self.put(
+            lba,
+            Dirty {
+                sectors,
+                data: Some(data),
+            },
+        );
+        self.take_spare()
+    }
+
+    fn take_spare(&mut self) -> Vec<u8> {
+        let v = self.spare.pop().unwrap_or_default();
+        self.spare_bytes -= v.capacity();
+        v
     }
 
     /// Keeps a data buffer that left the cache (a destaged run's) for a new extent.
     pub fn recycle(&mut self, v: Vec<u8>) {
-        if self.spare.len() < SPARE_BUFFERS && v.capacity() as u64 <= 2 * MAX_MERGED_SECTORS_BYTES {
+        let cap = v.capacity();
+        if self.spare_bytes + cap <= SPARE_BYTES && cap as u64 <= 2 * MAX_MERGED_SECTORS_BYTES {
+            self.spare_bytes += cap;
             self.spare.push(v);
         }
     }
@@ -268,9 +311,10 @@ mod tests {
         assert_eq!(buf[2 * 512], 2);
         assert_eq!(buf[4 * 512], 1);
         assert_eq!(c.uncovered(5, 25), vec![(5, 10), (20, 25)]);
-        let (lba, n, data) = c.take_run(0, 1 << 20).expect("run");
-        assert_eq!((lba, n), (10, 10));
-        let data = data.expect("data");
+        let run = c.take_run(0, 1 << 20).expect("run");
+        assert_eq!((run.lba, run.sectors), (10, 10));
+        let data = run.data.expect("data").concat();
+        assert_eq!(data.len(), 10 * 512);
         assert_eq!(&data[2 * 512..2 * 512 + 4], &[2, 2, 2, 2]);
         assert!(c.is_empty());
     }
@@ -314,6 +358,42 @@ mod tests {
             c.insert(i, 1, None);
         }
         assert_eq!(c.ranges().count(), 1);
-        assert_eq!(c.take_run(100, 1 << 20).map(|r| (r.0, r.1)), Some((0, 8)));
+        assert_eq!(
+            c.take_run(100, 1 << 20).map(|r| (r.lba, r.sectors)),
+            Some((0, 8))
+        );
+    }
+
+    #[test]
+    fn owned_writes_keep_their_buffer_and_runs_return_it_uncopied() {
+        let mut c = WriteCache::new(512);
+        let spare = c.insert_owned(0, vec![1u8; 4 * 512]);
+        assert!(spare.is_empty());
+        // A later owned write supersedes part of the first, which is split around it.
+        let mut b = spare;
+        b.resize(4 * 512, 2);
+        c.insert_owned(2, b);
+        c.insert(6, 2, Some(&[3u8; 1024]));
+        c.insert_owned(20, vec![4u8; 512]);
+        assert_eq!(c.dirty_sectors(), 9);
+        let mut buf = vec![0u8; 8 * 512];
+        assert_eq!(c.overlay(0, Some(&mut buf), 8), 8);
+        assert_eq!(
+            (buf[0], buf[2 * 512], buf[5 * 512], buf[7 * 512]),
+            (1, 2, 2, 3)
+        );
+        // The run covers the three contiguous extents, in order, without concatenating them.
+        let run = c.take_run(0, 1 << 20).expect("run");
+        assert_eq!((run.lba, run.sectors), (0, 8));
+        let pieces = run.data.expect("data");
+        assert_eq!(pieces.iter().map(Vec::len).sum::<usize>(), 8 * 512);
+        assert_eq!(pieces.concat(), buf);
+        assert_eq!(c.ranges().collect::<Vec<_>>(), vec![(20, 21)]);
+        // A recycled buffer comes back from the next owned write.
+        for p in pieces {
+            c.recycle(p);
+        }
+        let back = c.insert_owned(30, vec![5u8; 512]);
+        assert!(back.capacity() > 0);
     }
 }

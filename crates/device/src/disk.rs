@@ -404,20 +404,31 @@ impl Disk {
     }
 
     fn write_locked(g: &mut Inner, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
+        Self::write_checked(g, lba, data.len(), |m| m.write(lba, data, flags.fua))
+    }
+
+    /// A write through the zone rules: checks `len` bytes at `lba`, advances the zone's write
+    /// pointer, runs `write` on the media, and puts the pointer back if the write fails.
+    fn write_checked<T>(
+        g: &mut Inner,
+        lba: u64,
+        len: usize,
+        write: impl FnOnce(&mut Media) -> Result<T>,
+    ) -> Result<T> {
         Self::writable(g)?;
         let ss = g.media.sector_size() as u64;
-        if data.is_empty() || !(data.len() as u64).is_multiple_of(ss) {
+        if len == 0 || !(len as u64).is_multiple_of(ss) {
             return Err(DeviceError::BadLength {
-                len: data.len(),
+                len,
                 sector_size: ss as u32,
             });
         }
-        let n = data.len() as u64 / ss;
+        let n = len as u64 / ss;
         g.media.check_range(lba, n)?;
         let zi = g.zones.zone_of(lba);
         let before = g.zones.zone(zi as u64)?.clone();
         g.zones.apply_write(lba, n)?;
-        match g.media.write(lba, data, flags.fua) {
+        match write(&mut g.media) {
             Ok(d) => {
                 let mut pos = lba;
                 while pos < lba + n {
@@ -456,6 +467,13 @@ impl BlockDevice for Disk {
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         let mut g = self.inner.lock();
         Self::write_locked(&mut g, lba, data, flags)
+    }
+
+    fn write_owned(&self, lba: u64, data: Vec<u8>, flags: WriteFlags) -> Result<(IoDone, Vec<u8>)> {
+        let mut g = self.inner.lock();
+        Self::write_checked(&mut g, lba, data.len(), |m| {
+            m.write_owned(lba, data, flags.fua)
+        })
     }
 
     fn flush(&self) -> Result<IoDone> {

@@ -67,3 +67,23 @@ pub(crate) fn write_bytes(
     dev.write_with(first, &tmp, flags)?;
     Ok(())
 }
+
+/// [`write_bytes`] from a buffer the device may keep (see [`BlockDevice::write_owned`]);
+/// returns the result and a buffer for the next write.
+pub(crate) fn write_buffer(
+    dev: &dyn BlockDevice,
+    ss: u64,
+    off: u64,
+    data: Vec<u8>,
+    fua: bool,
+) -> (Result<(), DeviceError>, Option<Vec<u8>>) {
+    let len = data.len() as u64;
+    if off.is_multiple_of(ss) && len.is_multiple_of(ss) {
+        return match dev.write_owned(off / ss, data, WriteFlags { fua }) {
+            Ok((_, back)) => (Ok(()), Some(back)),
+            Err(e) => (Err(e), None),
+        };
+    }
+    let r = write_bytes(dev, ss, off, &data, fua);
+    (r, Some(data))
+}

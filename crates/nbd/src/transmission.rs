@@ -6,7 +6,7 @@
 //! that stops reading blocks the writer (until the write timeout ends the connection), then
 //! the executor, then the reader.
 
-use crate::bytes::{dev_errno, read_bytes, write_bytes};
+use crate::bytes::{dev_errno, read_bytes, write_buffer, write_bytes};
 use crate::proto::{self, cmd, errno, RequestHeader};
 use crate::server::{ServerOptions, MAX_REQUEST};
 use parking_lot::Mutex;
@@ -280,11 +280,18 @@ fn execute(
                 last,
             } => {
                 if error == 0 && write_error == 0 && !data.is_empty() {
-                    if let Err(e) = write_bytes(dev, ss, offset, &data, fua) {
+                    // The device may keep the buffer (a write cache's extent) and hand back
+                    // another one: the payload is not copied again.
+                    let (r, back) = write_buffer(dev, ss, offset, data, fua);
+                    if let Err(e) = r {
                         write_error = dev_errno(&e);
                     }
+                    if let Some(b) = back {
+                        pool.give(b);
+                    }
+                } else {
+                    pool.give(data);
                 }
-                pool.give(data);
                 if last {
                     let e = if error != 0 { error } else { write_error };
                     write_error = 0;

@@ -34,20 +34,42 @@ impl Media {
             if cache.is_empty() || !more(cache) {
                 return Ok(t);
             }
-            let Some((lba, n, data)) = cache.take_run(self.last_write_end, max) else {
+            let Some(run) = cache.take_run(self.last_write_end, max) else {
                 return Ok(t);
             };
-            match self.media_write(t, lba, n, data.as_deref()) {
+            let mut data = run.data;
+            match self.write_run(t, run.lba, run.sectors, &mut data) {
                 Ok(end) => {
                     t = end;
-                    if let (Some(v), Some((cache, _))) = (data, &mut self.cache) {
-                        cache.recycle(v);
-                    }
+                    self.recycle(data);
                 }
                 Err(e) => {
                     // The run was taken out of the cache; on power loss it was recorded as lost.
                     return Err(e);
                 }
+            }
+        }
+    }
+
+    /// Writes a run taken from the cache to the media, its buffers to the store.
+    fn write_run(
+        &mut self,
+        start: Nanos,
+        lba: u64,
+        sectors: u64,
+        data: &mut Option<Vec<Vec<u8>>>,
+    ) -> Result<Nanos> {
+        match data {
+            Some(pieces) => self.media_write_owned(start, lba, sectors, pieces),
+            None => self.media_write::<&[u8]>(start, lba, sectors, None),
+        }
+    }
+
+    /// Gives a destaged run's buffers back to the cache for new extents.
+    fn recycle(&mut self, pieces: Option<Vec<Vec<u8>>>) {
+        if let (Some(pieces), Some((cache, _))) = (pieces, &mut self.cache) {
+            for v in pieces {
+                cache.recycle(v);
             }
         }
     }
@@ -87,11 +109,15 @@ impl Media {
             let Some((cache, _)) = &mut self.cache else {
                 return;
             };
-            let Some((lba, n, data)) = cache.take_run(self.last_write_end, max) else {
+            let Some(run) = cache.take_run(self.last_write_end, max) else {
                 return;
             };
-            match self.media_write(start, lba, n, data.as_deref()) {
-                Ok(end) => self.account_busy(start, end),
+            let mut data = run.data;
+            match self.write_run(start, run.lba, run.sectors, &mut data) {
+                Ok(end) => {
+                    self.account_busy(start, end);
+                    self.recycle(data);
+                }
                 // The cut was recorded (the run's data as lost); the next command fails.
                 Err(_) => return,
             }

@@ -3,7 +3,35 @@
 
 use super::{IoDone, Media};
 use crate::error::{DeviceError, MediaErrorCause, Result};
+use crate::store::Store;
 use crate::units::Nanos;
+
+/// Owned writes at least this long are kept by the write cache as they are; shorter ones are
+/// copied (and merged into a contiguous predecessor), so small writes do not each hold a
+/// buffer of their own.
+const OWNED_MIN_BYTES: usize = 64 << 10;
+
+/// A write's data: borrowed from the caller, or a buffer the write cache may keep.
+pub(super) enum Payload<'a> {
+    Borrowed(&'a [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Payload<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Payload::Borrowed(b) => b,
+            Payload::Owned(v) => v,
+        }
+    }
+
+    fn into_owned(self) -> Option<Vec<u8>> {
+        match self {
+            Payload::Borrowed(_) => None,
+            Payload::Owned(v) => Some(v),
+        }
+    }
+}
 
 impl Media {
     /// Validates a host transfer of `len` bytes at `lba`; returns its length in sectors.
@@ -196,7 +224,7 @@ impl Media {
             cache.remove(lba, lba + sectors);
         }
         let start = arrival + self.mech.overhead();
-        let end = self.media_write(start, lba, sectors, None)?;
+        let end = self.media_write::<&[u8]>(start, lba, sectors, None)?;
         self.stats.writes += 1;
         self.stats.bytes_written += sectors * self.sector;
         Ok(self.complete(arrival, end))
@@ -224,7 +252,7 @@ impl Media {
             cache.remove(lba, lba + sectors);
         }
         let start = arrival + self.mech.overhead();
-        let end = self.media_write(start, lba, sectors, Some(data))?;
+        let end = self.media_write(start, lba, sectors, Some(&[data]))?;
         self.stats.writes += 1;
         self.stats.bytes_written += sectors * self.sector;
         Ok(self.complete(arrival, end))
@@ -232,25 +260,45 @@ impl Media {
 
     /// Writes `data` at `lba`; with `fua` the data is on the media when this returns.
     pub fn write(&mut self, lba: u64, data: &[u8], fua: bool) -> Result<IoDone> {
-        let n = self.check(lba, data.len())?;
+        self.write_payload(lba, Payload::Borrowed(data), fua)
+            .map(|(done, _)| done)
+    }
+
+    /// [`Media::write`] from a buffer the write cache may keep as its extent instead of
+    /// copying it; returns a buffer for the caller's next write (the same one when it was not
+    /// kept, else a spare of the cache's or an empty one).
+    pub fn write_owned(&mut self, lba: u64, data: Vec<u8>, fua: bool) -> Result<(IoDone, Vec<u8>)> {
+        self.write_payload(lba, Payload::Owned(data), fua)
+            .map(|(done, back)| (done, back.unwrap_or_default()))
+    }
+
+    fn write_payload(
+        &mut self,
+        lba: u64,
+        data: Payload<'_>,
+        fua: bool,
+    ) -> Result<(IoDone, Option<Vec<u8>>)> {
+        let len = data.bytes().len();
+        let n = self.check(lba, len)?;
         let arrival = self.arrive()?;
-        let end = self.write_inner(arrival, lba, n, data, fua, false)?;
+        let (end, back) = self.write_inner(arrival, lba, n, data, fua, false)?;
         self.stats.writes += 1;
-        self.stats.bytes_written += data.len() as u64;
-        Ok(self.complete(arrival, end))
+        self.stats.bytes_written += len as u64;
+        Ok((self.complete(arrival, end), back))
     }
 
     /// Serves a write that arrived at `arrival`: into the write cache (destaging first when it
-    /// is full) or, with `fua` or no cache, through to the media; returns its end.
+    /// is full) or, with `fua` or no cache, through to the media; returns its end, and an
+    /// owned payload's buffer for reuse (the cache's spare when it kept the payload).
     pub(super) fn write_inner(
         &mut self,
         arrival: Nanos,
         lba: u64,
         n: u64,
-        data: &[u8],
+        data: Payload<'_>,
         fua: bool,
         queued: bool,
-    ) -> Result<Nanos> {
+    ) -> Result<(Nanos, Option<Vec<u8>>)> {
         let start = if queued {
             arrival
         } else {
@@ -268,32 +316,106 @@ impl Media {
                     t = self.destage(t, move |c| c.dirty_sectors() > cap / 2)?;
                 }
                 let end = t + self.mech.bus_time(n);
+                let mut back = None;
                 if let Some((cache, _)) = &mut self.cache {
                     if cache.is_empty() {
                         self.dirty_since = end;
                     }
-                    cache.insert(lba, n, keep.then_some(data));
+                    match data {
+                        Payload::Owned(v) if keep && v.len() >= OWNED_MIN_BYTES => {
+                            back = Some(cache.insert_owned(lba, v));
+                        }
+                        data => {
+                            cache.insert(lba, n, keep.then_some(data.bytes()));
+                            back = data.into_owned();
+                        }
+                    }
                 }
-                Ok(end)
+                Ok((end, back))
             }
             _ => {
                 // Write-through: this data supersedes anything older still in the cache.
                 if let Some((cache, _)) = &mut self.cache {
                     cache.remove(lba, lba + n);
                 }
-                self.media_write(start, lba, n, Some(data))
+                match data {
+                    Payload::Owned(v) => {
+                        // The store may keep the buffer (see `media_write_owned`).
+                        let mut pieces = vec![v];
+                        let end = self.media_write_owned(start, lba, n, &mut pieces)?;
+                        Ok((end, pieces.pop()))
+                    }
+                    Payload::Borrowed(b) => {
+                        Ok((self.media_write(start, lba, n, Some(&[b]))?, None))
+                    }
+                }
             }
         }
     }
 
-    /// Writes to the media now, subject to an armed power cut. `data` of `None` writes zeros
-    /// (used only on drives that keep no data).
-    pub(super) fn media_write(
+    /// Writes to the media now, subject to an armed power cut. `data` holds the write's bytes
+    /// in pieces, in LBA order (together at most `n` sectors: see `write_padded`); `None`
+    /// writes zeros (used only on drives that keep no data).
+    pub(super) fn media_write<D: AsRef<[u8]>>(
         &mut self,
         start: Nanos,
         lba: u64,
         n: u64,
-        data: Option<&[u8]>,
+        data: Option<&[D]>,
+    ) -> Result<Nanos> {
+        let offset = lba * self.sector;
+        self.media_write_with(start, lba, n, |store, mut left| {
+            let mut at = offset;
+            for d in data.into_iter().flatten() {
+                let d = d.as_ref();
+                let bytes = left.min(d.len());
+                if bytes == 0 {
+                    break;
+                }
+                store.write(at, &d[..bytes])?;
+                left -= bytes;
+                at += bytes as u64;
+            }
+            Ok(())
+        })
+    }
+
+    /// [`Media::media_write`] of a destaged run's own buffers, which the store may keep
+    /// instead of copying; `pieces` holds the buffers left for reuse afterwards.
+    pub(super) fn media_write_owned(
+        &mut self,
+        start: Nanos,
+        lba: u64,
+        n: u64,
+        pieces: &mut Vec<Vec<u8>>,
+    ) -> Result<Nanos> {
+        let offset = lba * self.sector;
+        self.media_write_with(start, lba, n, |store, mut left| {
+            let mut at = offset;
+            for d in std::mem::take(pieces) {
+                let bytes = left.min(d.len());
+                if bytes == d.len() && bytes > 0 {
+                    pieces.extend(store.write_owned(at, d)?);
+                } else {
+                    // Torn (or padded) here: only what was persisted is stored.
+                    store.write(at, &d[..bytes])?;
+                    pieces.push(d);
+                }
+                left -= bytes;
+                at += bytes as u64;
+            }
+            Ok(())
+        })
+    }
+
+    /// A media write whose persisted bytes (`persisted sectors × sector size`) `store` puts in
+    /// the backing store (only on drives that keep data).
+    fn media_write_with(
+        &mut self,
+        start: Nanos,
+        lba: u64,
+        n: u64,
+        store: impl FnOnce(&mut dyn Store, usize) -> std::io::Result<()>,
     ) -> Result<Nanos> {
         let torn = self.faults.on_media_write(n);
         let persisted = torn.unwrap_or(n);
@@ -302,16 +424,12 @@ impl Media {
         if persisted > 0 {
             end = self.mech.write_at(start, lba, persisted);
             self.media_free = end;
-            if let Some(d) = data {
-                if self.store.keeps_data() {
-                    // `d` may be shorter than the write (see `write_padded`).
-                    let bytes = ((persisted * self.sector) as usize).min(d.len());
-                    self.store
-                        .write(lba * self.sector, &d[..bytes])
-                        .map_err(|e| {
-                            DeviceError::io(format!("writing LBA {lba} to the backing store"), e)
-                        })?;
-                }
+            if self.store.keeps_data() {
+                // The data may be shorter than the write (see `write_padded`); a torn write
+                // stores only what was persisted.
+                store(self.store.as_mut(), (persisted * self.sector) as usize).map_err(|e| {
+                    DeviceError::io(format!("writing LBA {lba} to the backing store"), e)
+                })?;
             }
             match &self.interlace {
                 Some(il) => {

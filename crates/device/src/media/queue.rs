@@ -1,6 +1,7 @@
 //! Queued submit: a batch of requests at one queue depth, served in order with each command's
 //! processing overlapping the previous transfer, so that a sequential batch streams.
 
+use super::io::Payload;
 use super::{IoDone, Media};
 use crate::error::{DeviceError, Result};
 
@@ -74,13 +75,15 @@ impl Media {
                 }
                 Request::Write { lba, data, fua } => match self.check(lba, data.len()) {
                     Err(e) => Err(e),
-                    Ok(n) => self
-                        .write_inner(start, lba, n, &data, fua, true)
-                        .map(|end| {
-                            self.stats.writes += 1;
-                            self.stats.bytes_written += data.len() as u64;
-                            (end, None)
-                        }),
+                    Ok(n) => {
+                        let len = data.len() as u64;
+                        self.write_inner(start, lba, n, Payload::Owned(data), fua, true)
+                            .map(|(end, _)| {
+                                self.stats.writes += 1;
+                                self.stats.bytes_written += len;
+                                (end, None)
+                            })
+                    }
                 },
                 Request::Flush => self
                     .destage(start, |_| true)

@@ -1,136 +1,13 @@
-//! Where an emulated drive keeps its sectors: sparse memory, nothing at all (metadata-only
-//! simulation of multi-terabyte drives), or a region of a host file.
+//! A region of a host file as an emulated drive's sector storage.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
+use super::Store;
 use crate::readmap::ReadMap;
-
-/// Sector storage behind the media model. Offsets are in bytes from the start of the media.
-pub trait Store: Send {
-    /// Fills `buf` from `offset`; never-written bytes read as zeros.
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()>;
-    /// Stores `data` at `offset`.
-    fn write(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
-    /// Forgets `len` bytes at `offset` (they read as zeros afterwards).
-    fn discard(&mut self, offset: u64, len: u64) -> io::Result<()>;
-    /// Makes everything written so far durable on the host.
-    fn sync(&mut self) -> io::Result<()>;
-    /// Whether data is kept at all (false for metadata-only simulation).
-    fn keeps_data(&self) -> bool;
-}
-
-const CHUNK: u64 = 64 << 10;
-
-/// Sparse in-memory storage in 64 KiB chunks.
-#[derive(Default)]
-pub struct MemStore {
-    chunks: HashMap<u64, Box<[u8]>>,
-}
-
-impl MemStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Bytes of host memory holding data.
-    pub fn resident_bytes(&self) -> u64 {
-        self.chunks.len() as u64 * CHUNK
-    }
-}
-
-impl Store for MemStore {
-    fn read(&mut self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        let mut done = 0usize;
-        while done < buf.len() {
-            let pos = offset + done as u64;
-            let (ci, co) = (pos / CHUNK, (pos % CHUNK) as usize);
-            let n = (CHUNK as usize - co).min(buf.len() - done);
-            match self.chunks.get(&ci) {
-                Some(c) => buf[done..done + n].copy_from_slice(&c[co..co + n]),
-                None => buf[done..done + n].fill(0),
-            }
-            done += n;
-        }
-        Ok(())
-    }
-
-    fn write(&mut self, offset: u64, data: &[u8]) -> io::Result<()> {
-        let mut done = 0usize;
-        while done < data.len() {
-            let pos = offset + done as u64;
-            let (ci, co) = (pos / CHUNK, (pos % CHUNK) as usize);
-            let n = (CHUNK as usize - co).min(data.len() - done);
-            let src = &data[done..done + n];
-            match self.chunks.entry(ci) {
-                std::collections::hash_map::Entry::Occupied(mut e) => {
-                    e.get_mut()[co..co + n].copy_from_slice(src)
-                }
-                // A whole new chunk is copied in once, not zeroed first.
-                std::collections::hash_map::Entry::Vacant(e) if n == CHUNK as usize => {
-                    e.insert(src.into());
-                }
-                std::collections::hash_map::Entry::Vacant(e) => e
-                    .insert(vec![0u8; CHUNK as usize].into_boxed_slice())[co..co + n]
-                    .copy_from_slice(src),
-            }
-            done += n;
-        }
-        Ok(())
-    }
-
-    fn discard(&mut self, offset: u64, len: u64) -> io::Result<()> {
-        let end = offset + len;
-        let mut pos = offset;
-        while pos < end {
-            let (ci, co) = (pos / CHUNK, pos % CHUNK);
-            let n = (CHUNK - co).min(end - pos);
-            if n == CHUNK {
-                self.chunks.remove(&ci);
-            } else if let Some(c) = self.chunks.get_mut(&ci) {
-                c[co as usize..(co + n) as usize].fill(0);
-            }
-            pos += n;
-        }
-        Ok(())
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-
-    fn keeps_data(&self) -> bool {
-        true
-    }
-}
-
-/// Keeps no data: writes are timed and tracked but their bytes dropped; reads return zeros.
-#[derive(Default)]
-pub struct NullStore;
-
-impl Store for NullStore {
-    fn read(&mut self, _offset: u64, buf: &mut [u8]) -> io::Result<()> {
-        buf.fill(0);
-        Ok(())
-    }
-    fn write(&mut self, _offset: u64, _data: &[u8]) -> io::Result<()> {
-        Ok(())
-    }
-    fn discard(&mut self, _offset: u64, _len: u64) -> io::Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-    fn keeps_data(&self) -> bool {
-        false
-    }
-}
 
 /// A region of a host file (a disk image's data area, or a whole plain file or block device).
 pub struct FileStore {
@@ -247,21 +124,7 @@ impl Store for FileStore {
 mod tests {
     use super::*;
 
-    #[test]
-    fn mem_store_is_sparse_and_zero_filled() {
-        let mut s = MemStore::new();
-        let mut b = vec![1u8; 10];
-        s.read(1 << 40, &mut b).expect("read");
-        assert_eq!(b, vec![0; 10]);
-        let data: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
-        s.write(CHUNK - 7, &data).expect("write");
-        let mut back = vec![0u8; data.len()];
-        s.read(CHUNK - 7, &mut back).expect("read");
-        assert_eq!(back, data);
-        assert_eq!(s.resident_bytes(), 5 * CHUNK);
-        s.discard(0, 10 * CHUNK).expect("discard");
-        assert_eq!(s.resident_bytes(), 0);
-    }
+    const CHUNK: u64 = 64 << 10;
 
     #[test]
     fn file_store_reads_through_a_mapping_see_every_write() {
