@@ -5,8 +5,8 @@
 mod common;
 use common::*;
 use tegula_device::{
-    Banded, BlockDevice, DeviceError, Disk, ZoneAction, ZoneCondition, ZoneFilter, ZoneTarget,
-    ZoneType, ZonedDevice, MS,
+    Banded, BlockDevice, DeviceError, Disk, WriteFlags, ZoneAction, ZoneCondition, ZoneFilter,
+    ZoneTarget, ZoneType, ZonedDevice, MS,
 };
 
 const ZS: u64 = 256; // sectors per 1 MiB zone
@@ -567,6 +567,18 @@ fn out_of_range_and_partial_sector_buffers_are_refused() {
     expect_err(d.write(0, &[]), "BadLength");
     let mut odd = vec![0u8; SS + 1];
     expect_err(d.read(0, &mut odd), "BadLength");
+    // The same refusals for writes from an owned buffer, and a zone rule broken by one: the
+    // write pointer stays where it was.
+    let f = WriteFlags::default();
+    expect_err(d.write_owned(cap, vec![0u8; SS], f), "OutOfRange");
+    expect_err(d.write_owned(0, vec![0u8; 100], f), "BadLength");
+    expect_err(d.write_owned(0, Vec::new(), f), "BadLength");
+    let z = d.zone(1).unwrap();
+    expect_err(
+        d.write_owned(z.start_lba + 1, vec![0u8; 256 << 10], f),
+        "UnalignedWrite",
+    );
+    assert_eq!(d.zone(1).unwrap().write_pointer_lba, z.write_pointer_lba);
 }
 
 #[test]

@@ -394,7 +394,9 @@ impl Media {
             let mut at = offset;
             for d in std::mem::take(pieces) {
                 let bytes = left.min(d.len());
-                if bytes == d.len() && bytes > 0 {
+                if bytes == 0 {
+                    pieces.push(d);
+                } else if bytes == d.len() {
                     pieces.extend(store.write_owned(at, d)?);
                 } else {
                     // Torn (or padded) here: only what was persisted is stored.
