@@ -169,6 +169,16 @@ pub trait ZonedDevice: BlockDevice {
     fn zone_space(&self) -> Option<ZoneSpace> {
         None
     }
+    /// Makes durable every write to, and every zone action on, the zones `zones` that
+    /// completed before the call, in the order given (a zone is durable before the next is
+    /// flushed); writes to other zones may stay volatile. The default flushes the whole device
+    /// ([`BlockDevice::flush`]); a device whose zones are separate files
+    /// ([`crate::ZoneFiles`]) syncs only theirs, so that one zone's flush does not write
+    /// another's volatile data (a log band about to be reset, say).
+    fn flush_zones(&self, zones: &[u32]) -> Result<IoDone> {
+        let _ = zones;
+        self.flush()
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -225,6 +235,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn zone_space(&self) -> Option<ZoneSpace> {
         (**self).zone_space()
+    }
+    fn flush_zones(&self, zones: &[u32]) -> Result<IoDone> {
+        (**self).flush_zones(zones)
     }
 }
 

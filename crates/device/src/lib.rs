@@ -36,6 +36,7 @@ pub mod stats;
 pub mod store;
 pub mod units;
 pub mod zone;
+pub mod zonefiles;
 
 pub use api::{BlockDevice, DeviceInfo, WriteFlags, ZoneHint, ZoneSpace, ZoneTarget, ZonedDevice};
 pub use banded::Banded;
@@ -49,3 +50,4 @@ pub use ranges::RangeSet;
 pub use stats::Stats;
 pub use units::{format_size, parse_size, Nanos, MS, SEC};
 pub use zone::{Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneType};
+pub use zonefiles::{ZoneFiles, ZoneFilesOptions};

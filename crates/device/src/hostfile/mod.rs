@@ -68,6 +68,11 @@ pub struct HostBandedOptions {
     /// an existing device wants, so that a mistyped path or a missing `.zones` never lays a
     /// new device's state slots over a file's contents.
     pub create: bool,
+    /// Ask the kernel to start writing dirty pages back after every 8 MiB written
+    /// (`sync_file_range`), so that a flush finds little left to write (default on). Off for
+    /// a file whose unflushed writes may be thrown away unwritten ([`crate::ZoneFiles`]
+    /// replaces a reset zone's file: its dirty pages are dropped, unless this started them).
+    pub writeback_kick: bool,
 }
 
 impl Default for HostBandedOptions {
@@ -81,6 +86,7 @@ impl Default for HostBandedOptions {
             zero_ahead: true,
             punch_on_reset: true,
             create: true,
+            writeback_kick: true,
         }
     }
 }
@@ -131,6 +137,8 @@ pub struct HostBanded {
     syncs: AtomicU64,
     /// Giving reset zones' blocks back.
     punch: Mutex<Punch>,
+    /// [`HostBandedOptions::writeback_kick`].
+    writeback_kick: bool,
 }
 
 impl HostBanded {
@@ -208,6 +216,7 @@ impl HostBanded {
             } else {
                 Punch::Off
             }),
+            writeback_kick: opts.writeback_kick,
         };
         {
             let mut g = dev.inner.lock();
@@ -451,7 +460,7 @@ impl BlockDevice for HostBanded {
             self.save(&mut g)?;
         }
         g.unkicked += data.len() as u64;
-        let kick = g.unkicked >= WRITEBACK_KICK;
+        let kick = self.writeback_kick && g.unkicked >= WRITEBACK_KICK;
         if kick {
             g.unkicked = 0;
         }
