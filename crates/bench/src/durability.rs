@@ -125,6 +125,14 @@ impl Durability {
                 Loss::Nothing,
                 "every write flushes the drive before it is acknowledged".into(),
             ),
+            _ if storage == StorageLabel::ZoneFiles => d(
+                unsynced,
+                unsynced,
+                "the 1 MiB log buffer is in this process and each zone file's write pointer is \
+                 saved only when SMRDB flushes that zone (a synced write flushes the log bands, a \
+                 memtable flush its bands), which fdatasyncs its file"
+                    .into(),
+            ),
             _ if storage == StorageLabel::Banded => d(
                 unsynced,
                 unsynced,

@@ -9,7 +9,7 @@ use crate::storage::StorageLabel;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tegula_device::{Disk, DiskConfig, HostBanded, HostBandedOptions};
+use tegula_device::{Disk, DiskConfig, HostBanded, HostBandedOptions, ZoneFiles, ZoneFilesOptions};
 
 /// One operation of an atomic write batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +214,9 @@ pub enum Target {
         zone_size: u64,
         /// Size of the file.
         capacity: u64,
+        /// A directory of one file per zone ([`tegula_device::ZoneFiles`]) instead of one
+        /// banded file.
+        zone_files: bool,
     },
     /// A directory on the host file system (RocksDB, LevelDB); `None` means a temporary one.
     Dir(Option<PathBuf>),
@@ -290,7 +293,12 @@ impl Target {
         match self {
             Target::Emulated(_) | Target::Memory => StorageLabel::Memory,
             Target::Image(..) => StorageLabel::Image,
-            Target::Banded { .. } => StorageLabel::Banded,
+            Target::Banded {
+                zone_files: false, ..
+            } => StorageLabel::Banded,
+            Target::Banded {
+                zone_files: true, ..
+            } => StorageLabel::ZoneFiles,
             Target::Dir(_) => StorageLabel::Dir,
         }
     }
@@ -470,6 +478,7 @@ impl EngineFactory {
             path,
             zone_size,
             capacity,
+            zone_files: false,
         } = &self.target
         else {
             return Err(Error::invalid(format!(
@@ -502,14 +511,52 @@ impl EngineFactory {
             .map_err(|e| Error::device(format!("opening {} as a banded file", path.display()), e))
     }
 
+    /// Opens (or creates) the zone-files directory of the target; with `fresh`, a device
+    /// already there is removed first (a directory holding anything else is refused).
+    pub fn open_zone_files(&self, fresh: bool) -> Result<ZoneFiles> {
+        let Target::Banded {
+            path,
+            zone_size,
+            capacity,
+            zone_files: true,
+        } = &self.target
+        else {
+            return Err(Error::invalid(format!(
+                "target {:?} is not a zone-files directory",
+                self.target
+            )));
+        };
+        if fresh && path.exists() {
+            if !ZoneFiles::is_device(path) {
+                return Err(Error::invalid(format!(
+                    "{} exists and is not a zone-files device; remove it or name another                      --disk",
+                    path.display()
+                )));
+            }
+            std::fs::remove_dir_all(path)
+                .map_err(|e| Error::io(format!("removing {} to start fresh", path.display()), e))?;
+        }
+        let opts = ZoneFilesOptions {
+            zone_size: *zone_size,
+            capacity: Some(*capacity / *zone_size * *zone_size),
+            mmap_reads: true,
+            ..ZoneFilesOptions::default()
+        };
+        ZoneFiles::open(path, opts)
+            .map_err(|e| Error::device(format!("opening {} as zone files", path.display()), e))
+    }
+
     #[cfg(feature = "smrdb")]
     fn open_smrdb(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
         use crate::engines::smrdb::SmrdbEngine;
         let loc = self.kind == EngineKind::TegulaLoc;
         let engine = match &self.target {
-            Target::Banded { .. } => {
-                SmrdbEngine::open_banded(self.open_banded(fresh)?, loc, &self.opts)?
-            }
+            Target::Banded {
+                zone_files: false, ..
+            } => SmrdbEngine::open_banded(self.open_banded(fresh)?, loc, &self.opts)?,
+            Target::Banded {
+                zone_files: true, ..
+            } => SmrdbEngine::open_zone_files(self.open_zone_files(fresh)?, loc, &self.opts)?,
             t => SmrdbEngine::open(self.open_disk(fresh)?, t.storage(), loc, &self.opts)?,
         };
         Ok(Box::new(engine))

@@ -88,7 +88,7 @@ impl EngineSetup {
     /// The band size the tegula engines would use: the banded file's zone size, the zone size
     /// of the `disk` image if it exists, else of the new drive's configuration.
     pub fn band_size(&self) -> Result<u64> {
-        if let Storage::Banded(z) = self.storage {
+        if let Storage::Banded(z) | Storage::ZoneFiles(z) = self.storage {
             return Ok(z);
         }
         if let Some(p) = self
@@ -149,14 +149,19 @@ impl EngineSetup {
                 "--disk names a file for the tegula engines, --in-memory keeps their drive in \
                  memory: give one of them",
             )),
-            Storage::Banded(z) if z == 0 || z % 4096 != 0 => Err(Error::invalid(format!(
-                "--banded {z}: the zone size must be a positive multiple of 4096 bytes"
-            ))),
-            Storage::Banded(z) if self.capacity / z < 8 => Err(Error::invalid(format!(
-                "--capacity {} holds fewer than 8 zones of {z} bytes (SMRDB needs a \
+            Storage::Banded(z) | Storage::ZoneFiles(z) if z == 0 || z % 4096 != 0 => {
+                Err(Error::invalid(format!(
+                    "--banded/--zone-files {z}: the zone size must be a positive multiple of \
+                     4096 bytes"
+                )))
+            }
+            Storage::Banded(z) | Storage::ZoneFiles(z) if self.capacity / z < 8 => {
+                Err(Error::invalid(format!(
+                    "--capacity {} holds fewer than 8 zones of {z} bytes (SMRDB needs a \
                  conventional zone and several bands)",
-                self.capacity
-            ))),
+                    self.capacity
+                )))
+            }
             _ => Ok(()),
         }
     }
@@ -184,13 +189,14 @@ impl EngineSetup {
                     };
                     Target::Image(p, cfg)
                 }
-                Storage::Banded(zone_size) => Target::Banded {
+                Storage::Banded(zone_size) | Storage::ZoneFiles(zone_size) => Target::Banded {
                     path: match &self.disk {
                         Some(p) => p.clone(),
                         None => place()?,
                     },
                     zone_size,
                     capacity: self.capacity,
+                    zone_files: matches!(self.storage, Storage::ZoneFiles(_)),
                 },
             },
         })

@@ -11,6 +11,7 @@
 //! | `rocksdb`, `leveldb` | `DIR/rocksdb`, `DIR/leveldb`; `DIR` itself when it is the only engine (db_bench's `--db`) |
 //! | `tegula`, `tegula-loc` on an image | `DIR/tegula.img`, `DIR/tegula-loc.img` (or `--disk PATH`) |
 //! | `tegula`, `tegula-loc` banded | `DIR/tegula.banded` and its `DIR/tegula.banded.zones` (or `--disk PATH`) |
+//! | `tegula`, `tegula-loc` on zone files | the directory `DIR/tegula.zones/` (or `--disk PATH`) |
 
 use crate::engine::EngineKind;
 use crate::error::{Error, Result};
@@ -32,6 +33,10 @@ pub enum Storage {
     /// real `pread`/`pwrite`/`fdatasync`, write pointers in a sidecar, no drive model (no
     /// modelled device time).
     Banded(u64),
+    /// A directory with one file per zone of this many bytes (`--zone-files`,
+    /// `docs/formats/zone-files.md`): like `Banded`, but a flush can be scoped to some zones
+    /// and syncs only their files, so that one zone's flush never writes another's pages.
+    ZoneFiles(u64),
 }
 
 impl Storage {
@@ -41,6 +46,7 @@ impl Storage {
             Storage::Image => StorageLabel::Image,
             Storage::Memory => StorageLabel::Memory,
             Storage::Banded(_) => StorageLabel::Banded,
+            Storage::ZoneFiles(_) => StorageLabel::ZoneFiles,
         }
     }
 }
@@ -55,17 +61,21 @@ pub enum StorageLabel {
     Image,
     /// A banded plain file, no emulator.
     Banded,
+    /// A directory of one file per zone, no emulator.
+    #[serde(rename = "zone-files")]
+    ZoneFiles,
     /// A database directory of the host file system (RocksDB, LevelDB).
     Dir,
 }
 
 impl StorageLabel {
-    /// `memory`, `image`, `banded` or `dir`.
+    /// `memory`, `image`, `banded`, `zone-files` or `dir`.
     pub fn name(self) -> &'static str {
         match self {
             StorageLabel::Memory => "memory",
             StorageLabel::Image => "image",
             StorageLabel::Banded => "banded",
+            StorageLabel::ZoneFiles => "zone-files",
             StorageLabel::Dir => "dir",
         }
     }
@@ -133,6 +143,7 @@ impl RunDir {
                 Storage::Memory => None,
                 Storage::Image => Some(self.path.join(format!("{}.img", kind.name()))),
                 Storage::Banded(_) => Some(self.path.join(format!("{}.banded", kind.name()))),
+                Storage::ZoneFiles(_) => Some(self.path.join(format!("{}.zones", kind.name()))),
             },
         }
     }

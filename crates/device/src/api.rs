@@ -179,6 +179,15 @@ pub trait ZonedDevice: BlockDevice {
         let _ = zones;
         self.flush()
     }
+    /// Whether a write becomes durable only through a flush (or FUA, or zone action) that
+    /// covers its zone, and a zone's durable contents always end where such a flush of it
+    /// ended: no write ever reaches stable storage on its own ahead of earlier ones. A host
+    /// can then leave a zone unflushed while writing the next (an engine's full log band)
+    /// without risking that a crash keeps the later zone's writes and loses the earlier's.
+    /// Default false: a drive's volatile cache may destage writes in any order.
+    fn durable_only_when_flushed(&self) -> bool {
+        false
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -238,6 +247,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn flush_zones(&self, zones: &[u32]) -> Result<IoDone> {
         (**self).flush_zones(zones)
+    }
+    fn durable_only_when_flushed(&self) -> bool {
+        (**self).durable_only_when_flushed()
     }
 }
 

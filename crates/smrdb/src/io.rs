@@ -272,6 +272,17 @@ impl Dev {
         Ok(())
     }
 
+    /// Makes the writes to `zones` durable, in that order (a device that cannot scope a
+    /// flush flushes everything: [`ZonedDevice::flush_zones`]).
+    pub fn flush_zones(&self, kind: IoKind, zones: &[u32]) -> Result<()> {
+        let done = self
+            .dev
+            .flush_zones(zones)
+            .map_err(|e| Self::err(kind, e))?;
+        self.account(kind, 0, done, false);
+        Ok(())
+    }
+
     /// Resets a zone.
     pub fn reset(&self, zone: u32) -> Result<()> {
         self.dev.reset_zone(zone).map_err(Error::Device)?;

@@ -116,6 +116,20 @@ impl<D: ZonedDevice> ZonedDevice for Counted<D> {
     fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone> {
         self.inner.zone_action(action, target)
     }
+
+    fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        self.inner.rewind_write_pointer(index, lba)
+    }
+
+    fn flush_zones(&self, zones: &[u32]) -> Result<IoDone> {
+        let d = self.inner.flush_zones(zones)?;
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(d)
+    }
+
+    fn durable_only_when_flushed(&self) -> bool {
+        self.inner.durable_only_when_flushed()
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use crate::engine::{BatchOp, DeviceCounters, EngineKind, EngineOptions, KvEngine
 use crate::error::{Error, Result};
 use crate::storage::StorageLabel;
 use std::sync::Arc;
-use tegula_device::{BlockDevice, Disk, HostBanded, ZonedDevice};
+use tegula_device::{BlockDevice, Disk, HostBanded, ZoneFiles, ZonedDevice};
 use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
 /// The device under the database.
@@ -22,6 +22,8 @@ enum Backing {
     },
     /// A banded plain file, its I/O counted.
     Banded(Arc<Counted<HostBanded>>),
+    /// A directory of one file per zone, its I/O counted.
+    ZoneFiles(Arc<Counted<ZoneFiles>>),
 }
 
 /// An open SMRDB database and the device under it.
@@ -73,6 +75,13 @@ impl SmrdbEngine {
         let dev = Arc::new(Counted::new(dev));
         let zoned: Arc<dyn ZonedDevice> = dev.clone();
         Self::open_on(zoned, Backing::Banded(dev), loc, o)
+    }
+
+    /// Opens (or creates) SMRDB on a zone-files directory; like [`SmrdbEngine::open`].
+    pub fn open_zone_files(dev: ZoneFiles, loc: bool, o: &EngineOptions) -> Result<Self> {
+        let dev = Arc::new(Counted::new(dev));
+        let zoned: Arc<dyn ZonedDevice> = dev.clone();
+        Self::open_on(zoned, Backing::ZoneFiles(dev), loc, o)
     }
 
     fn open_on(
@@ -250,13 +259,19 @@ impl KvEngine for SmrdbEngine {
                 bytes_written: d.bytes_written(),
                 zone_bytes_written: Vec::new(),
             },
+            Backing::ZoneFiles(d) => DeviceCounters {
+                now_ns: None,
+                bytes_read: d.bytes_read(),
+                bytes_written: d.bytes_written(),
+                zone_bytes_written: Vec::new(),
+            },
         })
     }
 
     fn device_time_ns(&self) -> Option<u64> {
         match &self.backing {
             Backing::Emulated { disk, .. } => Some(disk.now()),
-            Backing::Banded(_) => None,
+            Backing::Banded(_) | Backing::ZoneFiles(_) => None,
         }
     }
 
@@ -279,6 +294,7 @@ impl KvEngine for SmrdbEngine {
         match &self.backing {
             Backing::Emulated { storage, .. } => *storage,
             Backing::Banded(_) => StorageLabel::Banded,
+            Backing::ZoneFiles(_) => StorageLabel::ZoneFiles,
         }
     }
 
@@ -288,7 +304,7 @@ impl KvEngine for SmrdbEngine {
                 let c = &disk.config().cache;
                 Some(if c.write_cache { c.size } else { 0 })
             }
-            Backing::Banded(_) => None,
+            Backing::Banded(_) | Backing::ZoneFiles(_) => None,
         };
         Durability::of(self.kind, self.storage(), sync, self.disable_wal, cache)
     }
@@ -324,6 +340,10 @@ impl KvEngine for SmrdbEngine {
             Backing::Banded(d) => {
                 d.flush()
                     .map_err(|e| Error::device("flushing the banded file", e))?;
+            }
+            Backing::ZoneFiles(d) => {
+                d.flush()
+                    .map_err(|e| Error::device("flushing the zone files", e))?;
             }
         }
         Ok(())

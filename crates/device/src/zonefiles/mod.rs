@@ -689,6 +689,12 @@ impl ZonedDevice for ZoneFiles {
             .map_err(|e| localize(e, index, zone_start))
     }
 
+    /// Each zone's write pointer lives in its file's saved state: what no flush, FUA write or
+    /// zone action of that zone covered is gone after a crash, whatever the page cache wrote.
+    fn durable_only_when_flushed(&self) -> bool {
+        true
+    }
+
     fn flush_zones(&self, zones: &[u32]) -> Result<IoDone> {
         let start = self.now_ns();
         self.check_usable()?;

@@ -202,15 +202,16 @@ impl Inner {
             &mut zones,
             if low_space { Some(&mut cp) } else { None },
         );
-        let bands = match r.and_then(|b| self.dev.flush(IoKind::Compaction).map(|_| b)) {
-            Ok(b) => b,
-            Err(e) => {
-                if is_nospace(&e) || matches!(e, Error::Corruption { .. }) {
-                    self.abandon(&zones);
+        let bands =
+            match r.and_then(|b| self.dev.flush_zones(IoKind::Compaction, &zones).map(|_| b)) {
+                Ok(b) => b,
+                Err(e) => {
+                    if is_nospace(&e) || matches!(e, Error::Corruption { .. }) {
+                        self.abandon(&zones);
+                    }
+                    return Err(e);
                 }
-                return Err(e);
-            }
-        };
+            };
         drop(merge);
         let ids: Vec<u64> = live.iter().flatten().map(|b| b.id()).collect();
         let mut ms = self.meta.lock();

@@ -84,7 +84,7 @@ impl Inner {
                         self.free_bands(&ms) <= keep + 1
                     };
                     if tight && !out.is_empty() {
-                        self.dev.flush(kind)?;
+                        self.dev.flush_zones(kind, zones_out)?;
                         cp(&mut out, e.key, zones_out)?;
                     }
                 }
@@ -131,7 +131,7 @@ impl Inner {
                 None,
             )
         });
-        let bands = match r.and_then(|b| self.dev.flush(IoKind::Flush).map(|_| b)) {
+        let bands = match r.and_then(|b| self.dev.flush_zones(IoKind::Flush, &zones).map(|_| b)) {
             Ok(b) => b,
             Err(e) => {
                 if is_nospace(&e) {

@@ -256,8 +256,13 @@ impl Inner {
         }
         self.write_out(w)?;
         // Everything in the earlier log bands must be durable before a later band can hold
-        // anything, or a crash could keep later records and lose earlier ones.
-        self.dev.flush(IoKind::Log)?;
+        // anything, or a crash could keep later records and lose earlier ones; unless the
+        // device never makes a write durable without a flush of its zone (a sync below then
+        // flushes the log bands in order), when the full band may stay volatile, and is never
+        // written at all if its memtable reaches a band first.
+        if !self.dev.dev.durable_only_when_flushed() {
+            self.dev.flush(IoKind::Log)?;
+        }
         let mut ms = self.meta.lock();
         let z = self.alloc(&mut ms, self.log_keep())?;
         // A device that places zones by what they hold (KVIMR) keeps logs out of harm's way.
@@ -308,7 +313,10 @@ impl Inner {
             }
             w.last_seq
         };
-        if let Err(e) = self.dev.flush(IoKind::Log) {
+        // Every live log band, oldest first: a later band's records are durable only after
+        // the earlier bands' are.
+        let logs = self.meta.lock().m.log_zones.clone();
+        if let Err(e) = self.dev.flush_zones(IoKind::Log, &logs) {
             return self.fail(e);
         }
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);

@@ -32,7 +32,10 @@ impl Inner {
                     .meta_bytes
                     .fetch_add(enc.len() as u64, Ordering::Relaxed);
                 let _ = d;
-                self.dev.flush(IoKind::Meta)
+                // The manifest's slot only: the bands it lists were flushed before it.
+                let zs = self.dev.zone_sectors;
+                let slot: Vec<u32> = ((lba / zs) as u32..=((lba + secs - 1) / zs) as u32).collect();
+                self.dev.flush_zones(IoKind::Meta, &slot)
             });
         if let Err(e) = r {
             return self.fail(e);

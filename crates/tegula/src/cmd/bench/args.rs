@@ -79,6 +79,12 @@ pub struct EngineArgs {
     /// model; docs/formats/host-banded.md).
     #[arg(long, value_name = "ZONE_SIZE", conflicts_with = "in_memory")]
     pub banded: Option<Size>,
+    /// Run the tegula engines on a directory with one file per zone of this size (each zone
+    /// file banded like --banded's file; a flush can be scoped to some zones and syncs only
+    /// their files, and a reset drops a zone's unwritten pages; docs/formats/zone-files.md).
+    /// Default place: DIR/tegula.zones/.
+    #[arg(long = "zone-files", alias = "zone_files", value_name = "ZONE_SIZE", conflicts_with_all = ["in_memory", "banded"])]
+    pub zone_files: Option<Size>,
     /// Drive profile of the emulated drive of the tegula engines; a conventional profile
     /// (cmr-7200) is banded into zones of its zone size, as the SMRDB paper banded its HDD.
     #[arg(long, value_name = "P")]
@@ -154,10 +160,11 @@ impl EngineArgs {
     /// The library's setup of these flags.
     pub fn setup(&self) -> anyhow::Result<EngineSetup> {
         let d = EngineSetup::default();
-        let storage = match (self.in_memory, self.banded) {
-            (true, _) => Storage::Memory,
-            (false, Some(z)) => Storage::Banded(z.0),
-            (false, None) => Storage::Image,
+        let storage = match (self.in_memory, self.banded, self.zone_files) {
+            (true, _, _) => Storage::Memory,
+            (false, Some(z), _) => Storage::Banded(z.0),
+            (false, None, Some(z)) => Storage::ZoneFiles(z.0),
+            (false, None, None) => Storage::Image,
         };
         Ok(EngineSetup {
             engines: EngineKind::parse_list(&self.engine)?,

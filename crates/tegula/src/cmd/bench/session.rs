@@ -93,6 +93,17 @@ fn storage_lines(lineup: &Lineup) -> String {
             }
             Target::Image(p, _) => format!("on an emulated drive, disk image {}", p.display()),
             Target::Banded {
+                path,
+                zone_size,
+                zone_files: true,
+                ..
+            } => format!(
+                "on zone files {}/ (one file per {} zone, pwrite/fdatasync of a zone's file, \
+                 reads through mappings; no drive model)",
+                path.display(),
+                tegula_device::format_size(*zone_size)
+            ),
+            Target::Banded {
                 path, zone_size, ..
             } => format!(
                 "on a banded file {} ({} zones, pwrite/fdatasync, reads through a mapping; no \
