@@ -467,6 +467,7 @@ mod smrdb {
                 path: path.clone(),
                 zone_size: 256 << 10,
                 capacity: 256 << 20,
+                zone_files: false,
             },
             EngineOptions::default(),
         )
@@ -480,6 +481,37 @@ mod smrdb {
         let d = r.durability.as_ref().expect("durability");
         assert_eq!(d.process_crash, tegula_bench::Loss::SinceSync);
         assert!(std::path::Path::new(&format!("{}.zones", path.display())).exists());
+        let mut c = cfg("readrandom");
+        c.use_existing_db = true;
+        let out = dbbench::run(&f, &c, &Quiet).expect("reopen");
+        assert_eq!(out[0].found, Some(NUM));
+        check_json(&out);
+    }
+
+    /// A directory of zone files: every benchmark runs, the results say `zone-files`, the
+    /// data survives a reopen.
+    #[test]
+    fn every_db_bench_benchmark_runs_on_zone_files() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("z.zones");
+        let f = EngineFactory::new(
+            EngineKind::Tegula,
+            Target::Banded {
+                path: path.clone(),
+                zone_size: 256 << 10,
+                capacity: 256 << 20,
+                zone_files: true,
+            },
+            EngineOptions::default(),
+        )
+        .expect("factory");
+        check_db_bench(&f, 1);
+        let out = dbbench::run(&f, &cfg("fillseq"), &Quiet).expect("fill");
+        let r = &out[0];
+        assert_eq!(r.storage, Some(tegula_bench::StorageLabel::ZoneFiles));
+        assert!(r.device_seconds.is_none(), "no drive model, no device time");
+        assert!(r.device_bytes_written.expect("bytes counted") > 0);
+        assert!(tegula_device::ZoneFiles::is_device(&path));
         let mut c = cfg("readrandom");
         c.use_existing_db = true;
         let out = dbbench::run(&f, &c, &Quiet).expect("reopen");
