@@ -36,6 +36,8 @@
 #   ENGINES ("tegula rocksdb leveldb"); the first is the one the ratios are of
 #   BANDED (256MiB: the zone size of the banded file; also every engine's write buffer),
 #   IMAGE (unset: 1 runs tegula on an emulated PROFILE drive on a disk image instead)
+#   ZONE_FILES (unset: a zone size such as 256MiB runs tegula on a directory of one file per
+#     zone instead of one banded file: `--zone-files`, docs/formats/zone-files.md)
 #   CAPACITY (32GiB: the banded file or emulated drive; sparse), PROFILE (hm-smr)
 #   VERIFY (1: every engine verifies block checksums on reads; 0: none does)
 #   EXTRA ("": more flags for every `tegula bench` run)
@@ -59,6 +61,7 @@ profile=${PROFILE:-hm-smr}
 read -r -a extra <<<"${EXTRA:-}"
 storage=(--banded "${BANDED:-256MiB}")
 [ -n "${IMAGE:-}" ] && storage=()
+[ -n "${ZONE_FILES:-}" ] && storage=(--zone-files "$ZONE_FILES")
 storage+=("--verify_checksums=${VERIFY:-1}")
 
 mkdir -p "$dir/results"
