@@ -1,6 +1,7 @@
 //! The one opener: every command turns a path into a device here. A path names a tegula disk
 //! image (zoned), a drive-managed SMR image, a plain file or block device banded like SMR
-//! (`--banded ZONE_SIZE`), or a TOML drive configuration (an in-memory drive). The device layer
+//! (`--banded ZONE_SIZE`), a directory of one file per zone (`--zone-files ZONE_SIZE` to
+//! create one), or a TOML drive configuration (an in-memory drive). The device layer
 //! locks the file while the handle lives (exclusive for writers, shared for readers), so two
 //! processes never write one image at once; the error names the holder.
 
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tegula_device::{
     BlockDevice, ClockMode, DeviceError, Disk, DiskConfig, HostBanded, HostBandedOptions,
-    OpenOptions, ZonedDevice,
+    OpenOptions, ZoneFiles, ZoneFilesOptions, ZonedDevice,
 };
 use tegula_stl::{DmConfig, DmDrive};
 
@@ -34,12 +35,17 @@ pub enum PathKind {
     DmImage,
     /// A TOML drive configuration: a drive built in memory; nothing persists.
     Config,
+    /// A directory holding a zone-files device (its `zones` descriptor).
+    ZoneFiles,
     /// Anything else: a plain file or block device (zoned only with `--banded`).
     Plain,
 }
 
 /// Classifies `path` by its magic bytes (or a `.toml` extension).
 pub fn kind_of(path: &Path) -> PathKind {
+    if path.is_dir() && ZoneFiles::is_device(path) {
+        return PathKind::ZoneFiles;
+    }
     if path.extension().is_some_and(|e| e == "toml") {
         return PathKind::Config;
     }
@@ -60,7 +66,10 @@ pub struct Spec {
     /// Treat a plain file or block device as banded like host-managed SMR with zones of this
     /// size (layout in `PATH.zones`, write pointers after the last zone).
     pub banded: Option<u64>,
-    /// With `banded`, for a new device: bytes of zones (the file is created or grown to hold
+    /// Create a zone-files directory with zones of this size when the path holds none
+    /// (with `create`); an existing one opens without it.
+    pub zone_files: Option<u64>,
+    /// With `banded` or `zone_files`, for a new device: bytes of zones (the file is created or grown to hold
     /// them and the state slots).
     pub capacity: Option<u64>,
     /// How the command uses it.
@@ -82,6 +91,7 @@ impl Spec {
         Spec {
             path: path.into(),
             banded: None,
+            zone_files: None,
             capacity: None,
             access,
             clock: ClockMode::Virtual,
@@ -102,6 +112,8 @@ pub enum Opened {
     Dm(DmDrive),
     /// A plain file or block device banded like SMR.
     Banded(HostBanded),
+    /// A directory of one file per zone.
+    ZoneFiles(ZoneFiles),
 }
 
 impl Opened {
@@ -111,6 +123,7 @@ impl Opened {
             Opened::Disk(d) => Arc::new(d),
             Opened::Dm(d) => Arc::new(d),
             Opened::Banded(d) => Arc::new(d),
+            Opened::ZoneFiles(d) => Arc::new(d),
         }
     }
 
@@ -119,6 +132,7 @@ impl Opened {
         match self {
             Opened::Disk(d) => Ok(Arc::new(d)),
             Opened::Banded(d) => Ok(Arc::new(d)),
+            Opened::ZoneFiles(d) => Ok(Arc::new(d)),
             Opened::Dm(_) => bail!(
                 "{} is a drive-managed SMR (dm-smr) drive: a block device without zones; it \
                  cannot hold a zoned database or file system (serve it with `tegula serve nbd`)",
@@ -133,6 +147,7 @@ impl Opened {
             Opened::Disk(d) => d.now(),
             Opened::Dm(d) => d.now(),
             Opened::Banded(d) => d.now(),
+            Opened::ZoneFiles(d) => d.now(),
         }
     }
 
@@ -144,6 +159,9 @@ impl Opened {
             Opened::Banded(d) => {
                 d.flush()?;
             }
+            Opened::ZoneFiles(d) => {
+                d.flush()?;
+            }
         }
         Ok(())
     }
@@ -153,6 +171,9 @@ impl Opened {
 pub fn open(spec: &Spec) -> Result<Opened> {
     let path = spec.path.as_path();
     let kind = kind_of(path);
+    if spec.zone_files.is_some() || kind == PathKind::ZoneFiles {
+        return open_zone_files(spec, kind);
+    }
     if let Some(zone_size) = spec.banded {
         if matches!(kind, PathKind::ZonedImage | PathKind::DmImage) {
             bail!(
@@ -184,13 +205,14 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         return Ok(Opened::Banded(d));
     }
     if spec.capacity.is_some() {
-        bail!("--capacity applies to a banded plain file (--banded) only");
+        bail!("--capacity applies to a new banded file or zone-files directory only");
     }
     let opened = match kind {
         PathKind::Config => open_config(path)?,
         PathKind::DmImage => Opened::Dm(open_dm(path, spec.access)?),
         PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access, spec.mmap_reads)?),
         PathKind::Plain => bail!("{}", not_an_image(path)),
+        PathKind::ZoneFiles => return open_zone_files(spec, kind),
     };
     let warnings = match &opened {
         Opened::Disk(d) => {
@@ -201,12 +223,46 @@ pub fn open(spec: &Spec) -> Result<Opened> {
             d.set_clock(spec.clock);
             d.open_warnings()
         }
-        Opened::Banded(_) => Vec::new(),
+        Opened::Banded(_) | Opened::ZoneFiles(_) => Vec::new(),
     };
     for w in warnings {
         eprintln!("warning: {}: {w}", path.display());
     }
     Ok(opened)
+}
+
+/// Opens (or, with `--zone-files` and `create`, makes) the zone-files directory `spec.path`.
+fn open_zone_files(spec: &Spec, kind: PathKind) -> Result<Opened> {
+    let path = spec.path.as_path();
+    if spec.banded.is_some() {
+        bail!(
+            "{} is a zone-files directory, not a banded file: leave --banded out",
+            path.display()
+        );
+    }
+    if matches!(kind, PathKind::ZonedImage | PathKind::DmImage) {
+        bail!(
+            "{} is a tegula image; --zone-files makes a directory of zone files",
+            path.display()
+        );
+    }
+    if path.exists() && !path.is_dir() {
+        bail!(
+            "{} is a file; --zone-files makes a directory of zone files",
+            path.display()
+        );
+    }
+    let d = ZoneFilesOptions::default();
+    let opts = ZoneFilesOptions {
+        zone_size: spec.zone_files.unwrap_or(d.zone_size),
+        capacity: spec.capacity,
+        create: spec.create && spec.zone_files.is_some(),
+        mmap_reads: spec.mmap_reads,
+        ..d
+    };
+    let dev = ZoneFiles::open(path, opts)
+        .with_context(|| format!("opening {} as zone files", path.display()))?;
+    Ok(Opened::ZoneFiles(dev))
 }
 
 /// Opens `spec` as a zoned device (disk image, banded file or configuration).

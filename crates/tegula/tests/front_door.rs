@@ -485,3 +485,68 @@ fn disk_check_reports_clean_images_and_refuses_other_files() {
         "not a tegula disk or dm-smr image",
     );
 }
+
+/// A zone-files directory: made by `db create --zone-files`, then recognised by every command
+/// without flags; never laid over a directory with other files, or over a file.
+#[test]
+fn db_on_a_zone_files_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let z = dir.path().join("kv.zones").display().to_string();
+    ok(&[
+        "db",
+        "create",
+        "--zone-files",
+        "1MiB",
+        "--capacity",
+        "32MiB",
+        &z,
+    ]);
+    assert!(Path::new(&z).join("zones").is_file());
+    ok(&["db", "put", &z, "k", "v"]);
+    assert_eq!(ok(&["db", "get", &z, "k"]), "v\n");
+    ok(&["db", "check", &z]);
+    fails(
+        &[
+            "db",
+            "create",
+            "--zone-files",
+            "1MiB",
+            "--capacity",
+            "32MiB",
+            &z,
+        ],
+        "already holds a database",
+    );
+    let busy = dir.path().join("busy");
+    std::fs::create_dir(&busy).unwrap();
+    std::fs::write(busy.join("keep"), b"mine").unwrap();
+    let b = busy.display().to_string();
+    fails(
+        &[
+            "db",
+            "create",
+            "--zone-files",
+            "1MiB",
+            "--capacity",
+            "32MiB",
+            &b,
+        ],
+        "not empty",
+    );
+    assert_eq!(std::fs::read(busy.join("keep")).unwrap(), b"mine");
+    let f = dir.path().join("file.bin");
+    std::fs::write(&f, b"data").unwrap();
+    let fs_ = f.display().to_string();
+    fails(
+        &[
+            "db",
+            "create",
+            "--zone-files",
+            "1MiB",
+            "--capacity",
+            "32MiB",
+            &fs_,
+        ],
+        "is a file",
+    );
+}

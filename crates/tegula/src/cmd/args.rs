@@ -15,10 +15,21 @@ pub struct BandedArgs {
     /// every command. Without it IMAGE is a tegula disk image.
     #[arg(long, global = true, value_name = "ZONE_SIZE")]
     pub banded: Option<String>,
-    /// With --banded, for a new device: this many bytes of zones (a plain file is created or
-    /// grown to hold them and the state slots after them); default as many zones as fit the
-    /// file or device. An existing device keeps the capacity it was created with.
-    #[arg(long, global = true, value_name = "SIZE", requires = "banded")]
+    /// Make IMAGE a directory with one file per zone of this size (each a banded file of one
+    /// zone: a flush can be scoped to zones, docs/formats/zone-files.md) when it holds no such
+    /// device yet; needs --capacity. An existing zone-files directory opens without it.
+    #[arg(
+        long = "zone-files",
+        global = true,
+        value_name = "ZONE_SIZE",
+        conflicts_with = "banded"
+    )]
+    pub zone_files: Option<String>,
+    /// With --banded or --zone-files, for a new device: this many bytes of zones (a plain
+    /// file is created or grown to hold them and the state slots after them); default, for
+    /// --banded, as many zones as fit the file or device. An existing device keeps the
+    /// capacity it was created with.
+    #[arg(long, global = true, value_name = "SIZE")]
     pub capacity: Option<String>,
 }
 
@@ -27,6 +38,7 @@ impl BandedArgs {
     pub fn spec(&self, path: &Path, access: Access) -> Result<Spec> {
         let mut spec = Spec::new(path, access);
         spec.banded = size_flag("--banded", self.banded.as_deref())?;
+        spec.zone_files = size_flag("--zone-files", self.zone_files.as_deref())?;
         spec.capacity = size_flag("--capacity", self.capacity.as_deref())?;
         Ok(spec)
     }

@@ -182,9 +182,15 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
                     let target = BlockTarget::new(t, dev).with_power(p);
                     Ok(Subject::Image(Box::new(target), Closer::Disk(d)))
                 }
-                Opened::Banded(_) => bail!("{t}: a banded file is probed as a plain file"),
+                Opened::Banded(_) | Opened::ZoneFiles(_) => {
+                    bail!("{t}: a banded file is probed as a plain file")
+                }
             }
         }
+        PathKind::ZoneFiles => bail!(
+            "{t} is a zone-files directory (host-managed zones of plain files, nothing to \
+             infer); probe drive profiles, images or a drive"
+        ),
         PathKind::Plain => {
             if !args.destroys_data {
                 bail!(

@@ -21,6 +21,10 @@ pub fn holds(path: &Path, storage: Storage) -> Result<Vec<Found>> {
             Ok(found)
         }
         (_, PathKind::DmImage) => Ok(vec![Found::DmImage]),
+        (_, PathKind::ZoneFiles) => {
+            let dev = device::open_zoned(&Spec::new(path, Access::ReadOnly))?;
+            signature::of_zoned(dev.as_ref())
+        }
         (Storage::Banded(zone_size), _) => {
             let mut sidecar = path.as_os_str().to_owned();
             sidecar.push(".zones");

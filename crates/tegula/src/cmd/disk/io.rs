@@ -165,7 +165,7 @@ pub fn write(a: WriteArgs) -> Result<()> {
                 path.display()
             )),
         },
-        Opened::Banded(_) => Err(anyhow::anyhow!("not a disk image")),
+        Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
     };
     let zone_note = match (&opened, &result) {
         (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1, t0),
@@ -350,7 +350,7 @@ pub fn read(a: ReadArgs) -> Result<()> {
     let result = match &opened {
         Opened::Disk(d) => read_all(d, &a, len),
         Opened::Dm(d) => read_all(d, &a, len),
-        Opened::Banded(_) => Err(anyhow::anyhow!("not a disk image")),
+        Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
     };
     let closed = opened
         .close()

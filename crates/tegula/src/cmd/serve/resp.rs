@@ -179,8 +179,8 @@ pub fn run(a: &ServeResp) -> Result<()> {
     let backend = match a.engine {
         EngineArg::Smrdb => open_smrdb(a)?,
         other => {
-            if a.dev.banded.is_some() {
-                bail!("--banded applies to --engine smrdb only");
+            if a.dev.banded.is_some() || a.dev.zone_files.is_some() {
+                bail!("--banded and --zone-files apply to --engine smrdb only");
             }
             if a.path.is_file() {
                 bail!(
