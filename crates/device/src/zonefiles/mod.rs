@@ -10,7 +10,7 @@
 //!
 //! | name | what |
 //! | --- | --- |
-//! | `zones` | the descriptor ([`format`]): geometry, written once at creation, locked while open |
+//! | `zones` | the descriptor ([`mod@format`]): geometry, written once at creation, locked while open |
 //! | `conventional` | the conventional zones, one plain file (`pread`, `pwrite`, `fdatasync`) |
 //! | `zone-NNNNN`, `zone-NNNNN.zones` | sequential zone `NNNNN`: a host-banded file of one zone whose write pointer lives in its own state slots, so that its flush is one `fdatasync` and a crash keeps exactly what its last flush covered |
 //!
