@@ -64,6 +64,31 @@ pub fn encode_descriptor(d: &Descriptor) -> Vec<u8> {
     DESCRIPTOR_FORMAT.encode(0, 0, e.as_bytes())
 }
 
+/// The geometry rules every banded layout shares (a banded file's descriptor, a zone-files
+/// directory's): a 512- or 4096-byte sector, zones of a positive whole number of sectors, and
+/// at least one sequential zone after the conventional ones.
+pub fn check_geometry(
+    sector_size: u32,
+    zone_size: u64,
+    conventional_zones: u32,
+    zones: u32,
+) -> Result<(), String> {
+    if sector_size != 512 && sector_size != 4096 {
+        return Err(format!("sector size {sector_size} is not 512 or 4096"));
+    }
+    if zone_size == 0 || !zone_size.is_multiple_of(u64::from(sector_size)) {
+        return Err(format!(
+            "zone size {zone_size} is not a positive multiple of the sector size"
+        ));
+    }
+    if conventional_zones >= zones {
+        return Err(format!(
+            "{conventional_zones} conventional zones of {zones} leave no sequential zone"
+        ));
+    }
+    Ok(())
+}
+
 /// Decodes a descriptor, checking its frame and that its layout is self-consistent.
 pub fn decode_descriptor(b: &[u8]) -> Result<Descriptor, String> {
     let f = DESCRIPTOR_FORMAT.decode(b).map_err(|e| e.to_string())?;
@@ -76,21 +101,7 @@ pub fn decode_descriptor(b: &[u8]) -> Result<Descriptor, String> {
         slot_offset: d.u64().map_err(|e| e.to_string())?,
         slot_size: d.u64().map_err(|e| e.to_string())?,
     };
-    if s.sector_size != 512 && s.sector_size != 4096 {
-        return Err(format!("sector size {} is not 512 or 4096", s.sector_size));
-    }
-    if s.zone_size == 0 || !s.zone_size.is_multiple_of(u64::from(s.sector_size)) {
-        return Err(format!(
-            "zone size {} is not a positive multiple of the sector size",
-            s.zone_size
-        ));
-    }
-    if s.conventional_zones >= s.zones {
-        return Err(format!(
-            "{} conventional zones of {} leave no sequential zone",
-            s.conventional_zones, s.zones
-        ));
-    }
+    check_geometry(s.sector_size, s.zone_size, s.conventional_zones, s.zones)?;
     let zones_end = u64::from(s.zones).checked_mul(s.zone_size);
     if zones_end.is_none_or(|e| e > s.slot_offset) {
         return Err(format!(

@@ -55,21 +55,12 @@ pub const MAX_ZONES: u32 = 65_536;
 /// Whether a geometry is usable: a 512- or 4096-byte sector, zones of whole sectors, at least
 /// one sequential zone, at most [`MAX_ZONES`] zones, a capacity that fits in a `u64`.
 pub fn check(s: &Descriptor) -> Result<(), String> {
-    if s.sector_size != 512 && s.sector_size != 4096 {
-        return Err(format!("sector size {} is not 512 or 4096", s.sector_size));
-    }
-    if s.zone_size == 0 || !s.zone_size.is_multiple_of(u64::from(s.sector_size)) {
-        return Err(format!(
-            "zone size {} is not a positive multiple of the sector size",
-            s.zone_size
-        ));
-    }
-    if s.conventional_zones >= s.zones {
-        return Err(format!(
-            "{} conventional zones of {} leave no sequential zone",
-            s.conventional_zones, s.zones
-        ));
-    }
+    crate::hostfile::format::check_geometry(
+        s.sector_size,
+        s.zone_size,
+        s.conventional_zones,
+        s.zones,
+    )?;
     if s.zones > MAX_ZONES {
         return Err(format!("{} zones: at most {MAX_ZONES}", s.zones));
     }
