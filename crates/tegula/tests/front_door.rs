@@ -517,6 +517,24 @@ fn db_on_a_zone_files_directory() {
         ],
         "already holds a database",
     );
+    let y = dir.path().join("y.zones").display().to_string();
+    fails(
+        &["db", "create", "--zone-files", "1MiB", &y],
+        "needs a capacity",
+    );
+    fails(
+        &[
+            "db",
+            "create",
+            "--zone-files",
+            "1000",
+            "--capacity",
+            "32MiB",
+            &y,
+        ],
+        "not a positive multiple of the sector size",
+    );
+    assert!(!Path::new(&y).join("zones").exists());
     let busy = dir.path().join("busy");
     std::fs::create_dir(&busy).unwrap();
     std::fs::write(busy.join("keep"), b"mine").unwrap();
