@@ -157,6 +157,20 @@ impl TrackLayout {
         self.track(self.geo.locate(lba).track)
     }
 
+    /// The top-track sector ranges `[a, b)` that writing `[lba, lba + sectors)` would destroy
+    /// (empty on the CMR twin): what a layer above must back up before such a write. Applies
+    /// the same physics as the media, so the two always agree.
+    pub fn damaged_by(&self, lba: u64, sectors: u64) -> Vec<(u64, u64)> {
+        if !self.damage || sectors == 0 {
+            return Vec::new();
+        }
+        let mut hit = RangeSet::new();
+        let end = self.geo.total_sectors();
+        let sectors = sectors.min(end.saturating_sub(lba));
+        Interlacing { damage: true }.on_write(&self.geo, end, lba, sectors, &mut hit);
+        hit.iter().collect()
+    }
+
     /// Numbers of bottom and top tracks.
     pub fn kind_counts(&self) -> (u64, u64) {
         let mut bottom = 0;
@@ -382,6 +396,22 @@ mod tests {
             d.clipped(0, g.total_sectors()),
             vec![(t1.lba, t1.end_lba())]
         );
+    }
+
+    #[test]
+    fn damaged_by_names_exactly_what_the_media_destroys() {
+        let g = geo();
+        let layout = TrackLayout::new(g.clone(), g.total_sectors(), true);
+        let il = Interlacing { damage: true };
+        for (lba, n) in [(0, 1000), (450, 37), (2001, 5), (0, 1)] {
+            let mut d = RangeSet::new();
+            il.on_write(&g, g.total_sectors(), lba, n, &mut d);
+            assert_eq!(layout.damaged_by(lba, n), d.iter().collect::<Vec<_>>());
+        }
+        let top = layout.track(1).expect("top");
+        assert!(layout.damaged_by(top.lba, top.sectors).is_empty());
+        let twin = TrackLayout::new(g.clone(), g.total_sectors(), false);
+        assert!(twin.damaged_by(0, 1000).is_empty());
     }
 
     #[test]
