@@ -1,5 +1,5 @@
 //! The one opener: every command turns a path into a device here. A path names a tegula disk
-//! image (zoned), a drive-managed SMR image, a plain file or block device banded like SMR
+//! image (zoned, or interlaced and formatted drive-managed IMR), a drive-managed SMR image, a plain file or block device banded like SMR
 //! (`--banded ZONE_SIZE`), a directory of one file per zone (`--zone-files ZONE_SIZE` to
 //! create one), or a TOML drive configuration (an in-memory drive). The device layer
 //! locks the file while the handle lives (exclusive for writers, shared for readers), so two
@@ -12,6 +12,7 @@ use tegula_device::{
     BlockDevice, ClockMode, DeviceError, Disk, DiskConfig, HostBanded, HostBandedOptions,
     OpenOptions, ZoneFiles, ZoneFilesOptions, ZonedDevice,
 };
+use tegula_dmimr::DmImr;
 use tegula_stl::{DmConfig, DmDrive};
 
 /// How a command uses the device.
@@ -114,6 +115,9 @@ pub enum Opened {
     Banded(HostBanded),
     /// A directory of one file per zone.
     ZoneFiles(ZoneFiles),
+    /// A drive-managed IMR drive: an interlaced disk image formatted with
+    /// `disk create --drive-managed`.
+    DmImr(DmImr),
 }
 
 impl Opened {
@@ -124,6 +128,7 @@ impl Opened {
             Opened::Dm(d) => Arc::new(d),
             Opened::Banded(d) => Arc::new(d),
             Opened::ZoneFiles(d) => Arc::new(d),
+            Opened::DmImr(d) => Arc::new(d),
         }
     }
 
@@ -138,6 +143,11 @@ impl Opened {
                  cannot hold a zoned database or file system (serve it with `tegula serve nbd`)",
                 path.display()
             ),
+            Opened::DmImr(_) => bail!(
+                "{} is a drive-managed IMR (dm-imr) drive: a block device without zones; it \
+                 cannot hold a zoned database or file system (serve it with `tegula serve nbd`)",
+                path.display()
+            ),
         }
     }
 
@@ -148,6 +158,7 @@ impl Opened {
             Opened::Dm(d) => d.now(),
             Opened::Banded(d) => d.now(),
             Opened::ZoneFiles(d) => d.now(),
+            Opened::DmImr(d) => d.now(),
         }
     }
 
@@ -162,6 +173,7 @@ impl Opened {
             Opened::ZoneFiles(d) => {
                 d.flush()?;
             }
+            Opened::DmImr(d) => d.close()?,
         }
         Ok(())
     }
@@ -210,7 +222,23 @@ pub fn open(spec: &Spec) -> Result<Opened> {
     let opened = match kind {
         PathKind::Config => open_config(path)?,
         PathKind::DmImage => Opened::Dm(open_dm(path, spec.access)?),
-        PathKind::ZonedImage => Opened::Disk(open_disk(path, spec.access, spec.mmap_reads)?),
+        PathKind::ZonedImage => {
+            let d = open_disk(path, spec.access, spec.mmap_reads)?;
+            if DmImr::is_formatted(&d) {
+                for w in d.open_warnings() {
+                    eprintln!("warning: {}: {w}", path.display());
+                }
+                d.set_clock(spec.clock);
+                let dm = DmImr::open(Arc::new(d)).with_context(|| {
+                    format!("opening the drive-managed IMR drive {}", path.display())
+                })?;
+                for w in dm.open_warnings() {
+                    eprintln!("warning: {}: {w}", path.display());
+                }
+                return Ok(Opened::DmImr(dm));
+            }
+            Opened::Disk(d)
+        }
         PathKind::Plain => bail!("{}", not_an_image(path)),
         PathKind::ZoneFiles => return open_zone_files(spec, kind),
     };
@@ -223,7 +251,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
             d.set_clock(spec.clock);
             d.open_warnings()
         }
-        Opened::Banded(_) | Opened::ZoneFiles(_) => Vec::new(),
+        Opened::Banded(_) | Opened::ZoneFiles(_) | Opened::DmImr(_) => Vec::new(),
     };
     for w in warnings {
         eprintln!("warning: {}: {w}", path.display());
@@ -291,6 +319,11 @@ fn not_an_image(path: &Path) -> String {
          block device as a banded SMR drive give --banded ZONE_SIZE",
         path.display()
     )
+}
+
+/// Opens the disk image at `path` as the raw drive, even one formatted drive-managed IMR.
+pub fn open_raw_disk(path: &Path, access: Access) -> Result<Disk> {
+    open_disk(path, access, false)
 }
 
 fn open_disk(path: &Path, access: Access, mmap_reads: bool) -> Result<Disk> {

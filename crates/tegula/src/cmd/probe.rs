@@ -185,6 +185,10 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
                 Opened::Banded(_) | Opened::ZoneFiles(_) => {
                     bail!("{t}: a banded file is probed as a plain file")
                 }
+                Opened::DmImr(_) => bail!(
+                    "{t} is a drive-managed IMR drive: the prober infers the internals of \
+                     drive-managed SMR drives (Skylight), not of IMR translation"
+                ),
             }
         }
         PathKind::ZoneFiles => bail!(

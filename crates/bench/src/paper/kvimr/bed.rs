@@ -5,7 +5,8 @@
 use super::{KvimrSizes, Row, Scheme};
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use tegula_device::{profile, BlockDevice, Disk};
+use tegula_device::{profile, BlockDevice, Disk, TrackLayout};
+use tegula_dmimr::{DmImr, DmImrStats};
 use tegula_kvimr::{Options, ZonedAdapter, ZonedOptions};
 use tegula_smrdb::{Db, DbStats, FormatOptions, Options as DbOptions};
 
@@ -17,6 +18,8 @@ pub(super) struct Bed {
     /// Bytes of the data tracks (what space usage is a fraction of).
     pub data_bytes: u64,
     pub scheme: Scheme,
+    /// The drive-managed layer of the `dm-imr` scheme.
+    pub dm: Option<Arc<DmImr>>,
 }
 
 fn engine<E: std::error::Error + Send + Sync + 'static>(
@@ -55,10 +58,27 @@ impl Bed {
             what: "creating the imr-paper drive".into(),
             source: e,
         })?);
-        let tracks = disk
+        let raw_tracks = disk
             .track_layout()
             .cloned()
             .ok_or_else(|| Error::invalid("imr-paper has no tracks"))?;
+        let (dev, tracks, dm): (Arc<dyn BlockDevice>, TrackLayout, Option<Arc<DmImr>>) =
+            if scheme == Scheme::DmImr {
+                // The host sees a plain block device: its store lays SSTables out in order on
+                // tracks of the same geometry with no damage, the drive does the rest.
+                let dm = Arc::new(
+                    DmImr::format(disk.clone(), tegula_dmimr::FormatOptions::default())
+                        .map_err(engine("formatting the drive-managed IMR drive"))?,
+                );
+                let host = TrackLayout::new(
+                    raw_tracks.geometry().clone(),
+                    dm.info().capacity_sectors,
+                    false,
+                );
+                (dm.clone(), host, Some(dm))
+            } else {
+                (disk.clone(), raw_tracks, None)
+            };
         let (policy, rmw) = scheme.policy();
         let zo = ZonedOptions {
             zone_bytes: s.zone_bytes,
@@ -66,7 +86,6 @@ impl Bed {
             log_zones: s.log_zones,
             staging_bytes: s.staging_bytes,
         };
-        let dev: Arc<dyn BlockDevice> = disk.clone();
         let opts = Options {
             policy,
             rmw,
@@ -76,7 +95,12 @@ impl Bed {
             ZonedAdapter::format(dev, &tracks, zo, opts)
                 .map_err(engine("formatting the kvimr middleware"))?,
         );
-        let data_bytes = {
+        let data_bytes = if scheme == Scheme::DmImr {
+            // The same inserts as on the raw drive: space usage is a fraction of the data
+            // tracks the host-managed schemes have (the drive's own safe region and the
+            // host store's leave the host a little less).
+            Bed::new(Scheme::Cmr, s)?.data_bytes
+        } else {
             let l = adapter.store().layout();
             l.data_sectors * l.ss
         };
@@ -88,6 +112,7 @@ impl Bed {
             db,
             data_bytes,
             scheme,
+            dm,
         })
     }
 
@@ -101,6 +126,8 @@ impl Bed {
             hint: self.adapter.hint_persist_ns(),
             usage: self.adapter.store().usage(),
             live: self.adapter.store().live_usage(),
+            dm: self.dm.as_ref().map(|d| d.stats()),
+            raw_written: self.disk.stats().bytes_written,
         }
     }
 
@@ -125,6 +152,10 @@ pub(super) struct Snap {
     pub hint: (u64, u64),
     pub usage: f64,
     pub live: f64,
+    /// The drive-managed layer's counters (`dm-imr` only).
+    pub dm: Option<DmImrStats>,
+    /// Bytes written to the raw drive.
+    pub raw_written: u64,
 }
 
 impl Snap {
@@ -146,6 +177,24 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         + b.kv.map_bytes
         + b.kv.safe_bytes
         + b.kv.raw_bytes;
+    // On the drive-managed drive the RMWs, top rewrites and syncs are the drive's, and the
+    // media bytes are what reached the raw drive.
+    let (top_rewrites, rmw_ops, syncs, rmw_ns, media) = match (&a.dm, &b.dm) {
+        (Some(x), Some(y)) => (
+            (x.top_rewrites, y.top_rewrites),
+            (x.rmw_ops, y.rmw_ops),
+            (x.syncs, y.syncs),
+            (x.rmw_ns, y.rmw_ns),
+            b.raw_written,
+        ),
+        _ => (
+            (a.kv.top_rewrites, b.kv.top_rewrites),
+            (a.kv.rmw_ops, b.kv.rmw_ops),
+            (a.kv.syncs, b.kv.syncs),
+            (a.kv.rmw_ns, b.kv.rmw_ns),
+            media,
+        ),
+    };
     Row {
         phase: phase.to_string(),
         scheme: scheme.name().to_string(),
@@ -159,17 +208,17 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         } else {
             0.0
         },
-        top_rewrites: b.kv.top_rewrites - a.kv.top_rewrites,
-        rmw_ops: b.kv.rmw_ops - a.kv.rmw_ops,
-        syncs: b.kv.syncs - a.kv.syncs,
+        top_rewrites: top_rewrites.1 - top_rewrites.0,
+        rmw_ops: rmw_ops.1 - rmw_ops.0,
+        syncs: syncs.1 - syncs.0,
         compactions: b.db.compactions - a.db.compactions,
         compaction_s: secs(b.compaction_ns() - a.compaction_ns()),
-        rmw_s: secs(b.kv.rmw_ns - a.kv.rmw_ns),
+        rmw_s: secs(rmw_ns.1 - rmw_ns.0),
         persist_s: secs(b.kv.persist_ns - a.kv.persist_ns),
         sync_s: secs(b.kv.sync_ns - a.kv.sync_ns),
-        top_rewrites_total: b.kv.top_rewrites,
-        rmw_ops_total: b.kv.rmw_ops,
-        syncs_total: b.kv.syncs,
+        top_rewrites_total: top_rewrites.1,
+        rmw_ops_total: rmw_ops.1,
+        syncs_total: syncs.1,
         compactions_total: b.db.compactions,
         compaction_s_total: secs(b.compaction_ns()),
         device_s_total: secs(b.now),

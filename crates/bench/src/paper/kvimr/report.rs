@@ -164,7 +164,7 @@ pub fn targets(rows: &[Row]) -> Vec<(String, String, String, Option<bool>)> {
 }
 
 fn schemes_in(rows: &[Row]) -> Vec<Scheme> {
-    Scheme::ALL
+    Scheme::EVERY
         .into_iter()
         .filter(|s| rows.iter().any(|r| r.scheme == s.name()))
         .collect()
@@ -234,14 +234,18 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
     let _ = writeln!(md, "| --- | ---: | ---: | ---: | ---: | ---: |");
     for &sc in &schemes {
         if let Some(t) = totals(rows, sc) {
-            let share = if t.persist_s > 0.0 {
-                t.rmw_s / t.persist_s * 100.0
+            // On the drive-managed drive the RMWs are the drive's, over every write the host
+            // makes (logs and the store's metadata too), not a part of persisting SSTables.
+            let share = if sc == Scheme::DmImr {
+                "- (the drive's RMWs, of every host write)".to_string()
+            } else if t.persist_s > 0.0 {
+                format!("{:.1}%", t.rmw_s / t.persist_s * 100.0)
             } else {
-                0.0
+                "0.0%".to_string()
             };
             let _ = writeln!(
                 md,
-                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1}% |",
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {} |",
                 sc.name(),
                 t.device_s,
                 t.compaction_s,

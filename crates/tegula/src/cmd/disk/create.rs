@@ -64,6 +64,11 @@ pub struct CreateArgs {
     /// --config/--profile and before the other flags).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Format an interlaced drive (profile imr or imr-paper) as drive-managed: three-phase
+    /// track mapping and crash-safe read-modify-write inside the drive, behind the block
+    /// interface, so that any block client (`tegula serve nbd`, fio, ext4) can use it.
+    #[arg(long)]
+    pub drive_managed: bool,
 }
 
 /// Builds the configuration the flags describe.
@@ -117,6 +122,9 @@ pub fn run(a: CreateArgs) -> Result<()> {
         let text = std::fs::read_to_string(p)
             .with_context(|| format!("reading configuration {}", p.display()))?;
         if super::dm::is_dm_config(&text) {
+            if a.drive_managed {
+                bail!("--drive-managed formats an interlaced (imr) drive; {} describes a drive-managed SMR drive already", p.display());
+            }
             return super::dm::create(&a, &text);
         }
     }
@@ -125,9 +133,19 @@ pub fn run(a: CreateArgs) -> Result<()> {
         .as_deref()
         .and_then(tegula_stl::profiles::dm_profile_toml)
     {
+        if a.drive_managed {
+            bail!("--drive-managed formats an interlaced (imr) drive; this profile is a drive-managed SMR drive already");
+        }
         return super::dm::create(&a, text);
     }
     let cfg = config_from(&a)?;
+    if a.drive_managed && cfg.kind != tegula_device::DriveKind::Imr {
+        bail!(
+            "--drive-managed formats an interlaced drive (a profile of kind imr, such as imr or \
+             imr-paper), not a {} drive",
+            cfg.kind.name()
+        );
+    }
     if a.image.exists() {
         bail!(
             "{} already exists; refusing to overwrite it (remove it first)",
@@ -142,8 +160,12 @@ pub fn run(a: CreateArgs) -> Result<()> {
             return Err(e.into());
         }
     };
-    let summary = output::disk_summary(&disk, Some(&a.image));
-    super::close(disk, &a.image)?;
+    let mut summary = output::disk_summary(&disk, Some(&a.image));
+    if a.drive_managed {
+        summary.extend(super::dmimr::format(disk, &a.image)?);
+    } else {
+        super::close(disk, &a.image)?;
+    }
     println!("created {}", a.image.display());
     output::print_kv(&summary);
     Ok(())

@@ -41,6 +41,9 @@ struct InfoJson<'a> {
     zone_conditions: std::collections::BTreeMap<&'static str, usize>,
     now_ns: u64,
     config: &'a DiskConfig,
+    /// A drive formatted drive-managed IMR: its layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drive_managed: Option<super::dmimr::DmImrJson>,
 }
 
 /// Runs `disk info`.
@@ -48,7 +51,9 @@ pub fn info(a: InfoArgs) -> Result<()> {
     if super::dm::is_dm(&a.img.image) {
         return super::dm::info(&a.img.image, a.json);
     }
-    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let disk = super::open_raw(&a.img.image, Access::ReadOnly)?;
+    let (disk, dm) = super::dmimr::describe(disk)?;
+    let (dm_kv, dm_json) = dm.unwrap_or_default();
     let zones = disk.report_zones(ZoneFilter::All);
     if a.json {
         let (cylinders, od, id) = output::tracks(&disk);
@@ -72,6 +77,7 @@ pub fn info(a: InfoArgs) -> Result<()> {
             zone_conditions: counts,
             now_ns: disk.now(),
             config: disk.config(),
+            drive_managed: dm_json,
         });
     }
     let mut kv = output::disk_summary(&disk, Some(&a.img.image));
@@ -87,6 +93,7 @@ pub fn info(a: InfoArgs) -> Result<()> {
         ),
     ));
     kv.push(("virtual clock".into(), output::duration(disk.now())));
+    kv.extend(dm_kv);
     output::print_kv(&kv);
     Ok(())
 }
@@ -191,6 +198,9 @@ struct StatsJson {
     /// Sectors that read back as media errors now (shingled or interlaced damage).
     destroyed_sectors: u64,
     zones: Vec<ZoneStat>,
+    /// A drive formatted drive-managed IMR: its layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drive_managed: Option<super::dmimr::DmImrJson>,
 }
 
 /// Runs `disk stats`.
@@ -198,7 +208,9 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     if super::dm::is_dm(&a.img.image) {
         return super::dm::stats(&a.img.image, a.json);
     }
-    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let disk = super::open_raw(&a.img.image, Access::ReadOnly)?;
+    let (disk, dm) = super::dmimr::describe(disk)?;
+    let (dm_kv, dm_json) = dm.unwrap_or_default();
     let s = disk.stats();
     let zones: Vec<Zone> = disk
         .report_zones(ZoneFilter::All)
@@ -233,6 +245,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             stats: s,
             destroyed_sectors: output::destroyed_sectors(&disk),
             zones: zs,
+            drive_managed: dm_json,
         });
     }
     if zones.is_empty() {
@@ -263,6 +276,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
             ),
         ));
     }
+    kv.extend(dm_kv);
     output::print_kv(&kv);
     Ok(())
 }

@@ -165,6 +165,13 @@ pub fn write(a: WriteArgs) -> Result<()> {
                 path.display()
             )),
         },
+        Opened::DmImr(d) => match a.lba {
+            Some(first) => write_all(d, &a, first, &mut *input, total),
+            None => Err(anyhow::anyhow!(
+                "{} is a drive-managed IMR drive without zones: give --lba",
+                path.display()
+            )),
+        },
         Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
     };
     let zone_note = match (&opened, &result) {
@@ -350,6 +357,7 @@ pub fn read(a: ReadArgs) -> Result<()> {
     let result = match &opened {
         Opened::Disk(d) => read_all(d, &a, len),
         Opened::Dm(d) => read_all(d, &a, len),
+        Opened::DmImr(d) => read_all(d, &a, len),
         Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
     };
     let closed = opened

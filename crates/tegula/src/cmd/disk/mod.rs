@@ -3,6 +3,7 @@
 mod check;
 mod create;
 mod dm;
+mod dmimr;
 mod dump;
 mod inspect;
 mod io;
@@ -88,11 +89,24 @@ pub use crate::device::Access;
 pub fn open(path: &Path, access: Access) -> Result<Disk> {
     match device::open(&Spec::new(path, access))? {
         Opened::Disk(d) => Ok(d),
+        Opened::DmImr(_) => anyhow::bail!(
+            "{} is a drive-managed IMR (dm-imr) drive: a plain block device without zones; use disk info, stats, read or write, or serve it with tegula serve nbd",
+            path.display()
+        ),
         _ => anyhow::bail!(
             "{} is a drive-managed SMR (dm-smr) image: a plain block device without zones; use disk info, stats, read, write or dump, or serve it with tegula serve nbd",
             path.display()
         ),
     }
+}
+
+/// Opens a disk image as the raw drive, even one formatted drive-managed IMR (whose layer
+/// `disk info` and `disk stats` then describe from the raw drive's side).
+pub fn open_raw(path: &Path, access: Access) -> Result<Disk> {
+    if device::kind_of(path) == device::PathKind::ZonedImage {
+        return device::open_raw_disk(path, access);
+    }
+    open(path, access)
 }
 
 /// Flushes and persists a modified disk, reporting failures.
