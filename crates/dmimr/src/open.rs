@@ -71,11 +71,16 @@ fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Supe
 
 impl DmImr {
     /// Whether `disk` holds a drive-managed IMR superblock (an intact or a damaged one).
+    /// A drive whose superblock sector cannot be read (a raw drive whose first top track was
+    /// damaged by bottom writes) is not one.
     pub fn is_formatted(disk: &Disk) -> bool {
         let Ok((tl, ss)) = raw_facts(disk) else {
             return false;
         };
-        !matches!(read_superblock(disk, &tl, ss), Ok(None))
+        match read_superblock(disk, &tl, ss) {
+            Ok(Some(_)) | Err(Error::Corruption { .. }) => true,
+            Ok(None) | Err(_) => false,
+        }
     }
 
     /// Formats the raw interlaced `disk` as a drive-managed drive: writes the superblock and

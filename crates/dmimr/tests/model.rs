@@ -144,7 +144,11 @@ fn an_image_reopens_with_everything_flushed() {
 fn unformatted_and_non_interlaced_drives_are_refused() {
     let d = Arc::new(Disk::in_memory(config(4096, false)).unwrap());
     assert!(!DmImr::is_formatted(&d));
-    assert!(matches!(DmImr::open(d), Err(Error::NotFormatted)));
+    assert!(matches!(DmImr::open(d.clone()), Err(Error::NotFormatted)));
+    // A raw drive used as a plain disk: its first top track (where a superblock would be)
+    // destroyed by writes to the bottoms around it. Still not drive-managed.
+    d.write(0, &vec![5u8; (4 * BOTTOM * SS) as usize]).unwrap();
+    assert!(!DmImr::is_formatted(&d));
     let mut c = profile("cmr-7200").unwrap();
     c.capacity = 512 << 20;
     let cmr = Arc::new(Disk::in_memory(c).unwrap());
