@@ -116,6 +116,15 @@ pub struct Options {
     /// Run flushes and compactions on a background thread. Default true; false runs them
     /// inline in the writing thread (deterministic; used by tests).
     pub background_compaction: bool,
+    /// With `background_compaction`, let a waiting immutable memtable be flushed at each band
+    /// boundary of a running compaction (LevelDB's "prioritize immutable compaction work"),
+    /// so that writers wait for one output band instead of the whole compaction. Default
+    /// false: L0 then grows while compactions run, and with band-sized L0 entries the
+    /// LevelDB-style `l0_slowdown` of 8 throttles writes (1 ms each) sooner than it did; it
+    /// pays with RocksDB-like L0 limits (`l0_slowdown` 20, `l0_stop` 36,
+    /// `l0_compaction_max_bands` 12), which need room for that many bands
+    /// (docs/performance/smrdb.md, "overwrite").
+    pub flush_during_compaction: bool,
     /// Largest read-ahead window of scans (which start at 32 KiB and double up to it), of
     /// compaction inputs while `compaction_read_ahead_bytes` is 0, and the least window a
     /// compaction input gets when the compaction's read-ahead budget is spent. Default 1 MiB.
@@ -160,6 +169,7 @@ impl Default for Options {
             reserve_bands: 2,
             max_log_bands: 4,
             background_compaction: true,
+            flush_during_compaction: false,
             read_ahead_bytes: 1 << 20,
             compaction_read_ahead_bytes: 0,
             compaction_read_ahead_budget: 64 << 20,

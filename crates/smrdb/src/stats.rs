@@ -26,6 +26,8 @@ pub struct Counters {
     pub scans: AtomicU64,
     /// Memtable flushes.
     pub flushes: AtomicU64,
+    /// Of those, flushes a background compaction let go first at one of its band boundaries.
+    pub flushes_in_compaction: AtomicU64,
     /// Compactions that copied data.
     pub compactions: AtomicU64,
     /// Of those, compactions that ran checkpointed for lack of room for all their outputs
@@ -86,6 +88,9 @@ pub struct DbStats {
     pub compaction_wall_ns: u64,
     /// Memtable flushes.
     pub flushes: u64,
+    /// Of those, flushes a background compaction let go first at one of its band boundaries
+    /// (so that writers did not wait for the whole compaction).
+    pub flushes_in_compaction: u64,
     /// Compactions that copied data.
     pub compactions: u64,
     /// Of those, compactions run checkpointed for lack of room (thin-provisioned devices).
@@ -177,6 +182,7 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         log_time_ns: g(&io.log_ns),
         compaction_wall_ns: g(&c.compaction_wall_ns),
         flushes: g(&c.flushes),
+        flushes_in_compaction: g(&c.flushes_in_compaction),
         compactions: g(&c.compactions),
         low_space_compactions: g(&c.low_space_compactions),
         checkpoints: g(&c.checkpoints),

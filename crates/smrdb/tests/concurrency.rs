@@ -98,3 +98,46 @@ fn concurrent_soc() {
 fn concurrent_loc() {
     run(Mode::Loc);
 }
+
+/// A writer overwriting random keys while background compactions rewrite several bands each:
+/// the memtable that fills meanwhile is flushed at a band boundary of the running compaction
+/// (not after it), and every key reads back its newest value, before and after a reopen.
+fn flush_during_compaction(mode: Mode) {
+    let disk = tiny_disk(96);
+    let opts = Options {
+        flush_during_compaction: true,
+        ..bg_opts()
+    };
+    let db = Db::create(disk.clone(), format(mode), opts.clone()).unwrap();
+    let mut rng = Rng(7);
+    let mut model = std::collections::HashMap::new();
+    for i in 0..60_000u64 {
+        let k = key(rng.below(20_000));
+        let v = value(&mut rng, i, 300);
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.wait_for_compactions().unwrap();
+    let st = db.stats();
+    assert!(st.flushes_in_compaction > 0, "{st:?}");
+    assert!(db.check().unwrap().is_ok());
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
+    }
+    db.close().unwrap();
+    let db = Db::open(disk, opts).unwrap();
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
+    }
+    assert_eq!(db.scan(b"", None).unwrap().count(), model.len());
+}
+
+#[test]
+fn a_waiting_memtable_is_flushed_inside_a_long_compaction_soc() {
+    flush_during_compaction(Mode::Soc);
+}
+
+#[test]
+fn a_waiting_memtable_is_flushed_inside_a_long_compaction_loc() {
+    flush_during_compaction(Mode::Loc);
+}

@@ -78,6 +78,10 @@ impl Inner {
                 }
             }
             if cur.is_none() {
+                // Not in a checkpointed (low-space) merge: its free bands are counted.
+                if kind == IoKind::Compaction && checkpoint.is_none() {
+                    self.flush_imm_first()?;
+                }
                 if let Some(cp) = checkpoint.as_mut() {
                     let tight = {
                         let ms = self.meta.lock();
@@ -110,6 +114,35 @@ impl Inner {
             out.push(w.finish(id, level, self.dev.dev.now())?);
         }
         Ok(out)
+    }
+
+    /// LevelDB's "prioritize immutable compaction work" (`Options::flush_during_compaction`):
+    /// a background compaction lets a waiting immutable memtable go first at each of its band
+    /// boundaries, so that writers,
+    /// which stop when the memtable after it fills too, wait for one output band rather than
+    /// for the whole compaction (an L0 → L1 merge of random keys rewrites every L1 band:
+    /// gigabytes). The new L0 band is newer than every compaction input, so the merge's
+    /// tombstone decisions and its final manifest edit (which removes only its inputs) stay
+    /// right. A flush short of room is left for after the compaction, as `maintain` does.
+    fn flush_imm_first(&self) -> Result<()> {
+        if !self.opts.background_compaction
+            || !self.opts.flush_during_compaction
+            || self.current().imm.is_none()
+        {
+            return Ok(());
+        }
+        match self.flush_imm() {
+            Ok(true) => {
+                self.counters
+                    .flushes_in_compaction
+                    .fetch_add(1, Ordering::Relaxed);
+                self.done_cv.notify_all();
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) if is_nospace(&e) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     /// Flushes the immutable memtable, if any, to L0 bands.
