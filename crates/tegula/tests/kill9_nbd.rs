@@ -1,4 +1,5 @@
-//! `kill -9` of `tegula serve nbd` on dm-smr images, with exact accounting. A client
+//! `kill -9` of `tegula serve nbd` on dm-smr and drive-managed IMR images, with exact
+//! accounting. A client
 //! (`tegula_nbd::NbdClient`, one request at a time) writes patterned 4 KiB blocks (some
 //! several blocks long, some FUA) and FLUSHes; the server process is killed with SIGKILL at a
 //! random point — between requests, or while a write or a FLUSH is in flight — and restarted.
@@ -7,10 +8,11 @@
 //! FLUSH) and those written after it. After every restart every block must read back as one of
 //! its candidates — a durable block exactly, any other as old or new data, never garbage and
 //! never an error — and what it reads becomes durable. At the end the server is stopped with
-//! SIGTERM and the image checks clean (`DmDrive::check`).
+//! SIGTERM and the image checks clean (`DmDrive::check`; on dm-imr, no top track holding data
+//! is damaged).
 //!
 //! Drive kinds: journal with the volatile cache off and on, set-associative, fully
-//! associative. The default run makes a few hundred kills (about a minute in a debug build);
+//! associative, and drive-managed IMR (write cache on: its RMWs cross the kills). The default run makes a few hundred kills (about a minute in a debug build);
 //! `TEGULA_SOAK=1` makes ten times as many, with longer runs between kills.
 
 use rand::rngs::SmallRng;
@@ -18,8 +20,10 @@ use rand::{Rng, SeedableRng};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tegula_device::BlockDevice;
+use tegula_device::{BlockDevice, Disk, OpenOptions};
+use tegula_dmimr::{DmImr, FormatOptions};
 use tegula_nbd::NbdClient;
 use tegula_stl::{DmConfig, DmDrive};
 
@@ -157,18 +161,81 @@ struct Tally {
     requests: u64,
 }
 
+/// The drive a kill test serves.
+enum Drive<'a> {
+    /// A dm-smr drive of this TOML configuration.
+    DmSmr(&'a str),
+    /// A drive-managed IMR drive: 64 MiB of the `imr` profile, write cache on.
+    DmImr,
+}
+
+impl Drive<'_> {
+    /// Creates the image; returns its 4 KiB blocks and whether its write cache is on.
+    fn create(&self, img: &Path) -> (u64, bool) {
+        match self {
+            Drive::DmSmr(text) => {
+                let cfg = DmConfig::from_toml(text).expect("config");
+                let cache = cfg.volatile_cache;
+                let d = DmDrive::create_image(img, cfg).expect("create");
+                let blocks = d.info().capacity_sectors * d.info().sector_size as u64 / BS as u64;
+                d.close().expect("close");
+                (blocks, cache)
+            }
+            Drive::DmImr => {
+                let mut cfg = tegula_device::profile("imr").expect("profile");
+                cfg.capacity = 64 << 20;
+                cfg.zones.zone_size = 16 << 20;
+                let raw = Disk::create_image(img, cfg).expect("create");
+                let opts = FormatOptions {
+                    staging_bytes: 12 << 20,
+                };
+                let d = DmImr::format(Arc::new(raw), opts).expect("format");
+                let blocks = d.info().capacity_sectors * d.info().sector_size as u64 / BS as u64;
+                d.close().expect("close");
+                (blocks, true)
+            }
+        }
+    }
+
+    /// Checks the stopped image and opens it read-only for the offline reads.
+    fn check_and_open(&self, img: &Path, kind: &str) -> Box<dyn BlockDevice> {
+        match self {
+            Drive::DmSmr(_) => {
+                let report = DmDrive::check(img).expect("check");
+                assert!(
+                    report.is_clean(),
+                    "{kind}: check found {:?}",
+                    report.findings
+                );
+                Box::new(DmDrive::open_image(img, true).expect("open"))
+            }
+            Drive::DmImr => {
+                let ro = OpenOptions {
+                    read_only: true,
+                    mmap_reads: false,
+                };
+                let raw = Disk::open_image(img, ro).expect("open");
+                let d = DmImr::open(Arc::new(raw)).expect("open the layer");
+                assert!(d.open_warnings().is_empty(), "{:?}", d.open_warnings());
+                assert!(
+                    d.damaged_valid_tops().is_empty(),
+                    "{kind}: tops holding data are damaged: {:?}",
+                    d.damaged_valid_tops()
+                );
+                Box::new(d)
+            }
+        }
+    }
+}
+
 /// `kills` cycles of: start the server, verify every block, run a random workload, kill it
 /// (between requests, or with a request in flight).
-fn kill_cycles(kind: &str, cfg_text: &str, seed: u64, kills: usize) {
+fn kill_cycles(kind: &str, drive: Drive<'_>, seed: u64, kills: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     let img = dir.path().join("drive.img");
     let sock: PathBuf = dir.path().join("nbd.sock");
     let log = dir.path().join("server.log");
-    let cfg = DmConfig::from_toml(cfg_text).expect("config");
-    let cache = cfg.volatile_cache;
-    let d = DmDrive::create_image(&img, cfg).expect("create");
-    let blocks = d.info().capacity_sectors * d.info().sector_size as u64 / BS as u64;
-    d.close().expect("close");
+    let (blocks, cache) = drive.create(&img);
     let mut m = Model::new(blocks as usize);
     let mut rng = SmallRng::seed_from_u64(seed);
     let mut t = Tally::default();
@@ -237,13 +304,7 @@ fn kill_cycles(kind: &str, cfg_text: &str, seed: u64, kills: usize) {
     assert_eq!(r, 0, "SIGTERM");
     let status = s.child.wait().expect("wait");
     assert!(status.success(), "{kind}: serve nbd stopped with {status}");
-    let report = DmDrive::check(&img).expect("check");
-    assert!(
-        report.is_clean(),
-        "{kind}: check found {:?}",
-        report.findings
-    );
-    let d = DmDrive::open_image(&img, true).expect("open");
+    let d = drive.check_and_open(&img, kind);
     let mut buf = vec![0u8; BS];
     for blk in 0..blocks {
         d.read(blk * (BS as u64 / d.info().sector_size as u64), &mut buf)
@@ -267,7 +328,12 @@ fn kills(n: usize) -> usize {
 
 #[test]
 fn kill9_journal_without_write_cache_loses_no_acknowledged_write() {
-    kill_cycles("journal", &config("journal", ""), 91, kills(60));
+    kill_cycles(
+        "journal",
+        Drive::DmSmr(&config("journal", "")),
+        91,
+        kills(60),
+    );
 }
 
 #[test]
@@ -276,7 +342,7 @@ fn kill9_journal_with_write_cache_loses_no_flushed_write() {
         "volatile_cache = true\nvolatile_cache_size = \"256KiB\"\nbypass_min = \"128KiB\"\n";
     kill_cycles(
         "journal + write cache",
-        &config("journal", extra),
+        Drive::DmSmr(&config("journal", extra)),
         92,
         kills(60),
     );
@@ -286,7 +352,7 @@ fn kill9_journal_with_write_cache_loses_no_flushed_write() {
 fn kill9_set_associative_loses_no_acknowledged_write() {
     kill_cycles(
         "set-associative",
-        &config("set-associative", ""),
+        Drive::DmSmr(&config("set-associative", "")),
         93,
         kills(60),
     );
@@ -296,8 +362,13 @@ fn kill9_set_associative_loses_no_acknowledged_write() {
 fn kill9_fully_associative_loses_no_acknowledged_write() {
     kill_cycles(
         "fully-associative",
-        &config("fully-associative", ""),
+        Drive::DmSmr(&config("fully-associative", "")),
         94,
         kills(60),
     );
+}
+
+#[test]
+fn kill9_drive_managed_imr_loses_no_flushed_write() {
+    kill_cycles("dm-imr", Drive::DmImr, 95, kills(60));
 }
