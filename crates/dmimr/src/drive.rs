@@ -41,9 +41,6 @@ pub(crate) struct Inner {
     pub meta_dirty: bool,
     /// The newest read-modify-write whose restore is durable.
     pub applied: u64,
-    /// The newest read-modify-write whose restore is written but maybe still in the cache:
-    /// the next sync makes it durable (and `applied`).
-    pub restored: u64,
     /// The newest read-modify-write staged.
     pub rmw_seq: u64,
     /// Bottom tracks written since the last cache flush of the raw drive.

@@ -160,7 +160,6 @@ impl DmImr {
             meta_seq: 0,
             meta_dirty: false,
             applied: 0,
-            restored: 0,
             rmw_seq: 0,
             dirty_bottoms: Vec::new(),
             stats: DmImrStats::default(),
@@ -228,7 +227,6 @@ impl Inner {
             best.ok_or_else(|| Error::corrupt("metadata", "neither slot holds an intact record"))?;
         self.meta_seq = m.seq;
         self.applied = m.applied_rmw;
-        self.restored = m.applied_rmw;
         self.rmw_seq = m.applied_rmw;
         self.valid = m.valid;
         Ok(())
@@ -296,7 +294,9 @@ impl Inner {
             }
             self.disk.write(e.lba, &e.data)?;
         }
-        self.restored = rec.seq;
+        self.sync()?;
+        self.applied = rec.seq;
+        self.meta_dirty = true;
         self.sync_all()?;
         self.stats.recovered_rmw += 1;
         Ok(())

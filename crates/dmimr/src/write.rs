@@ -4,15 +4,11 @@
 //! 1. read the damaged span of every such top (from the cache or the media) and write it as a
 //!    staging record to the staging slot of this RMW (slots alternate), sync;
 //! 2. write the bottoms, sync;
-//! 3. restore the tops and write the host's own top pieces, with no sync of their own: the
-//!    next sync (the next RMW's step 1, or the host's FLUSH) makes them durable.
+//! 3. restore the tops and write the host's own top pieces, sync.
 //!
-//! At most one RMW is unfinished at any time: RMW n+1's first sync makes RMW n's restores
-//! durable before its bottoms are written, and it writes its record to the other slot, so
-//! RMW n's record stays until RMW n+2. Recovery therefore restores at most the newest intact
-//! staging record (restoring a finished one again writes what the tops already hold), and
-//! only if it is newer than the metadata's `applied_rmw`, which names an RMW only once a sync
-//! after its restore has returned. A host FLUSH writes the data first and the metadata (track flags,
+//! At most one RMW is unfinished at any time (step 3's sync ends it before the next begins),
+//! so recovery restores at most the newest staging record, and only if it is newer than the
+//! metadata's `applied_rmw`. A host FLUSH writes the data first and the metadata (track flags,
 //! `applied_rmw`) after, each followed by a sync, so the metadata never runs ahead of the data.
 
 use crate::drive::Inner;
@@ -179,10 +175,6 @@ impl Inner {
         self.disk.flush()?;
         self.dirty_bottoms.clear();
         self.stats.syncs += 1;
-        if self.restored > self.applied {
-            self.applied = self.restored;
-            self.meta_dirty = true;
-        }
         Ok(())
     }
 
@@ -239,7 +231,7 @@ impl Inner {
     }
 
     /// One read-modify-write: back up `victims`, sync, write `bottoms`, sync, restore the
-    /// victims and write `tops` (made durable by the next sync).
+    /// victims and write `tops`, sync.
     fn rmw(
         &mut self,
         bottoms: &[Piece],
@@ -291,7 +283,10 @@ impl Inner {
         for p in tops {
             self.write_top(p, data)?;
         }
-        self.restored = seq;
+        self.sync()?;
+        self.stats.rmw_syncs += 1;
+        self.applied = seq;
+        self.meta_dirty = true;
         self.stats.rmw_ops += 1;
         self.stats.top_rewrites += victims.len() as u64;
         self.stats.rmw_bytes += bytes;
