@@ -240,11 +240,11 @@ pub struct EngineOptions {
     /// L0 file / band count that triggers a compaction (`None`: 4, LevelDB's and SMRDB's
     /// default; RocksDB's default is also 4).
     pub l0_compaction_trigger: Option<usize>,
-    /// L0 count at which writes are slowed down (`None`: 8 for LevelDB and SMRDB, 20 for
-    /// RocksDB, each engine's own default).
+    /// L0 count at which writes are slowed down (`None`: 8 for LevelDB, 20 for RocksDB and
+    /// SMRDB, each engine's own default; SMRDB caps it on small drives).
     pub l0_slowdown: Option<usize>,
-    /// L0 count at which writes stop until compaction catches up (`None`: 12 for LevelDB and
-    /// SMRDB, 36 for RocksDB).
+    /// L0 count at which writes stop until compaction catches up (`None`: 12 for LevelDB, 36
+    /// for RocksDB and SMRDB).
     pub l0_stop: Option<usize>,
     /// SMRDB options by name (`tegula_smrdb::Options` field = JSON value), applied after the settings
     /// above: `--smrdb_option l1_overlap_trigger=8`. Ignored by the other engines.

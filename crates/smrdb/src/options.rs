@@ -85,15 +85,18 @@ pub struct Options {
     /// L0 band count that triggers an L0→L1 compaction. Default 4 (LevelDB's value).
     pub l0_compaction_trigger: usize,
     /// L0 band count at which each write is delayed by `slowdown_factor` milliseconds, to let
-    /// compaction catch up. Default 8.
+    /// compaction catch up. Default 20 (RocksDB's `level0_slowdown_writes_trigger`); capped
+    /// on small drives, see [`Options::fitted_to_bands`].
     pub l0_slowdown: usize,
-    /// L0 band count at which writes wait for compaction. Default 12.
+    /// L0 band count at which writes wait for compaction. Default 36 (RocksDB's
+    /// `level0_stop_writes_trigger`); capped on small drives, see [`Options::fitted_to_bands`].
     pub l0_stop: usize,
     /// Delay per write in milliseconds while L0 is at or above `l0_slowdown`. Default 1.0
     /// (LevelDB's 1 ms); 0 disables the slowdown.
     pub slowdown_factor: f64,
     /// Most L0 bands one L0→L1 compaction takes (the oldest and newer ones overlapping it).
-    /// Default 4.
+    /// Default 12: with an `l0_stop` of 36 a compaction of four bands left L0 growing faster
+    /// than it shrank. Capped on small drives, see [`Options::fitted_to_bands`].
     pub l0_compaction_max_bands: usize,
     /// SOC: an L1→L1 compaction runs when some L1 band overlaps more than this many other L1
     /// bands. Default 12: lower keeps fewer overlapping bands for scans and GETs (Bloom
@@ -118,12 +121,10 @@ pub struct Options {
     pub background_compaction: bool,
     /// With `background_compaction`, let a waiting immutable memtable be flushed at each band
     /// boundary of a running compaction (LevelDB's "prioritize immutable compaction work"),
-    /// so that writers wait for one output band instead of the whole compaction. Default
-    /// false: L0 then grows while compactions run, and with band-sized L0 entries the
-    /// LevelDB-style `l0_slowdown` of 8 throttles writes (1 ms each) sooner than it did; it
-    /// pays with RocksDB-like L0 limits (`l0_slowdown` 20, `l0_stop` 36,
-    /// `l0_compaction_max_bands` 12), which need room for that many bands
-    /// (docs/performance/smrdb.md, "overwrite").
+    /// so that writers wait for one output band instead of the whole compaction, when the
+    /// flush leaves the compaction the free bands it still needs. Default true: without it,
+    /// `overwrite` of 1 million 4 KiB values ran at 0.76-0.82x RocksDB's rate, with it (and
+    /// the L0 limits above) 0.87-1.08x (docs/performance/smrdb.md, "overwrite").
     pub flush_during_compaction: bool,
     /// Largest read-ahead window of scans (which start at 32 KiB and double up to it), of
     /// compaction inputs while `compaction_read_ahead_bytes` is 0, and the least window a
@@ -159,22 +160,58 @@ impl Default for Options {
             block_cache_bytes: 8 << 20,
             block_cache_second_miss: false,
             l0_compaction_trigger: 4,
-            l0_slowdown: 8,
-            l0_stop: 12,
+            l0_slowdown: 20,
+            l0_stop: 36,
             slowdown_factor: 1.0,
-            l0_compaction_max_bands: 4,
+            l0_compaction_max_bands: 12,
             l1_overlap_trigger: 12,
             loc_level1_bands: 4,
             loc_level_multiplier: 10,
             reserve_bands: 2,
             max_log_bands: 4,
             background_compaction: true,
-            flush_during_compaction: false,
+            flush_during_compaction: true,
             read_ahead_bytes: 1 << 20,
             compaction_read_ahead_bytes: 0,
             compaction_read_ahead_budget: 64 << 20,
             write_chunk_bytes: 1 << 20,
             verify_checksums: true,
+        }
+    }
+}
+
+impl Options {
+    /// LevelDB's L0 limits (`l0_slowdown` 8, `l0_stop` 12, `l0_compaction_max_bands` 4) and
+    /// no flushes during compactions: the engine the SMRDB paper measured was built on
+    /// LevelDB, and `tegula bench paper smrdb` keeps its figures on these.
+    pub fn with_leveldb_l0_limits(self) -> Options {
+        Options {
+            l0_slowdown: 8,
+            l0_stop: 12,
+            l0_compaction_max_bands: 4,
+            flush_during_compaction: false,
+            ..self
+        }
+    }
+
+    /// The options the engine runs with on a drive of `bands` data bands: L0 at the stop may
+    /// hold at most a third of them (`l0_stop` at most `bands / 3`, never below
+    /// `l0_compaction_trigger + 2`), the slowdown starts no later than one band before the
+    /// stop, and one L0 compaction takes at most a third of the stop's bands (at least
+    /// `l0_compaction_trigger`). RocksDB's limits suit a large drive; on a 16-band drive an L0
+    /// of 36 bands could never be written, let alone merged.
+    pub fn fitted_to_bands(self, bands: usize) -> Options {
+        let trigger = self.l0_compaction_trigger.max(1);
+        let stop = self.l0_stop.min((bands / 3).max(trigger + 2));
+        let slowdown = self
+            .l0_slowdown
+            .min(stop.saturating_sub(1).max(trigger + 1));
+        let max_bands = self.l0_compaction_max_bands.min((stop / 3).max(trigger));
+        Options {
+            l0_stop: stop,
+            l0_slowdown: slowdown,
+            l0_compaction_max_bands: max_bands,
+            ..self
         }
     }
 }
@@ -199,4 +236,54 @@ pub struct WriteOptions {
     /// the acknowledged writes. It saves the log's copy of every byte: sequential loads
     /// write each byte to the disk once instead of twice. Cannot be combined with `sync`.
     pub disable_wal: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+
+    #[test]
+    fn large_drives_keep_the_rocksdb_like_l0_limits() {
+        let o = Options::default().fitted_to_bands(128);
+        assert_eq!(
+            (o.l0_slowdown, o.l0_stop, o.l0_compaction_max_bands),
+            (20, 36, 12)
+        );
+    }
+
+    #[test]
+    fn small_drives_cap_l0_to_a_third_of_their_bands() {
+        let o = Options::default().fitted_to_bands(30);
+        assert_eq!(
+            (o.l0_slowdown, o.l0_stop, o.l0_compaction_max_bands),
+            (9, 10, 4)
+        );
+        // Never below the trigger's room, however small the drive.
+        let o = Options::default().fitted_to_bands(6);
+        assert_eq!(
+            (o.l0_slowdown, o.l0_stop, o.l0_compaction_max_bands),
+            (5, 6, 4)
+        );
+        for bands in 0..200 {
+            let o = Options::default().fitted_to_bands(bands);
+            assert!(o.l0_compaction_trigger < o.l0_slowdown, "{bands}");
+            assert!(o.l0_slowdown < o.l0_stop, "{bands}");
+            assert!(
+                o.l0_compaction_max_bands >= o.l0_compaction_trigger,
+                "{bands}"
+            );
+        }
+    }
+
+    #[test]
+    fn leveldb_limits_are_leveldbs() {
+        let o = Options::default().with_leveldb_l0_limits();
+        assert_eq!(
+            (o.l0_slowdown, o.l0_stop, o.l0_compaction_max_bands),
+            (8, 12, 4)
+        );
+        assert!(!o.flush_during_compaction);
+        // Already within any drive of 36 bands or more.
+        assert_eq!(o.clone().fitted_to_bands(36).l0_stop, 12);
+    }
 }

@@ -152,6 +152,7 @@ impl Inner {
             }
         }
         let all_ids: Vec<u64> = inputs.iter().map(|b| b.id()).collect();
+        let need = self.output_bands(&inputs);
         // Inputs still recorded in the manifest (a checkpoint takes consumed ones out).
         let mut live: Vec<Option<VBand>> = inputs.into_iter().map(Some).collect();
         let mut merge = Merge::new(sources)?;
@@ -198,6 +199,7 @@ impl Inner {
             level,
             IoKind::Compaction,
             0,
+            need,
             &drop_tomb,
             &mut zones,
             if low_space { Some(&mut cp) } else { None },

@@ -35,7 +35,9 @@ impl Inner {
     /// `drop_tombstone` says no older version can exist elsewhere, tombstones. Bands are
     /// taken leaving `keep` free. With `checkpoint`, when a new band is needed and at most
     /// one is free, the finished bands are handed to it (with the next key to write) so that
-    /// it can record them and free the inputs already consumed.
+    /// it can record them and free the inputs already consumed. `need` is how many free bands
+    /// the whole stream may take (a compaction's estimate; 0 for a flush): a waiting memtable
+    /// is flushed between a compaction's bands only while that leaves the rest of them free.
     #[allow(clippy::too_many_arguments)] // one call per kind of writer; a struct adds nothing
     pub(super) fn write_bands(
         &self,
@@ -43,6 +45,7 @@ impl Inner {
         level: u8,
         kind: IoKind,
         keep: usize,
+        need: usize,
         drop_tombstone: &dyn Fn(&[u8]) -> bool,
         zones_out: &mut Vec<u32>,
         mut checkpoint: Option<&mut Checkpoint<'_>>,
@@ -80,7 +83,7 @@ impl Inner {
             if cur.is_none() {
                 // Not in a checkpointed (low-space) merge: its free bands are counted.
                 if kind == IoKind::Compaction && checkpoint.is_none() {
-                    self.flush_imm_first()?;
+                    self.flush_imm_first(need.saturating_sub(out.len()))?;
                 }
                 if let Some(cp) = checkpoint.as_mut() {
                     let tight = {
@@ -123,12 +126,21 @@ impl Inner {
     /// for the whole compaction (an L0 → L1 merge of random keys rewrites every L1 band:
     /// gigabytes). The new L0 band is newer than every compaction input, so the merge's
     /// tombstone decisions and its final manifest edit (which removes only its inputs) stay
-    /// right. A flush short of room is left for after the compaction, as `maintain` does.
-    fn flush_imm_first(&self) -> Result<()> {
+    /// right. A flush short of room is left for after the compaction, as `maintain` does, and
+    /// so is one that would leave fewer than `still_needed` bands (the compaction's outputs
+    /// still to come) beyond the flush's reserve.
+    fn flush_imm_first(&self, still_needed: usize) -> Result<()> {
         if !self.opts.background_compaction
             || !self.opts.flush_during_compaction
             || self.current().imm.is_none()
         {
+            return Ok(());
+        }
+        let room = {
+            let ms = self.meta.lock();
+            self.free_bands(&ms)
+        };
+        if room <= self.flush_keep() + still_needed {
             return Ok(());
         }
         match self.flush_imm() {
@@ -159,6 +171,7 @@ impl Inner {
                 0,
                 IoKind::Flush,
                 self.flush_keep(),
+                0,
                 &|_| false,
                 &mut zones,
                 None,

@@ -158,6 +158,17 @@ impl Inner {
             ..
         } = l;
         let zone_bytes = dev.zone_bytes();
+        // The bands data can take: the sequential zones, and on a thin-provisioned device no
+        // more than its free media holds plus the bands already in use.
+        let bands = match dev.space() {
+            None => seq_zones.len(),
+            Some(s) => {
+                let in_use = m.bands.len() + m.log_zones.len();
+                let media = usize::try_from(s.full_zones(dev.zone_sectors)).unwrap_or(usize::MAX);
+                seq_zones.len().min(media.saturating_add(in_use))
+            }
+        };
+        let opts = opts.fitted_to_bands(bands);
         let memtable_limit = opts
             .memtable_bytes
             .unwrap_or(zone_bytes - (zone_bytes / 64).clamp(64 << 10, zone_bytes / 2))

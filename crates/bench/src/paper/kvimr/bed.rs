@@ -32,13 +32,14 @@ fn engine<E: std::error::Error + Send + Sync + 'static>(
 }
 
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
-/// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold.
+/// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold,
+/// LevelDB's L0 limits (the figures were measured with them).
 pub(super) fn db_options(s: &KvimrSizes) -> DbOptions {
     DbOptions {
         background_compaction: false,
         loc_level1_bands: s.level1_bands,
         loc_level_multiplier: s.level_multiplier,
-        ..DbOptions::default()
+        ..DbOptions::default().with_leveldb_l0_limits()
     }
 }
 

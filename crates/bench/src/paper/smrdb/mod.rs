@@ -268,10 +268,7 @@ pub fn run(opts: &SmrdbOptions, obs: &dyn Observer) -> Result<PaperReport> {
         opts.out.clone(),
         obs,
         opts.seed,
-        EngineOptions {
-            smrdb_options: opts.smrdb_options.clone(),
-            ..EngineOptions::default()
-        },
+        paper_engine_options(&opts.smrdb_options),
     );
     let t0 = Instant::now();
     let _ = writeln!(
@@ -425,5 +422,28 @@ mod tests {
         );
         assert_eq!(Scale::parse("full").expect("scale"), Scale::Full);
         assert!(Scale::parse("huge").is_err());
+    }
+}
+
+/// The engine options of every figure: LevelDB's L0 limits (the paper's SMRDB was built on
+/// LevelDB; `tegula_smrdb::Options::with_leveldb_l0_limits`), then the `--smrdb_option`s.
+fn paper_engine_options(smrdb_options: &[(String, serde_json::Value)]) -> EngineOptions {
+    let leveldb = tegula_smrdb::Options::default().with_leveldb_l0_limits();
+    let mut pinned = vec![
+        (
+            "l0_compaction_max_bands".to_string(),
+            serde_json::json!(leveldb.l0_compaction_max_bands),
+        ),
+        (
+            "flush_during_compaction".to_string(),
+            serde_json::json!(leveldb.flush_during_compaction),
+        ),
+    ];
+    pinned.extend(smrdb_options.iter().cloned());
+    EngineOptions {
+        l0_slowdown: Some(leveldb.l0_slowdown),
+        l0_stop: Some(leveldb.l0_stop),
+        smrdb_options: pinned,
+        ..EngineOptions::default()
     }
 }
