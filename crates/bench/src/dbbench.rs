@@ -72,6 +72,11 @@ pub struct DbBenchConfig {
     /// Flush the memtable at the end of each write benchmark, inside the timed part
     /// (`--flush`, default off).
     pub flush_after_write: bool,
+    /// Wait at the end of each write benchmark, inside the timed part, until the engine has
+    /// no flush or compaction running or due (`--settle`, default off): the rate then pays
+    /// for the compaction the writes made necessary, which an engine that lets compaction
+    /// debt trail would otherwise leave to the next benchmark ([`KvEngine::wait_for_background`]).
+    pub settle_after_write: bool,
 }
 
 impl Default for DbBenchConfig {
@@ -90,6 +95,7 @@ impl Default for DbBenchConfig {
             batch_size: 1,
             use_existing_db: false,
             flush_after_write: false,
+            settle_after_write: false,
         }
     }
 }
@@ -278,15 +284,20 @@ pub fn run_one(
             other => Err(Error::invalid(format!("unknown benchmark {other:?}"))),
         }
     })?;
-    if cfg.flush_after_write && is_write(name) {
+    if (cfg.flush_after_write || cfg.settle_after_write) && is_write(name) {
         let s = Instant::now();
-        engine.flush()?;
+        if cfg.flush_after_write {
+            engine.flush()?;
+        }
+        if cfg.settle_after_write {
+            engine.wait_for_background()?;
+        }
         let extra = s.elapsed().as_secs_f64();
         r.wall_seconds += extra;
         r.ops_per_sec = r.ops as f64 / r.wall_seconds.max(1e-9);
         r.mb_per_sec = r.bytes as f64 / 1_048_576.0 / r.wall_seconds.max(1e-9);
         r.micros_per_op = r.wall_seconds * 1e6 / r.ops.max(1) as f64;
-        // The flush's device work belongs to the benchmark too.
+        // The flush's and the settling's device work belong to the benchmark too.
         if let (Some(a), Some(b)) = (&dev_before, engine.device_counters()) {
             if let (Some(t0), Some(t1)) = (a.now_ns, b.now_ns) {
                 let ds = t1.saturating_sub(t0) as f64 / 1e9;

@@ -123,8 +123,8 @@ pub trait KvEngine: Send + Sync {
     fn compaction_bytes(&self) -> Option<u64> {
         None
     }
-    /// Waits until background flushes and compactions have finished (engines without
-    /// observable background work return at once).
+    /// Waits until background flushes and compactions have finished and none is due
+    /// (`--settle`; engines without background work return at once).
     fn wait_for_background(&self) -> Result<()> {
         Ok(())
     }

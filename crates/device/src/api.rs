@@ -37,6 +37,28 @@ impl DeviceInfo {
     pub fn capacity_bytes(&self) -> u64 {
         self.capacity_sectors * self.sector_size as u64
     }
+
+    /// The whole sectors of a `len`-byte transfer at `lba` on this device, checked as every
+    /// device checks a read or write ([`transfer_sectors`]).
+    pub fn transfer_sectors(&self, lba: u64, len: usize) -> Result<u64> {
+        transfer_sectors(lba, len, u64::from(self.sector_size), self.capacity_sectors)
+    }
+
+    /// Checks that sectors `[lba, lba + sectors)` lie on this device (a discard's or a
+    /// zeroing's range, given in sectors rather than bytes).
+    pub fn check_sectors(&self, lba: u64, sectors: u64) -> Result<()> {
+        if lba
+            .checked_add(sectors)
+            .is_none_or(|e| e > self.capacity_sectors)
+        {
+            return Err(crate::DeviceError::OutOfRange {
+                lba,
+                sectors,
+                capacity: self.capacity_sectors,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Write options.

@@ -136,28 +136,6 @@ impl DmImr {
         disk.close()?;
         Ok(())
     }
-
-    fn check_range(&self, lba: u64, len: usize) -> DevResult<u64> {
-        let ss = self.info.sector_size as usize;
-        if len == 0 || !len.is_multiple_of(ss) {
-            return Err(DeviceError::BadLength {
-                len,
-                sector_size: ss as u32,
-            });
-        }
-        let n = (len / ss) as u64;
-        if lba
-            .checked_add(n)
-            .is_none_or(|e| e > self.info.capacity_sectors)
-        {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: self.info.capacity_sectors,
-            });
-        }
-        Ok(n)
-    }
 }
 
 impl Inner {
@@ -182,7 +160,7 @@ impl BlockDevice for DmImr {
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> DevResult<IoDone> {
-        let n = self.check_range(lba, buf.len())?;
+        let n = self.info.transfer_sectors(lba, buf.len())?;
         let mut g = self.inner.lock();
         let start = g.disk.now();
         g.read(lba, n, buf)?;
@@ -193,7 +171,7 @@ impl BlockDevice for DmImr {
     }
 
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> DevResult<IoDone> {
-        self.check_range(lba, data.len())?;
+        self.info.transfer_sectors(lba, data.len())?;
         let mut g = self.inner.lock();
         if let Some(why) = &g.poisoned {
             return Err(DeviceError::Poisoned(why.clone()));
@@ -235,7 +213,7 @@ impl BlockDevice for DmImr {
                 end: now,
             });
         }
-        self.check_range(lba, (sectors * self.info.sector_size as u64) as usize)?;
+        self.info.check_sectors(lba, sectors)?;
         let mut g = self.inner.lock();
         if let Some(why) = &g.poisoned {
             return Err(DeviceError::Poisoned(why.clone()));

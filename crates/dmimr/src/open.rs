@@ -69,6 +69,14 @@ fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Supe
     Superblock::decode(&b).map_err(|p| Error::corrupt("superblock", p))
 }
 
+/// What [`DmImr::probe`] found on a raw interlaced drive.
+pub enum Probe {
+    /// A drive-managed drive, opened.
+    Opened(DmImr),
+    /// No drive-managed superblock: the raw drive, given back.
+    Raw(Arc<Disk>),
+}
+
 impl DmImr {
     /// Whether `disk` holds a drive-managed IMR superblock (an intact or a damaged one).
     /// A drive whose superblock sector cannot be read (a raw drive whose first top track was
@@ -119,6 +127,25 @@ impl DmImr {
     pub fn open(disk: Arc<Disk>) -> Result<DmImr> {
         let (tl, ss) = raw_facts(&disk)?;
         let sb = read_superblock(&disk, &tl, ss)?.ok_or(Error::NotFormatted)?;
+        Self::open_with(disk, tl, ss, sb)
+    }
+
+    /// Opens `disk` if it is formatted drive-managed ([`DmImr::is_formatted`]), and gives it
+    /// back otherwise: one read of the superblock where `is_formatted` then `open` take two.
+    /// A damaged superblock is an error, as in `open`.
+    pub fn probe(disk: Arc<Disk>) -> Result<Probe> {
+        let Ok((tl, ss)) = raw_facts(&disk) else {
+            return Ok(Probe::Raw(disk));
+        };
+        match read_superblock(&disk, &tl, ss) {
+            Ok(Some(sb)) => Self::open_with(disk, tl, ss, sb).map(Probe::Opened),
+            Err(e @ Error::Corruption { .. }) => Err(e),
+            Ok(None) | Err(_) => Ok(Probe::Raw(disk)),
+        }
+    }
+
+    /// Opens the drive whose superblock `sb` was read from `disk`.
+    fn open_with(disk: Arc<Disk>, tl: TrackLayout, ss: u64, sb: Superblock) -> Result<DmImr> {
         let tracks_end = tl
             .track(tl.track_count().saturating_sub(1))
             .map_or(0, |t| t.end_lba());

@@ -9,7 +9,7 @@ use common::*;
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, DeviceError, Disk, MediaErrorCause, OpenOptions};
-use tegula_dmimr::{DmImr, Error};
+use tegula_dmimr::{DmImr, Error, Probe};
 
 #[test]
 fn random_writes_flushes_and_discards_read_back_exactly() {
@@ -138,6 +138,28 @@ fn an_image_reopens_with_everything_flushed() {
     assert!(dm.open_warnings().is_empty(), "{:?}", dm.open_warnings());
     m.verify(&dm, "reopened");
     assert!(dm.damaged_valid_tops().is_empty());
+    dm.close().unwrap();
+    // Probing opens it too, reading no more than `open` does (one read of the superblock,
+    // where `is_formatted` then `open` read it twice).
+    let disk = Arc::new(Disk::open_image(&p, OpenOptions::default()).unwrap());
+    let before = disk.stats().reads;
+    let Ok(Probe::Opened(dm)) = DmImr::probe(disk.clone()) else {
+        panic!("a formatted drive probed as raw");
+    };
+    let probe_reads = disk.stats().reads - before;
+    m.verify(&dm, "probed");
+    drop(dm);
+    let before = disk.stats().reads;
+    drop(DmImr::open(disk.clone()).unwrap());
+    let open_reads = disk.stats().reads - before;
+    assert_eq!(probe_reads, open_reads);
+    let before = disk.stats().reads;
+    assert!(DmImr::is_formatted(&disk));
+    assert_eq!(
+        disk.stats().reads - before,
+        1,
+        "is_formatted reads the superblock"
+    );
 }
 
 #[test]
@@ -145,6 +167,10 @@ fn unformatted_and_non_interlaced_drives_are_refused() {
     let d = Arc::new(Disk::in_memory(config(4096, false)).unwrap());
     assert!(!DmImr::is_formatted(&d));
     assert!(matches!(DmImr::open(d.clone()), Err(Error::NotFormatted)));
+    let Ok(Probe::Raw(back)) = DmImr::probe(d.clone()) else {
+        panic!("an unformatted drive probed as drive-managed");
+    };
+    assert!(Arc::ptr_eq(&back, &d));
     // A raw drive used as a plain disk: its first top track (where a superblock would be)
     // destroyed by writes to the bottoms around it. Still not drive-managed.
     d.write(0, &vec![5u8; (4 * BOTTOM * SS) as usize]).unwrap();

@@ -141,3 +141,30 @@ fn a_waiting_memtable_is_flushed_inside_a_long_compaction_soc() {
 fn a_waiting_memtable_is_flushed_inside_a_long_compaction_loc() {
     flush_during_compaction(Mode::Loc);
 }
+
+/// The default L0 limits (RocksDB's 20 / 36, 12 bands per L0 compaction) and flushes inside
+/// compactions on a drive far too small for them: the limits are fitted to the drive when it
+/// opens, and overwrites of a third of the drive run without ever running out of bands.
+#[test]
+fn default_l0_limits_fit_a_small_drive() {
+    let disk = tiny_disk(32);
+    let opts = bg_opts();
+    assert!(opts.flush_during_compaction && opts.l0_stop == 36);
+    let db = Db::create(disk, format(Mode::Soc), opts).unwrap();
+    let o = db.options();
+    assert!(o.l0_stop <= 32 / 3, "{o:?}");
+    assert!(o.l0_slowdown < o.l0_stop && o.l0_compaction_max_bands <= o.l0_stop);
+    let mut rng = Rng(11);
+    let mut model = std::collections::HashMap::new();
+    for i in 0..120_000u64 {
+        let k = key(rng.below(12_000));
+        let v = value(&mut rng, i, 300);
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.wait_for_compactions().unwrap();
+    assert!(db.check().unwrap().is_ok());
+    for (k, v) in &model {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(v.as_slice()));
+    }
+}

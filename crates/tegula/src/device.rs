@@ -12,7 +12,7 @@ use tegula_device::{
     BlockDevice, ClockMode, DeviceError, Disk, DiskConfig, HostBanded, HostBandedOptions,
     OpenOptions, ZoneFiles, ZoneFilesOptions, ZonedDevice,
 };
-use tegula_dmimr::DmImr;
+use tegula_dmimr::{DmImr, Probe};
 use tegula_stl::{DmConfig, DmDrive};
 
 /// How a command uses the device.
@@ -224,20 +224,22 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         PathKind::DmImage => Opened::Dm(open_dm(path, spec.access)?),
         PathKind::ZonedImage => {
             let d = open_disk(path, spec.access, spec.mmap_reads)?;
-            if DmImr::is_formatted(&d) {
-                for w in d.open_warnings() {
-                    eprintln!("warning: {}: {w}", path.display());
+            d.set_clock(spec.clock);
+            let disk_warnings = d.open_warnings();
+            let probed = DmImr::probe(Arc::new(d)).with_context(|| {
+                format!("opening the drive-managed IMR drive {}", path.display())
+            })?;
+            match probed {
+                Probe::Opened(dm) => {
+                    for w in disk_warnings.into_iter().chain(dm.open_warnings()) {
+                        eprintln!("warning: {}: {w}", path.display());
+                    }
+                    return Ok(Opened::DmImr(dm));
                 }
-                d.set_clock(spec.clock);
-                let dm = DmImr::open(Arc::new(d)).with_context(|| {
-                    format!("opening the drive-managed IMR drive {}", path.display())
-                })?;
-                for w in dm.open_warnings() {
-                    eprintln!("warning: {}: {w}", path.display());
-                }
-                return Ok(Opened::DmImr(dm));
+                Probe::Raw(d) => Opened::Disk(Arc::try_unwrap(d).map_err(|_| {
+                    anyhow::anyhow!("probing {} kept the drive open", path.display())
+                })?),
             }
-            Opened::Disk(d)
         }
         PathKind::Plain => bail!("{}", not_an_image(path)),
         PathKind::ZoneFiles => return open_zone_files(spec, kind),

@@ -477,6 +477,8 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     fn write_amp(e: &CEngine<Self>) -> Option<f64>;
     /// Bytes written by compaction since open.
     fn compaction_bytes(e: &CEngine<Self>) -> Option<u64>;
+    /// Waits until no flush or compaction is running or due ([`KvEngine::wait_for_background`]).
+    fn wait_for_background(e: &CEngine<Self>) -> Result<()>;
 }
 
 /// An open database of library `L`, configured to the shared memory budget: write buffer,
@@ -802,6 +804,10 @@ impl<L: CLib> KvEngine for CEngine<L> {
 
     fn compaction_bytes(&self) -> Option<u64> {
         L::compaction_bytes(self)
+    }
+
+    fn wait_for_background(&self) -> Result<()> {
+        L::wait_for_background(self)
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -79,6 +79,28 @@ unsafe impl CLib for Level {
         Ok(())
     }
 
+    /// LevelDB exposes no count of running or due compactions: this polls its level table
+    /// (`leveldb.stats`) until no level is due by LevelDB's own rule (`NeedsCompaction`: four
+    /// files in L0, or 10^L MiB in level L ≥ 1, see [`compaction_due`]) and the table,
+    /// compaction counters included, stayed the same over 100 ms. Seek-triggered compactions, which
+    /// LevelDB starts from reads, are not waited for.
+    fn wait_for_background(e: &CEngine<Self>) -> Result<()> {
+        let table = || {
+            e.property("leveldb.stats").ok_or_else(|| {
+                crate::error::Error::Internal("LevelDB has no property leveldb.stats".into())
+            })
+        };
+        let mut last = table()?;
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let now = table()?;
+            if now == last && !compaction_due(&parse_level_sizes(&now)) {
+                return Ok(());
+            }
+            last = now;
+        }
+    }
+
     fn stats_json(e: &CEngine<Self>) -> Option<serde_json::Value> {
         let levels = level_stats(e)?;
         Some(serde_json::json!({
@@ -122,6 +144,33 @@ fn parse_level_stats(s: &str) -> Vec<(u32, u64, f64)> {
         .collect()
 }
 
+/// (level, files, size in MiB) of each level in `leveldb.stats`.
+fn parse_level_sizes(s: &str) -> Vec<(u32, u64, f64)> {
+    s.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() != 6 {
+                return None;
+            }
+            Some((f[0].parse().ok()?, f[1].parse().ok()?, f[2].parse().ok()?))
+        })
+        .collect()
+}
+
+/// LevelDB 1.23's size rule for a compaction (`VersionSet::Finalize`): L0 at its trigger
+/// of 4 files, a deeper level L at 10^L MiB. `leveldb.stats` rounds sizes to whole MiB, and
+/// LevelDB keeps each level just under its limit, so a level shown at exactly its limit is
+/// taken as not due (if it is, the compaction LevelDB starts at once changes the table).
+fn compaction_due(levels: &[(u32, u64, f64)]) -> bool {
+    levels.iter().any(|&(level, files, mib)| {
+        if level == 0 {
+            files >= 4
+        } else {
+            mib > 10f64.powi(level as i32)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +183,21 @@ mod tests {
                  0        2        4         0        0         4\n  \
                  1        1        3         0        5         3\n";
         assert_eq!(parse_level_stats(s), vec![(0, 2, 4.0), (1, 1, 3.0)]);
+        assert_eq!(parse_level_sizes(s), vec![(0, 2, 4.0), (1, 1, 3.0)]);
+        assert!(!compaction_due(&parse_level_sizes(s)));
+    }
+
+    #[test]
+    fn leveldbs_size_rule_says_when_a_compaction_is_due() {
+        assert!(compaction_due(&[(0, 4, 8.0)]));
+        assert!(compaction_due(&[(0, 1, 2.0), (1, 5, 11.0)]));
+        assert!(!compaction_due(&[(0, 1, 2.0), (1, 5, 10.0)]));
+        assert!(compaction_due(&[(2, 50, 100.0)]));
+        assert!(!compaction_due(&[
+            (0, 3, 6.0),
+            (1, 5, 9.0),
+            (2, 40, 99.0),
+            (3, 400, 999.0)
+        ]));
     }
 }

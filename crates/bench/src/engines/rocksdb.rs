@@ -90,6 +90,30 @@ unsafe impl CLib for Rocks {
         }
     }
 
+    /// Polls RocksDB's own counters of running and pending background work (the C API of
+    /// RocksDB 7.8 has no `WaitForCompact`) until all are zero.
+    fn wait_for_background(e: &CEngine<Self>) -> Result<()> {
+        const BUSY: [&str; 4] = [
+            "rocksdb.num-running-flushes",
+            "rocksdb.num-running-compactions",
+            "rocksdb.mem-table-flush-pending",
+            "rocksdb.compaction-pending",
+        ];
+        loop {
+            let mut busy = false;
+            for p in BUSY {
+                let v = e.property(p).ok_or_else(|| {
+                    crate::error::Error::Internal(format!("RocksDB has no property {p}"))
+                })?;
+                busy |= v.trim() != "0";
+            }
+            if !busy {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     fn stats_json(e: &CEngine<Self>) -> Option<serde_json::Value> {
         let mut m = serde_json::Map::new();
         for p in [

@@ -20,10 +20,30 @@ enum Backing {
         storage: StorageLabel,
         zone_rates: Vec<f64>,
     },
-    /// A banded plain file, its I/O counted.
-    Banded(Arc<Counted<HostBanded>>),
-    /// A directory of one file per zone, its I/O counted.
-    ZoneFiles(Arc<Counted<ZoneFiles>>),
+    /// Plain files (a banded file or a directory of zone files), their I/O counted.
+    Files {
+        dev: Arc<dyn CountedFiles>,
+        storage: StorageLabel,
+    },
+}
+
+/// What the harness asks of a device of plain files: its byte counters, and a flush at close.
+trait CountedFiles: Send + Sync {
+    fn bytes_read(&self) -> u64;
+    fn bytes_written(&self) -> u64;
+    fn flush(&self) -> tegula_device::Result<tegula_device::IoDone>;
+}
+
+impl<D: ZonedDevice> CountedFiles for Counted<D> {
+    fn bytes_read(&self) -> u64 {
+        Counted::bytes_read(self)
+    }
+    fn bytes_written(&self) -> u64 {
+        Counted::bytes_written(self)
+    }
+    fn flush(&self) -> tegula_device::Result<tegula_device::IoDone> {
+        BlockDevice::flush(self)
+    }
 }
 
 /// An open SMRDB database and the device under it.
@@ -72,16 +92,23 @@ impl SmrdbEngine {
 
     /// Opens (or creates) SMRDB on a banded plain file; like [`SmrdbEngine::open`].
     pub fn open_banded(dev: HostBanded, loc: bool, o: &EngineOptions) -> Result<Self> {
-        let dev = Arc::new(Counted::new(dev));
-        let zoned: Arc<dyn ZonedDevice> = dev.clone();
-        Self::open_on(zoned, Backing::Banded(dev), loc, o)
+        Self::open_files(dev, StorageLabel::Banded, loc, o)
     }
 
     /// Opens (or creates) SMRDB on a zone-files directory; like [`SmrdbEngine::open`].
     pub fn open_zone_files(dev: ZoneFiles, loc: bool, o: &EngineOptions) -> Result<Self> {
+        Self::open_files(dev, StorageLabel::ZoneFiles, loc, o)
+    }
+
+    fn open_files<D: ZonedDevice + 'static>(
+        dev: D,
+        storage: StorageLabel,
+        loc: bool,
+        o: &EngineOptions,
+    ) -> Result<Self> {
         let dev = Arc::new(Counted::new(dev));
         let zoned: Arc<dyn ZonedDevice> = dev.clone();
-        Self::open_on(zoned, Backing::ZoneFiles(dev), loc, o)
+        Self::open_on(zoned, Backing::Files { dev, storage }, loc, o)
     }
 
     fn open_on(
@@ -253,16 +280,10 @@ impl KvEngine for SmrdbEngine {
                     zone_bytes_written: s.zone_bytes_written,
                 }
             }
-            Backing::Banded(d) => DeviceCounters {
+            Backing::Files { dev, .. } => DeviceCounters {
                 now_ns: None,
-                bytes_read: d.bytes_read(),
-                bytes_written: d.bytes_written(),
-                zone_bytes_written: Vec::new(),
-            },
-            Backing::ZoneFiles(d) => DeviceCounters {
-                now_ns: None,
-                bytes_read: d.bytes_read(),
-                bytes_written: d.bytes_written(),
+                bytes_read: dev.bytes_read(),
+                bytes_written: dev.bytes_written(),
                 zone_bytes_written: Vec::new(),
             },
         })
@@ -271,7 +292,7 @@ impl KvEngine for SmrdbEngine {
     fn device_time_ns(&self) -> Option<u64> {
         match &self.backing {
             Backing::Emulated { disk, .. } => Some(disk.now()),
-            Backing::Banded(_) | Backing::ZoneFiles(_) => None,
+            Backing::Files { .. } => None,
         }
     }
 
@@ -292,9 +313,7 @@ impl KvEngine for SmrdbEngine {
 
     fn storage(&self) -> StorageLabel {
         match &self.backing {
-            Backing::Emulated { storage, .. } => *storage,
-            Backing::Banded(_) => StorageLabel::Banded,
-            Backing::ZoneFiles(_) => StorageLabel::ZoneFiles,
+            Backing::Emulated { storage, .. } | Backing::Files { storage, .. } => *storage,
         }
     }
 
@@ -304,7 +323,7 @@ impl KvEngine for SmrdbEngine {
                 let c = &disk.config().cache;
                 Some(if c.write_cache { c.size } else { 0 })
             }
-            Backing::Banded(_) | Backing::ZoneFiles(_) => None,
+            Backing::Files { .. } => None,
         };
         Durability::of(self.kind, self.storage(), sync, self.disable_wal, cache)
     }
@@ -337,13 +356,10 @@ impl KvEngine for SmrdbEngine {
                     .map_err(|e| Error::device("closing the disk", e))?,
                 Err(d) => drop(d),
             },
-            Backing::Banded(d) => {
-                d.flush()
-                    .map_err(|e| Error::device("flushing the banded file", e))?;
-            }
-            Backing::ZoneFiles(d) => {
-                d.flush()
-                    .map_err(|e| Error::device("flushing the zone files", e))?;
+            Backing::Files { dev, storage } => {
+                dev.flush().map_err(|e| {
+                    Error::device(format!("flushing the {} storage", storage.name()), e)
+                })?;
             }
         }
         Ok(())

@@ -377,22 +377,7 @@ impl HostBanded {
 
     /// The sectors of a `len`-byte transfer at `lba`, checked as every device checks them.
     fn transfer(&self, lba: u64, len: usize) -> Result<u64> {
-        let ss = u64::from(self.info.sector_size);
-        crate::api::transfer_sectors(lba, len, ss, self.info.capacity_sectors)
-    }
-
-    fn check_range(&self, lba: u64, n: u64) -> Result<()> {
-        if lba
-            .checked_add(n)
-            .is_none_or(|e| e > self.info.capacity_sectors)
-        {
-            return Err(DeviceError::OutOfRange {
-                lba,
-                sectors: n,
-                capacity: self.info.capacity_sectors,
-            });
-        }
-        Ok(())
+        self.info.transfer_sectors(lba, len)
     }
 }
 
@@ -507,7 +492,7 @@ impl BlockDevice for HostBanded {
     }
 
     fn discard(&self, lba: u64, sectors: u64) -> Result<IoDone> {
-        self.check_range(lba, sectors)?;
+        self.info.check_sectors(lba, sectors)?;
         let t = self.now_ns();
         Ok(IoDone { start: t, end: t })
     }

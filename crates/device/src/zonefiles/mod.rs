@@ -511,7 +511,7 @@ impl BlockDevice for ZoneFiles {
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
         let ss = self.ss();
-        let n = crate::api::transfer_sectors(lba, buf.len(), ss, self.info.capacity_sectors)?;
+        let n = self.info.transfer_sectors(lba, buf.len())?;
         let start = self.now_ns();
         let zs = self.zone_sectors();
         let (mut at, end) = (lba, lba + n);
@@ -541,7 +541,7 @@ impl BlockDevice for ZoneFiles {
 
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         let ss = self.ss();
-        let n = crate::api::transfer_sectors(lba, data.len(), ss, self.info.capacity_sectors)?;
+        let n = self.info.transfer_sectors(lba, data.len())?;
         self.check_usable()?;
         let start = self.now_ns();
         let zs = self.zone_sectors();

@@ -87,6 +87,12 @@ impl Db {
         self.write(b, WriteOptions::default())
     }
 
+    /// The options the engine runs with: those it was opened with, the L0 limits fitted to
+    /// the drive ([`Options::fitted_to_bands`]).
+    pub fn options(&self) -> &Options {
+        self.inner.opts()
+    }
+
     /// Applies a batch atomically; with `sync` it is durable when this returns.
     pub fn write(&self, batch: WriteBatch, opts: WriteOptions) -> Result<()> {
         self.inner.write(batch, opts)

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use std::sync::Arc;
 use tegula_device::{profile, BlockDevice, Disk, TrackLayout};
 use tegula_dmimr::{DmImr, DmImrStats};
+use tegula_kvimr::layout::Layout;
 use tegula_kvimr::{Options, ZonedAdapter, ZonedOptions};
 use tegula_smrdb::{Db, DbStats, FormatOptions, Options as DbOptions};
 
@@ -63,6 +64,21 @@ impl Bed {
             .track_layout()
             .cloned()
             .ok_or_else(|| Error::invalid("imr-paper has no tracks"))?;
+        let zo = ZonedOptions {
+            zone_bytes: s.zone_bytes,
+            conventional_zones: 1,
+            log_zones: s.log_zones,
+            staging_bytes: s.staging_bytes,
+        };
+        // The data tracks a host-managed store has on the raw drive (the CMR twin has the
+        // same tracks): on the drive-managed drive too, space usage is a fraction of these, so
+        // that every scheme gets the same inserts (the drive's own safe region and the host
+        // store's leave the host there a little less).
+        let ss = u64::from(disk.info().sector_size);
+        let data_bytes = Layout::new(&raw_tracks, ss, &zo.format())
+            .map_err(engine("laying out the kvimr store"))?
+            .data_sectors
+            * ss;
         let (dev, tracks, dm): (Arc<dyn BlockDevice>, TrackLayout, Option<Arc<DmImr>>) =
             if scheme == Scheme::DmImr {
                 // The host sees a plain block device: its store lays SSTables out in order on
@@ -81,12 +97,6 @@ impl Bed {
                 (disk.clone(), raw_tracks, None)
             };
         let (policy, rmw) = scheme.policy();
-        let zo = ZonedOptions {
-            zone_bytes: s.zone_bytes,
-            conventional_zones: 1,
-            log_zones: s.log_zones,
-            staging_bytes: s.staging_bytes,
-        };
         let opts = Options {
             policy,
             rmw,
@@ -96,15 +106,6 @@ impl Bed {
             ZonedAdapter::format(dev, &tracks, zo, opts)
                 .map_err(engine("formatting the kvimr middleware"))?,
         );
-        let data_bytes = if scheme == Scheme::DmImr {
-            // The same inserts as on the raw drive: space usage is a fraction of the data
-            // tracks the host-managed schemes have (the drive's own safe region and the
-            // host store's leave the host a little less).
-            Bed::new(Scheme::Cmr, s)?.data_bytes
-        } else {
-            let l = adapter.store().layout();
-            l.data_sectors * l.ss
-        };
         let db = Db::create(adapter.clone(), FormatOptions::loc(), db_options(s))
             .map_err(engine("creating SMRDB-LOC"))?;
         Ok(Bed {
@@ -229,5 +230,27 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
             0.0
         },
         lsm_write_amp: b.db.write_amplification,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::KvimrScale;
+    use super::*;
+
+    #[test]
+    fn every_scheme_gets_the_data_tracks_of_the_host_managed_store() {
+        let s = KvimrScale::Tiny.sizes();
+        let seq = Bed::new(Scheme::Seq, &s).unwrap();
+        let l = seq.adapter.store().layout();
+        assert_eq!(seq.data_bytes, l.data_sectors * l.ss);
+        assert!(seq.data_bytes > 0);
+        for scheme in [Scheme::Cmr, Scheme::DmImr] {
+            assert_eq!(
+                Bed::new(scheme, &s).unwrap().data_bytes,
+                seq.data_bytes,
+                "{scheme:?}"
+            );
+        }
     }
 }

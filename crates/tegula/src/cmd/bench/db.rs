@@ -47,6 +47,10 @@ pub struct DbArgs {
     /// Flush the memtable at the end of each write benchmark (timed).
     #[arg(long = "flush", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
     pub flush: bool,
+    /// Wait at the end of each write benchmark (timed) until no flush or compaction is
+    /// running or due, so that its rate pays for the compaction its writes made necessary.
+    #[arg(long = "settle", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub settle: bool,
 }
 
 impl DbArgs {
@@ -71,6 +75,7 @@ impl DbArgs {
             batch_size: self.batch_size,
             use_existing_db: self.use_existing_db,
             flush_after_write: self.flush,
+            settle_after_write: self.settle,
         }
     }
 }
@@ -87,7 +92,7 @@ impl super::session::Workload for DbArgs {
     fn header(&self) -> String {
         let cfg = self.config();
         format!(
-            "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}\nSync:       {}\nChecksums:  {}",
+            "Keys:       {} bytes each\nValues:     {} bytes each\nEntries:    {}\nThreads:    {}\nEngines:    {}\nWAL:        {}\nSync:       {}\nChecksums:  {}\nEnd of writes: {}",
             cfg.key_size,
             cfg.value_size,
             cfg.num,
@@ -103,6 +108,12 @@ impl super::session::Workload for DbArgs {
                 "verified on every block read from storage, by every engine"
             } else {
                 "not verified on reads (--verify_checksums=0), by any engine"
+            },
+            match (cfg.flush_after_write, cfg.settle_after_write) {
+                (false, false) => "as db_bench: background work left running is not timed",
+                (true, false) => "memtable flushed (timed)",
+                (false, true) => "settled: timed until no flush or compaction runs or is due",
+                (true, true) => "memtable flushed, then settled (timed)",
             }
         )
     }

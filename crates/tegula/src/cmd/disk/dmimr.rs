@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
 use tegula_device::{format_size, BlockDevice, Disk, DriveKind};
-use tegula_dmimr::{DmImr, FormatOptions};
+use tegula_dmimr::{DmImr, FormatOptions, Probe};
 
 /// The drive-managed layer as `disk info --json` shows it.
 #[derive(Debug, Serialize)]
@@ -84,25 +84,26 @@ pub type Described = (Disk, Option<(Vec<(String, String)>, Option<DmImrJson>)>);
 
 /// See [`Described`].
 pub fn describe(disk: Disk) -> Result<Described> {
-    if !DmImr::is_formatted(&disk) {
-        return Ok((disk, None));
-    }
     let arc = Arc::new(disk);
-    let out = match DmImr::open(arc.clone()) {
-        Ok(dm) => {
+    let out = match DmImr::probe(arc.clone()) {
+        Ok(Probe::Raw(d)) => {
+            drop(d);
+            None
+        }
+        Ok(Probe::Opened(dm)) => {
             let r = (summary(&dm), Some(json_of(&dm)));
             drop(dm);
-            r
+            Some(r)
         }
-        Err(e) => (
+        Err(e) => Some((
             vec![(
                 "drive-managed".into(),
                 format!("IMR, but its layer cannot be read from a read-only handle: {e}"),
             )],
             None,
-        ),
+        )),
     };
     let disk = Arc::try_unwrap(arc)
         .map_err(|_| anyhow::anyhow!("the drive-managed layer kept the raw drive open"))?;
-    Ok((disk, Some(out)))
+    Ok((disk, out))
 }
