@@ -72,7 +72,7 @@ fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Supe
 /// What [`DmImr::probe`] found on a raw interlaced drive.
 pub enum Probe {
     /// A drive-managed drive, opened.
-    Opened(DmImr),
+    Opened(Box<DmImr>),
     /// No drive-managed superblock: the raw drive, given back.
     Raw(Arc<Disk>),
 }
@@ -138,7 +138,7 @@ impl DmImr {
             return Ok(Probe::Raw(disk));
         };
         match read_superblock(&disk, &tl, ss) {
-            Ok(Some(sb)) => Self::open_with(disk, tl, ss, sb).map(Probe::Opened),
+            Ok(Some(sb)) => Self::open_with(disk, tl, ss, sb).map(|d| Probe::Opened(Box::new(d))),
             Err(e @ Error::Corruption { .. }) => Err(e),
             Ok(None) | Err(_) => Ok(Probe::Raw(disk)),
         }

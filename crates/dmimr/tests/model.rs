@@ -147,7 +147,7 @@ fn an_image_reopens_with_everything_flushed() {
         panic!("a formatted drive probed as raw");
     };
     let probe_reads = disk.stats().reads - before;
-    m.verify(&dm, "probed");
+    m.verify(dm.as_ref(), "probed");
     drop(dm);
     let before = disk.stats().reads;
     drop(DmImr::open(disk.clone()).unwrap());

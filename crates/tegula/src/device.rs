@@ -234,7 +234,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
                     for w in disk_warnings.into_iter().chain(dm.open_warnings()) {
                         eprintln!("warning: {}: {w}", path.display());
                     }
-                    return Ok(Opened::DmImr(dm));
+                    return Ok(Opened::DmImr(*dm));
                 }
                 Probe::Raw(d) => Opened::Disk(Arc::try_unwrap(d).map_err(|_| {
                     anyhow::anyhow!("probing {} kept the drive open", path.display())

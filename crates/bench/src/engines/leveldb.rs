@@ -192,7 +192,7 @@ mod tests {
         assert!(compaction_due(&[(0, 4, 8.0)]));
         assert!(compaction_due(&[(0, 1, 2.0), (1, 5, 11.0)]));
         assert!(!compaction_due(&[(0, 1, 2.0), (1, 5, 10.0)]));
-        assert!(compaction_due(&[(2, 50, 100.0)]));
+        assert!(compaction_due(&[(2, 50, 101.0)]));
         assert!(!compaction_due(&[
             (0, 3, 6.0),
             (1, 5, 9.0),

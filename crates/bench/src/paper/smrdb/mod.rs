@@ -397,6 +397,29 @@ fn count_steps(figs: &[u32], s: &Sizes, profiles: usize) -> u64 {
     n
 }
 
+/// The engine options of every figure: LevelDB's L0 limits (the paper's SMRDB was built on
+/// LevelDB; `tegula_smrdb::Options::with_leveldb_l0_limits`), then the `--smrdb_option`s.
+fn paper_engine_options(smrdb_options: &[(String, serde_json::Value)]) -> EngineOptions {
+    let leveldb = tegula_smrdb::Options::default().with_leveldb_l0_limits();
+    let mut pinned = vec![
+        (
+            "l0_compaction_max_bands".to_string(),
+            serde_json::json!(leveldb.l0_compaction_max_bands),
+        ),
+        (
+            "flush_during_compaction".to_string(),
+            serde_json::json!(leveldb.flush_during_compaction),
+        ),
+    ];
+    pinned.extend(smrdb_options.iter().cloned());
+    EngineOptions {
+        l0_slowdown: Some(leveldb.l0_slowdown),
+        l0_stop: Some(leveldb.l0_stop),
+        smrdb_options: pinned,
+        ..EngineOptions::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,28 +445,5 @@ mod tests {
         );
         assert_eq!(Scale::parse("full").expect("scale"), Scale::Full);
         assert!(Scale::parse("huge").is_err());
-    }
-}
-
-/// The engine options of every figure: LevelDB's L0 limits (the paper's SMRDB was built on
-/// LevelDB; `tegula_smrdb::Options::with_leveldb_l0_limits`), then the `--smrdb_option`s.
-fn paper_engine_options(smrdb_options: &[(String, serde_json::Value)]) -> EngineOptions {
-    let leveldb = tegula_smrdb::Options::default().with_leveldb_l0_limits();
-    let mut pinned = vec![
-        (
-            "l0_compaction_max_bands".to_string(),
-            serde_json::json!(leveldb.l0_compaction_max_bands),
-        ),
-        (
-            "flush_during_compaction".to_string(),
-            serde_json::json!(leveldb.flush_during_compaction),
-        ),
-    ];
-    pinned.extend(smrdb_options.iter().cloned());
-    EngineOptions {
-        l0_slowdown: Some(leveldb.l0_slowdown),
-        l0_stop: Some(leveldb.l0_stop),
-        smrdb_options: pinned,
-        ..EngineOptions::default()
     }
 }
