@@ -292,11 +292,7 @@ pub fn run_one(
         if cfg.settle_after_write {
             engine.wait_for_background()?;
         }
-        let extra = s.elapsed().as_secs_f64();
-        r.wall_seconds += extra;
-        r.ops_per_sec = r.ops as f64 / r.wall_seconds.max(1e-9);
-        r.mb_per_sec = r.bytes as f64 / 1_048_576.0 / r.wall_seconds.max(1e-9);
-        r.micros_per_op = r.wall_seconds * 1e6 / r.ops.max(1) as f64;
+        r.add_wall_seconds(s.elapsed().as_secs_f64());
         // The flush's and the settling's device work belong to the benchmark too.
         if let (Some(a), Some(b)) = (&dev_before, engine.device_counters()) {
             if let (Some(t0), Some(t1)) = (a.now_ns, b.now_ns) {

@@ -149,6 +149,15 @@ fn size(b: u64) -> String {
 }
 
 impl BenchResult {
+    /// Counts `extra` more seconds of wall time in the result (work timed in after the last
+    /// operation: a final flush, waiting for background work), and the rates with them.
+    pub fn add_wall_seconds(&mut self, extra: f64) {
+        self.wall_seconds += extra;
+        self.ops_per_sec = self.ops as f64 / self.wall_seconds.max(1e-9);
+        self.mb_per_sec = self.bytes as f64 / 1_048_576.0 / self.wall_seconds.max(1e-9);
+        self.micros_per_op = self.wall_seconds * 1e6 / self.ops.max(1) as f64;
+    }
+
     /// The fixed db_bench-like line, plus an indented latency / device line.
     pub fn line(&self) -> String {
         let mut s = format!(

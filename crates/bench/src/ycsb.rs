@@ -221,6 +221,11 @@ pub struct YcsbConfig {
     pub seed: u64,
     /// Phases to run (default both).
     pub phases: Phases,
+    /// Time each phase that writes until the engine has no flush or compaction running or
+    /// due (`--settle`, default off), so that the compaction a load made necessary is paid
+    /// by the load and not by whichever run phase follows it
+    /// ([`KvEngine::wait_for_background`]).
+    pub settle: bool,
 }
 
 impl Default for YcsbConfig {
@@ -244,6 +249,7 @@ impl Default for YcsbConfig {
             threads: 1,
             seed: 301,
             phases: Phases::Both,
+            settle: false,
         }
     }
 }
@@ -405,6 +411,11 @@ pub fn run(
             return Err(Error::Interrupted);
         }
         let mut r = r?;
+        if cfg.settle && writes {
+            let s = Instant::now();
+            engine.wait_for_background()?;
+            r.add_wall_seconds(s.elapsed().as_secs_f64());
+        }
         // YCSB's writes are never synced: a device time ends with some of them not durable.
         if writes && r.device_seconds.is_some() {
             r.device_time_durable = Some(false);

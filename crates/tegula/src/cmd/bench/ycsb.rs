@@ -41,6 +41,10 @@ pub struct YcsbArgs {
     /// Phases: load, run or both.
     #[arg(long, default_value_t = YcsbConfig::default().phases.name().to_string())]
     pub phase: String,
+    /// Time each phase that writes until no flush or compaction is running or due, so that
+    /// a load pays for its compactions and the run after it starts on a settled database.
+    #[arg(long = "settle", num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]
+    pub settle: bool,
 }
 
 impl YcsbArgs {
@@ -56,6 +60,7 @@ impl YcsbArgs {
         cfg.threads = self.engine.threads;
         cfg.seed = self.engine.seed;
         cfg.phases = Phases::parse(&self.phase)?;
+        cfg.settle = self.settle;
         if let Some(d) = &self.requestdistribution {
             cfg.workload.dist = Distribution::parse(d)?;
         }
@@ -81,14 +86,19 @@ impl super::session::Workload for YcsbArgs {
     fn header(&self) -> String {
         match self.config() {
             Ok(cfg) => format!(
-                "YCSB workload {}: {} records of {} x {} bytes, {} operations, {} threads, engines {}",
+                "YCSB workload {}: {} records of {} x {} bytes, {} operations, {} threads, engines {}{}",
                 cfg.workload.name,
                 cfg.recordcount,
                 cfg.fieldcount,
                 cfg.fieldlength,
                 cfg.operationcount,
                 cfg.threads,
-                self.engine.engine
+                self.engine.engine,
+                if cfg.settle {
+                    "; each phase that writes timed until no flush or compaction runs or is due"
+                } else {
+                    ""
+                }
             ),
             Err(e) => format!("YCSB: {e}"),
         }
