@@ -82,19 +82,27 @@ unsafe impl CLib for Level {
     /// LevelDB exposes no count of running or due compactions: this polls its level table
     /// (`leveldb.stats`) until no level is due by LevelDB's own rule (`NeedsCompaction`: four
     /// files in L0, or 10^L MiB in level L ≥ 1, see [`compaction_due`]) and the table,
-    /// compaction counters included, stayed the same over 100 ms. Seek-triggered compactions, which
-    /// LevelDB starts from reads, are not waited for.
+    /// compaction counters included, stayed the same over 100 ms, or until the table stayed
+    /// the same for 10 s (LevelDB idle). Seek-triggered compactions, which LevelDB starts
+    /// from reads, are not waited for.
     fn wait_for_background(e: &CEngine<Self>) -> Result<()> {
         let table = || {
             e.property("leveldb.stats").ok_or_else(|| {
                 crate::error::Error::Internal("LevelDB has no property leveldb.stats".into())
             })
         };
+        // A table unchanged this many polls in a row (10 s) means LevelDB is idle, whatever
+        // the rounded sizes say: never wait for ever on a level the rule misjudges.
+        const IDLE_POLLS: u32 = 100;
         let mut last = table()?;
+        let mut unchanged = 0;
         loop {
             std::thread::sleep(std::time::Duration::from_millis(100));
             let now = table()?;
-            if now == last && !compaction_due(&parse_level_sizes(&now)) {
+            unchanged = if now == last { unchanged + 1 } else { 0 };
+            if unchanged > 0
+                && (!compaction_due(&parse_level_sizes(&now)) || unchanged >= IDLE_POLLS)
+            {
                 return Ok(());
             }
             last = now;
@@ -133,28 +141,33 @@ fn level_stats(e: &CEngine<Level>) -> Option<Vec<(u32, u64, f64)>> {
 }
 
 fn parse_level_stats(s: &str) -> Vec<(u32, u64, f64)> {
-    s.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() != 6 {
-                return None;
-            }
-            Some((f[0].parse().ok()?, f[1].parse().ok()?, f[5].parse().ok()?))
-        })
+    parse_level_table(s)
+        .map(|(level, files, _, written)| (level, files, written))
         .collect()
 }
 
 /// (level, files, size in MiB) of each level in `leveldb.stats`.
 fn parse_level_sizes(s: &str) -> Vec<(u32, u64, f64)> {
-    s.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if f.len() != 6 {
-                return None;
-            }
-            Some((f[0].parse().ok()?, f[1].parse().ok()?, f[2].parse().ok()?))
-        })
+    parse_level_table(s)
+        .map(|(level, files, size, _)| (level, files, size))
         .collect()
+}
+
+/// The rows of `leveldb.stats`' level table: (level, files, size MiB, written MiB); the
+/// columns `Level Files Size(MB) Time(sec) Read(MB) Write(MB)`.
+fn parse_level_table(s: &str) -> impl Iterator<Item = (u32, u64, f64, f64)> + '_ {
+    s.lines().filter_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() != 6 {
+            return None;
+        }
+        Some((
+            f[0].parse().ok()?,
+            f[1].parse().ok()?,
+            f[2].parse().ok()?,
+            f[5].parse().ok()?,
+        ))
+    })
 }
 
 /// LevelDB 1.23's size rule for a compaction (`VersionSet::Finalize`): L0 at its trigger
