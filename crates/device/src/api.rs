@@ -20,16 +20,26 @@ pub struct DeviceInfo {
     pub capacity_sectors: u64,
     /// Zone size in sectors (0 for a device without zones).
     pub zone_sectors: u64,
+    /// Writable sectors of each sequential zone (NVMe ZNS's zone capacity; equal to
+    /// `zone_sectors` on SMR drives, 0 for a device without zones). Upper layers size their
+    /// bands and extents by this, never by the zone size.
+    pub zone_capacity_sectors: u64,
     /// Number of zones.
     pub zones: u32,
     /// Conventional zones at the start of the device.
     pub conventional_zones: u32,
     /// Open-zone limit (0 = none).
     pub max_open_zones: u32,
+    /// Active-zone limit: zones open or closed at once (NVMe ZNS; 0 = none). A layer that
+    /// leaves zones partly written must finish one before it starts another past this limit.
+    pub max_active_zones: u32,
     /// Whether reads past write pointers return zeros instead of failing.
     pub unrestricted_reads: bool,
     /// Whether sector data is kept (false: metadata-only simulation).
     pub stores_data: bool,
+    /// Whether the times the device reports are measured wall time (a real device, a file)
+    /// rather than the modelled time of an emulated drive.
+    pub wall_time: bool,
 }
 
 impl DeviceInfo {

@@ -81,6 +81,28 @@ pub struct MediaParams {
     pub serpentine: bool,
 }
 
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// `Option<u64>` sizes: a number of bytes or a size string, as [`size_serde`].
+mod opt_size_serde {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_u64(*n),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        #[derive(Deserialize)]
+        struct Wrap(#[serde(with = "crate::units::size_serde")] u64);
+        Ok(Some(Wrap::deserialize(d)?.0))
+    }
+}
+
 /// Zone layout parameters.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +117,19 @@ pub struct ZoneParams {
     pub conventional_zones: Option<u32>,
     /// Maximum implicitly plus explicitly open zones (0 = unlimited).
     pub max_open: u32,
+    /// Maximum zones open or closed at once (NVMe ZNS's active resources; 0 = unlimited, the
+    /// default, as on SMR drives). A zone stops being active when it is full or reset.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub max_active: u32,
+    /// Writable bytes of each sequential zone (NVMe ZNS's zone capacity), a whole number of
+    /// sectors no larger than `zone_size`; default: the zone size (SMR drives). The sectors
+    /// after it up to the zone's end are never written.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "opt_size_serde"
+    )]
+    pub zone_capacity: Option<u64>,
     /// Allow reads past write pointers (they return zeros); ZBC's URSWRZ.
     pub unrestricted_reads: bool,
 }
@@ -174,10 +209,11 @@ pub struct DiskConfig {
 }
 
 /// Names of the built-in profiles.
-pub const PROFILES: [&str; 6] = [
+pub const PROFILES: [&str; 7] = [
     "cmr-7200",
     "hm-smr",
     "ha-smr",
+    "zns",
     "smr-5900",
     "imr",
     "imr-paper",
@@ -213,6 +249,8 @@ fn unzoned(mib: u64) -> ZoneParams {
         conventional_fraction: 1.0,
         conventional_zones: None,
         max_open: 0,
+        max_active: 0,
+        zone_capacity: None,
         unrestricted_reads: true,
     }
 }
@@ -306,6 +344,8 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 conventional_fraction: 0.0094,
                 conventional_zones: None,
                 max_open: 128,
+                max_active: 0,
+                zone_capacity: None,
                 unrestricted_reads: false,
             },
             ShingleParams {
@@ -315,6 +355,24 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
             },
             true,
         ),
+        // The interface rules of an NVMe ZNS namespace (no conventional zones, a zone
+        // capacity below the zone size, open and active limits: QEMU's emulated ZNS device
+        // of the real-device tests) on hm-smr's media and timing. Flash timing is not
+        // modelled: this profile tests that every layer keeps ZNS's rules.
+        "zns" => {
+            let mut c = profile("hm-smr")?;
+            c.profile = name.into();
+            c.zones = ZoneParams {
+                zone_size: 64 * mib,
+                conventional_fraction: 0.0,
+                conventional_zones: Some(0),
+                max_open: 14,
+                max_active: 14,
+                zone_capacity: Some(48 * mib),
+                unrestricted_reads: false,
+            };
+            c
+        }
         "smr-5900" => built_in(
             name,
             DriveKind::SmrRaw,
@@ -471,6 +529,21 @@ impl DiskConfig {
                 self.zones.zone_size
             ));
         }
+        if let Some(cap) = self.zones.zone_capacity {
+            if cap == 0 || cap > self.zones.zone_size || !cap.is_multiple_of(ss) {
+                return bad(format!(
+                    "zone_capacity {cap} must be a positive multiple of the sector size no \
+                     larger than zone_size {}",
+                    self.zones.zone_size
+                ));
+            }
+        }
+        if self.zones.max_active > 0 && self.zones.max_open > self.zones.max_active {
+            return bad(format!(
+                "max_open {} exceeds max_active {} (an open zone is active)",
+                self.zones.max_open, self.zones.max_active
+            ));
+        }
         if self.capacity < self.zones.zone_size {
             return bad(format!(
                 "capacity {} is smaller than one zone ({} bytes)",
@@ -621,6 +694,11 @@ impl DiskConfig {
     /// Zone size in sectors.
     pub fn zone_sectors(&self) -> u64 {
         self.zones.zone_size / self.sector_size as u64
+    }
+
+    /// Writable sectors of each sequential zone (the zone capacity, or the zone size).
+    pub fn zone_capacity_sectors(&self) -> u64 {
+        self.zones.zone_capacity.unwrap_or(self.zones.zone_size) / self.sector_size as u64
     }
 
     /// Number of zones.

@@ -74,18 +74,23 @@ impl Disk {
             config.seq_zone_type(),
             config.zones.max_open,
             config.zones.unrestricted_reads,
-        );
+        )
+        .with_zone_capacity(config.zone_capacity_sectors())
+        .with_max_active(config.zones.max_active);
         let info = DeviceInfo {
             model: format!("tegula {} ({})", config.profile, config.kind.name()),
             kind: config.kind.name().to_string(),
             sector_size: ss as u32,
             capacity_sectors: capacity,
             zone_sectors: config.zone_sectors(),
+            zone_capacity_sectors: zones.zone_capacity(),
             zones: zones.len(),
             conventional_zones: config.conventional_zones(),
             max_open_zones: config.zones.max_open,
+            max_active_zones: config.zones.max_active,
             unrestricted_reads: config.zones.unrestricted_reads,
             stores_data: config.store_data,
+            wall_time: false,
         };
         let n = zones.len() as usize;
         Ok(Disk {

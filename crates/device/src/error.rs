@@ -75,6 +75,17 @@ pub enum DeviceError {
         /// The limit.
         max_open: u32,
     },
+    /// Opening one more zone would exceed the device's active-zone limit (open plus closed
+    /// zones, NVMe ZNS's "max active resources"): a zone must be finished or reset first.
+    #[error("too many active zones: {active} zones are open or closed (max active zones {max_active}); cannot open zone {zone} until one is finished or reset")]
+    TooManyActiveZones {
+        /// Zone that could not be opened.
+        zone: u32,
+        /// Zones open or closed now.
+        active: u32,
+        /// The limit.
+        max_active: u32,
+    },
     /// A zone operation does not apply to this zone (e.g. reset of a conventional zone).
     #[error("cannot {op} zone {zone}: zone is {condition}")]
     InvalidZoneOp {

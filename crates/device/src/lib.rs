@@ -17,6 +17,7 @@ pub mod api;
 pub mod banded;
 pub mod cache;
 pub mod config;
+pub mod conformance;
 pub mod disk;
 pub mod error;
 pub mod geometry;
@@ -35,6 +36,7 @@ pub mod slots;
 pub mod stats;
 pub mod store;
 pub mod units;
+pub mod zbd;
 pub mod zone;
 pub mod zonefiles;
 
@@ -49,5 +51,6 @@ pub use media::{ClockMode, Completion, IoDone, Media, MediaEvent, PowerOnReport,
 pub use ranges::RangeSet;
 pub use stats::Stats;
 pub use units::{format_size, parse_size, Nanos, MS, SEC};
+pub use zbd::{Zbd, ZbdOptions};
 pub use zone::{Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneType};
 pub use zonefiles::{ZoneFiles, ZoneFilesOptions};

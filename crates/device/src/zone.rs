@@ -162,7 +162,13 @@ pub struct Zone {
     pub start_lba: u64,
     /// Length in sectors.
     pub len_lba: u64,
-    /// Write pointer LBA (for conventional zones, the zone end; ZBC leaves it undefined).
+    /// Sectors that can be written from the zone's start (NVMe ZNS's *zone capacity*; equal to
+    /// `len_lba` on SMR drives and for conventional zones). The sectors between the capacity
+    /// and the zone's end are never writable.
+    #[serde(default)]
+    pub capacity_lba: u64,
+    /// Write pointer LBA (for conventional zones, the zone end; ZBC leaves it undefined). A
+    /// full zone reports the zone end, as Linux does, even when its capacity ends earlier.
     pub write_pointer_lba: u64,
     /// Whether a non-sequential write hit this sequential-write-preferred zone.
     pub non_seq: bool,
@@ -172,6 +178,35 @@ impl Zone {
     /// First LBA after the zone.
     pub fn end_lba(&self) -> u64 {
         self.start_lba + self.len_lba
+    }
+
+    /// First LBA after the zone's writable sectors (its capacity); equal to [`Self::end_lba`]
+    /// unless the device has a zone capacity smaller than its zone size.
+    pub fn capacity_end_lba(&self) -> u64 {
+        self.start_lba + self.capacity_lba
+    }
+
+    /// Sectors written from the zone's start that can hold data: up to the write pointer,
+    /// never past the capacity (a full zone reports its write pointer at the zone end).
+    pub fn written_sectors(&self) -> u64 {
+        self.write_pointer_lba
+            .min(self.capacity_end_lba())
+            .saturating_sub(self.start_lba)
+    }
+
+    /// Sectors that can still be written at the write pointer (0 for a full or conventional
+    /// zone, which has no write pointer).
+    pub fn remaining_sectors(&self) -> u64 {
+        if !self.zone_type.is_sequential() || self.condition == ZoneCondition::Full {
+            return 0;
+        }
+        self.capacity_end_lba()
+            .saturating_sub(self.write_pointer_lba)
+    }
+
+    /// Whether the zone counts against an active-zone limit (ZNS): open or closed.
+    pub fn is_active(&self) -> bool {
+        self.condition.is_open() || self.condition == ZoneCondition::Closed
     }
 }
 
@@ -249,6 +284,8 @@ pub struct ZoneTable {
     zones: Vec<Zone>,
     zone_sectors: u64,
     max_open: u32,
+    /// Most zones open or closed at once (ZNS's active resources); 0 = no limit.
+    max_active: u32,
     unrestricted_reads: bool,
 }
 
@@ -283,6 +320,7 @@ impl ZoneTable {
                     },
                     start_lba: start,
                     len_lba: len,
+                    capacity_lba: len,
                     write_pointer_lba: if t.is_sequential() {
                         start
                     } else {
@@ -296,8 +334,26 @@ impl ZoneTable {
             zones,
             zone_sectors,
             max_open,
+            max_active: 0,
             unrestricted_reads,
         }
+    }
+
+    /// Gives every sequential zone `capacity` writable sectors (ZNS's zone capacity, at most
+    /// the zone's length); the sectors after it up to the zone end are never writable.
+    pub fn with_zone_capacity(mut self, capacity: u64) -> Self {
+        for z in &mut self.zones {
+            if z.zone_type.is_sequential() {
+                z.capacity_lba = capacity.clamp(1, z.len_lba);
+            }
+        }
+        self
+    }
+
+    /// Limits the zones that are open or closed at once to `max_active` (0 = no limit).
+    pub fn with_max_active(mut self, max_active: u32) -> Self {
+        self.max_active = max_active;
+        self
     }
 
     /// Number of zones.
@@ -318,6 +374,22 @@ impl ZoneTable {
     /// The open-zone limit.
     pub fn max_open(&self) -> u32 {
         self.max_open
+    }
+
+    /// The active-zone limit (0 = none).
+    pub fn max_active(&self) -> u32 {
+        self.max_active
+    }
+
+    /// Writable sectors of the sequential zones (the zone size unless the device has a zone
+    /// capacity; the smallest when the zones differ).
+    pub fn zone_capacity(&self) -> u64 {
+        self.zones
+            .iter()
+            .filter(|z| z.zone_type.is_sequential())
+            .map(|z| z.capacity_lba)
+            .min()
+            .unwrap_or(self.zone_sectors)
     }
 
     /// Whether reads past write pointers are allowed (URSWRZ).
@@ -374,7 +446,7 @@ impl ZoneTable {
             ZoneCondition::Offline => return Err(DeviceError::ZoneOffline { zone: i }),
             _ => {}
         }
-        if lba < z.start_lba || lba > z.write_pointer_lba {
+        if lba < z.start_lba || lba > z.write_pointer_lba.min(z.capacity_end_lba()) {
             return Err(refuse(&format!(
                 "a move to LBA {lba}, outside its start {} and write pointer {} (only backwards)",
                 z.start_lba, z.write_pointer_lba
@@ -405,6 +477,24 @@ impl ZoneTable {
 
     fn open_count(&self) -> u32 {
         self.zones.iter().filter(|z| z.condition.is_open()).count() as u32
+    }
+
+    fn active_count(&self) -> u32 {
+        self.zones.iter().filter(|z| z.is_active()).count() as u32
+    }
+
+    /// Refuses to make the empty zone `zone` active (open it) when the active-zone limit is
+    /// reached: only a reset or a finish (or filling a zone) frees an active resource.
+    fn check_active_room(&self, zone: u32) -> Result<()> {
+        let active = self.active_count();
+        if self.max_active > 0 && active >= self.max_active {
+            return Err(DeviceError::TooManyActiveZones {
+                zone,
+                active,
+                max_active: self.max_active,
+            });
+        }
+        Ok(())
     }
 
     /// Makes room for one more open zone by implicitly closing an implicitly open zone (the
@@ -510,12 +600,12 @@ impl ZoneTable {
                 lba,
             });
         }
-        if end > zone.end_lba() {
+        if end > zone.capacity_end_lba() {
             return Err(DeviceError::ZoneBoundary {
                 zone: zi,
                 lba,
                 sectors,
-                zone_end: zone.end_lba(),
+                zone_end: zone.capacity_end_lba(),
                 write_pointer: wp,
             });
         }
@@ -528,6 +618,9 @@ impl ZoneTable {
             });
         }
         let needs_open = !zone.condition.is_open();
+        if zone.condition == ZoneCondition::Empty {
+            self.check_active_room(zi)?;
+        }
         let closed_for_room = if needs_open {
             self.make_room(zi)?
         } else {
@@ -544,8 +637,9 @@ impl ZoneTable {
             zone.non_seq = true;
             zone.write_pointer_lba = zone.write_pointer_lba.max(end);
         }
-        if zone.write_pointer_lba == zone.end_lba() {
+        if zone.write_pointer_lba >= zone.capacity_end_lba() {
             zone.condition = ZoneCondition::Full;
+            zone.write_pointer_lba = zone.end_lba();
         }
         Ok(WriteGrant {
             zone: Some(zi),
@@ -591,6 +685,9 @@ impl ZoneTable {
                     self.zones[zi as usize].condition = ZoneCondition::ExplicitOpen
                 }
                 _ => {
+                    if cond == ZoneCondition::Empty {
+                        self.check_active_room(zi)?;
+                    }
                     self.make_room(zi)?;
                     self.zones[zi as usize].condition = ZoneCondition::ExplicitOpen;
                 }

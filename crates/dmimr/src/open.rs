@@ -203,11 +203,14 @@ impl DmImr {
             sector_size: raw.sector_size,
             capacity_sectors: inner.map.capacity(),
             zone_sectors: 0,
+            zone_capacity_sectors: 0,
             zones: 0,
             conventional_zones: 0,
             max_open_zones: 0,
+            max_active_zones: 0,
             unrestricted_reads: true,
             stores_data: raw.stores_data,
+            wall_time: raw.wall_time,
         };
         DmImr {
             inner: Mutex::new(inner),

@@ -256,6 +256,7 @@ impl ZonedAdapter {
                 condition: ZoneCondition::NotWritePointer,
                 start_lba: start,
                 len_lba: self.zone_sectors,
+                capacity_lba: self.zone_sectors,
                 write_pointer_lba: start + self.zone_sectors,
                 non_seq: false,
             },
@@ -278,6 +279,7 @@ impl ZonedAdapter {
                     condition,
                     start_lba: start,
                     len_lba: self.zone_sectors,
+                    capacity_lba: self.zone_sectors,
                     write_pointer_lba: start + wp,
                     non_seq: false,
                 }
@@ -481,11 +483,14 @@ impl BlockDevice for ZonedAdapter {
             sector_size: self.ss as u32,
             capacity_sectors: self.zones as u64 * self.zone_sectors,
             zone_sectors: self.zone_sectors,
+            zone_capacity_sectors: self.zone_sectors,
             zones: self.zones,
             conventional_zones: self.conv,
             max_open_zones: 0,
+            max_active_zones: 0,
             unrestricted_reads: true,
             stores_data: true,
+            wall_time: false,
         }
     }
 

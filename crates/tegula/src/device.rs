@@ -8,9 +8,10 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tegula_device::zbd::{zoned_model_of, ZonedModel};
 use tegula_device::{
     BlockDevice, ClockMode, DeviceError, Disk, DiskConfig, HostBanded, HostBandedOptions,
-    OpenOptions, ZoneFiles, ZoneFilesOptions, ZonedDevice,
+    OpenOptions, Zbd, ZbdOptions, ZoneFiles, ZoneFilesOptions, ZonedDevice,
 };
 use tegula_dmimr::{DmImr, Probe};
 use tegula_stl::{DmConfig, DmDrive};
@@ -38,12 +39,21 @@ pub enum PathKind {
     Config,
     /// A directory holding a zone-files device (its `zones` descriptor).
     ZoneFiles,
+    /// A Linux zoned block device (`queue/zoned` is host-managed or host-aware): a real
+    /// HM-SMR drive, a ZNS namespace, a zoned null_blk.
+    ZonedBlock,
     /// Anything else: a plain file or block device (zoned only with `--banded`).
     Plain,
 }
 
 /// Classifies `path` by its magic bytes (or a `.toml` extension).
 pub fn kind_of(path: &Path) -> PathKind {
+    if matches!(
+        zoned_model_of(path),
+        Some(ZonedModel::HostManaged | ZonedModel::HostAware)
+    ) {
+        return PathKind::ZonedBlock;
+    }
     if path.is_dir() && ZoneFiles::is_device(path) {
         return PathKind::ZoneFiles;
     }
@@ -118,6 +128,8 @@ pub enum Opened {
     /// A drive-managed IMR drive: an interlaced disk image formatted with
     /// `disk create --drive-managed`.
     DmImr(DmImr),
+    /// A Linux zoned block device.
+    Zbd(Zbd),
 }
 
 impl Opened {
@@ -129,6 +141,7 @@ impl Opened {
             Opened::Banded(d) => Arc::new(d),
             Opened::ZoneFiles(d) => Arc::new(d),
             Opened::DmImr(d) => Arc::new(d),
+            Opened::Zbd(d) => Arc::new(d),
         }
     }
 
@@ -138,6 +151,7 @@ impl Opened {
             Opened::Disk(d) => Ok(Arc::new(d)),
             Opened::Banded(d) => Ok(Arc::new(d)),
             Opened::ZoneFiles(d) => Ok(Arc::new(d)),
+            Opened::Zbd(d) => Ok(Arc::new(d)),
             Opened::Dm(_) => bail!(
                 "{} is a drive-managed SMR (dm-smr) drive: a block device without zones; it \
                  cannot hold a zoned database or file system (serve it with `tegula serve nbd`)",
@@ -159,6 +173,30 @@ impl Opened {
             Opened::Banded(d) => d.now(),
             Opened::ZoneFiles(d) => d.now(),
             Opened::DmImr(d) => d.now(),
+            Opened::Zbd(d) => d.now(),
+        }
+    }
+
+    /// The device behind the zoned interface, borrowed, where it has zones.
+    pub fn as_zoned(&self) -> Option<&dyn ZonedDevice> {
+        match self {
+            Opened::Disk(d) => Some(d),
+            Opened::Banded(d) => Some(d),
+            Opened::ZoneFiles(d) => Some(d),
+            Opened::Zbd(d) => Some(d),
+            Opened::Dm(_) | Opened::DmImr(_) => None,
+        }
+    }
+
+    /// The device behind the block interface, borrowed.
+    pub fn as_block(&self) -> &dyn BlockDevice {
+        match self {
+            Opened::Disk(d) => d,
+            Opened::Banded(d) => d,
+            Opened::ZoneFiles(d) => d,
+            Opened::Zbd(d) => d,
+            Opened::Dm(d) => d,
+            Opened::DmImr(d) => d,
         }
     }
 
@@ -174,6 +212,9 @@ impl Opened {
                 d.flush()?;
             }
             Opened::DmImr(d) => d.close()?,
+            Opened::Zbd(d) => {
+                d.flush()?;
+            }
         }
         Ok(())
     }
@@ -183,6 +224,9 @@ impl Opened {
 pub fn open(spec: &Spec) -> Result<Opened> {
     let path = spec.path.as_path();
     let kind = kind_of(path);
+    if kind == PathKind::ZonedBlock {
+        return open_zbd(spec);
+    }
     if spec.zone_files.is_some() || kind == PathKind::ZoneFiles {
         return open_zone_files(spec, kind);
     }
@@ -243,6 +287,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
         }
         PathKind::Plain => bail!("{}", not_an_image(path)),
         PathKind::ZoneFiles => return open_zone_files(spec, kind),
+        PathKind::ZonedBlock => return open_zbd(spec),
     };
     let warnings = match &opened {
         Opened::Disk(d) => {
@@ -253,12 +298,45 @@ pub fn open(spec: &Spec) -> Result<Opened> {
             d.set_clock(spec.clock);
             d.open_warnings()
         }
-        Opened::Banded(_) | Opened::ZoneFiles(_) | Opened::DmImr(_) => Vec::new(),
+        Opened::Banded(_) | Opened::ZoneFiles(_) | Opened::DmImr(_) | Opened::Zbd(_) => Vec::new(),
     };
     for w in warnings {
         eprintln!("warning: {}: {w}", path.display());
     }
     Ok(opened)
+}
+
+/// Opens the Linux zoned block device `spec.path` (the flags that make a device out of a
+/// plain file or directory do not apply and are refused).
+fn open_zbd(spec: &Spec) -> Result<Opened> {
+    let path = spec.path.as_path();
+    if spec.banded.is_some() || spec.zone_files.is_some() {
+        bail!(
+            "{} is a zoned block device: it has zones of its own; leave --banded and \
+             --zone-files out",
+            path.display()
+        );
+    }
+    if spec.capacity.is_some() {
+        bail!(
+            "{} is a zoned block device: its capacity is its own; leave --capacity out",
+            path.display()
+        );
+    }
+    if spec.clock == ClockMode::Paced {
+        bail!(
+            "{} is a real device: its time is wall time already; leave --paced out",
+            path.display()
+        );
+    }
+    // A real device records nothing on reads: only a writer needs write access.
+    let opts = ZbdOptions {
+        read_only: spec.access != Access::ReadWrite,
+        ..ZbdOptions::default()
+    };
+    let d = Zbd::open(path, opts)
+        .with_context(|| format!("opening the zoned block device {}", path.display()))?;
+    Ok(Opened::Zbd(d))
 }
 
 /// Opens (or, with `--zone-files` and `create`, makes) the zone-files directory `spec.path`.

@@ -198,15 +198,22 @@ impl Unit {
 /// `unit`.
 pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>, unit: Unit, sector_size: u32) -> String {
     let u = |v: u64| unit.of(v, sector_size).to_string();
+    // A capacity column where some zone's capacity is below its size (ZNS), as blkzone.
+    let show_cap = zones.iter().any(|z| z.capacity_lba < z.len_lba);
     let mut cols = vec![
         ("zone", Align::Right),
         ("start", Align::Right),
         ("len", Align::Right),
+    ];
+    if show_cap {
+        cols.push(("cap", Align::Right));
+    }
+    cols.extend([
         ("wptr", Align::Right),
         ("used", Align::Right),
         ("type", Align::Left),
         ("cond", Align::Left),
-    ];
+    ]);
     if bytes.is_some() {
         cols.push(("written", Align::Right));
     }
@@ -216,15 +223,16 @@ pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>, unit: Unit, sector_size
         let (wp, used) = if seq {
             (
                 u(z.write_pointer_lba),
-                percent(z.write_pointer_lba - z.start_lba, z.len_lba),
+                percent(z.written_sectors(), z.capacity_lba),
             )
         } else {
             ("-".into(), "-".into())
         };
-        let mut row = vec![
-            z.index.to_string(),
-            u(z.start_lba),
-            u(z.len_lba),
+        let mut row = vec![z.index.to_string(), u(z.start_lba), u(z.len_lba)];
+        if show_cap {
+            row.push(u(z.capacity_lba));
+        }
+        row.extend([
             wp,
             used,
             z.zone_type.code().to_string(),
@@ -233,7 +241,7 @@ pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>, unit: Unit, sector_size
             } else {
                 z.condition.to_string()
             },
-        ];
+        ]);
         if let Some(b) = bytes {
             let v = b.get(z.index as usize).copied().unwrap_or(0);
             row.push(format_size(v));
@@ -241,6 +249,35 @@ pub fn zone_table(zones: &[Zone], bytes: Option<&[u64]>, unit: Unit, sector_size
         t.row(row);
     }
     t.render()
+}
+
+/// The zone-resource rows of a summary: open limit, and where they apply the active limit and
+/// a zone capacity below the zone size.
+pub fn zone_limits(info: &tegula_device::DeviceInfo) -> Vec<(String, String)> {
+    let limit = |n: u32| {
+        if n == 0 {
+            "unlimited".to_string()
+        } else {
+            n.to_string()
+        }
+    };
+    let mut v = vec![("max open zones".into(), limit(info.max_open_zones))];
+    if info.max_active_zones > 0 {
+        v.push(("max active zones".into(), limit(info.max_active_zones)));
+    }
+    if info.zone_capacity_sectors < info.zone_sectors {
+        let ss = u64::from(info.sector_size);
+        v.push((
+            "zone capacity".into(),
+            format!(
+                "{} of each {} zone ({} sectors writable)",
+                format_size(info.zone_capacity_sectors * ss),
+                format_size(info.zone_sectors * ss),
+                info.zone_capacity_sectors
+            ),
+        ));
+    }
+    v
 }
 
 /// Outer- and inner-diameter sectors per track and the cylinder count of a disk's media.
@@ -307,14 +344,9 @@ pub fn disk_summary(disk: &Disk, path: Option<&Path>) -> Vec<(String, String)> {
                 )
             },
         ),
-        (
-            "max open zones".into(),
-            if info.max_open_zones == 0 {
-                "unlimited".into()
-            } else {
-                info.max_open_zones.to_string()
-            },
-        ),
+    ];
+    v.extend(zone_limits(&info));
+    v.extend([
         ("rpm".into(), cfg.media.rpm.to_string()),
         ("heads".into(), cfg.media.heads.to_string()),
         (
@@ -360,7 +392,7 @@ pub fn disk_summary(disk: &Disk, path: Option<&Path>) -> Vec<(String, String)> {
                 "not stored (metadata-only simulation; reads return zeros)".into()
             },
         ),
-    ];
+    ]);
     if let (Some(l), Some(il)) = (disk.track_layout(), cfg.interlace.as_ref()) {
         let (bottom, top) = l.kind_counts();
         v.push((

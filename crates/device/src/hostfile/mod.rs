@@ -183,11 +183,14 @@ impl HostBanded {
             sector_size: opts.sector_size,
             capacity_sectors: capacity,
             zone_sectors: opts.zone_size / ss,
+            zone_capacity_sectors: opts.zone_size / ss,
             zones: zones.len(),
             conventional_zones: opts.conventional_zones,
             max_open_zones: 0,
+            max_active_zones: 0,
             unrestricted_reads: false,
             stores_data: true,
+            wall_time: true,
         };
         let map = if opts.mmap_reads {
             Some(ReadMap::new(&file, capacity * ss, path)?)

@@ -167,11 +167,14 @@ impl ZoneFiles {
             sector_size: desc.sector_size,
             capacity_sectors: bytes_of_zones / ss,
             zone_sectors: desc.zone_size / ss,
+            zone_capacity_sectors: desc.zone_size / ss,
             zones: desc.zones,
             conventional_zones: desc.conventional_zones,
             max_open_zones: 0,
+            max_active_zones: 0,
             unrestricted_reads: false,
             stores_data: true,
+            wall_time: true,
         };
         let dirty = (0..seq.len()).map(|_| AtomicBool::new(false)).collect();
         Ok(ZoneFiles {
@@ -414,6 +417,7 @@ impl ZoneFiles {
                 condition: ZoneCondition::NotWritePointer,
                 start_lba: start,
                 len_lba: zs,
+                capacity_lba: zs,
                 write_pointer_lba: start + zs,
                 non_seq: false,
             });

@@ -98,11 +98,14 @@ impl DmDrive {
             sector_size: ss as u32,
             capacity_sectors: capacity,
             zone_sectors: 0,
+            zone_capacity_sectors: 0,
             zones: 0,
             conventional_zones: 0,
             max_open_zones: 0,
+            max_active_zones: 0,
             unrestricted_reads: true,
             stores_data: config.store_data,
+            wall_time: false,
         };
         DmDrive {
             inner: Mutex::new(Inner {

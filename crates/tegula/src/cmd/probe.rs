@@ -185,12 +185,19 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
                 Opened::Banded(_) | Opened::ZoneFiles(_) => {
                     bail!("{t}: a banded file is probed as a plain file")
                 }
+                Opened::Zbd(_) => bail!("{t} is a zoned block device"),
                 Opened::DmImr(_) => bail!(
                     "{t} is a drive-managed IMR drive: the prober infers the internals of \
                      drive-managed SMR drives (Skylight), not of IMR translation"
                 ),
             }
         }
+        PathKind::ZonedBlock => bail!(
+            "{t} is a host-managed or host-aware zoned block device: the prober infers the \
+             internals of drive-managed drives through random writes, which sequential zones \
+             refuse; probe a drive-managed view of it instead (e.g. a dm-zoned device made by \
+             `dmzadm --format {t}`, with --destroys-data)"
+        ),
         PathKind::ZoneFiles => bail!(
             "{t} is a zone-files directory (host-managed zones of plain files, nothing to \
              infer); probe drive profiles, images or a drive"

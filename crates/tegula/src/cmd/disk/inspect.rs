@@ -1,6 +1,6 @@
 //! Read-only views of an image: `disk info`, `disk report`, `disk stats`, `disk profiles`.
 
-use super::{open, Access, ImageArg};
+use super::{open_zoned, Access, ImageArg};
 use crate::output::{self, Align, Table};
 use anyhow::{anyhow, Result};
 use clap::Args;
@@ -48,6 +48,9 @@ struct InfoJson<'a> {
 
 /// Runs `disk info`.
 pub fn info(a: InfoArgs) -> Result<()> {
+    if let Some(d) = super::real::open(&a.img.image, Access::ReadOnly)? {
+        return super::real::info(&d, &a.img.image, a.json);
+    }
     if super::dm::is_dm(&a.img.image) {
         return super::dm::info(&a.img.image, a.json);
     }
@@ -135,7 +138,8 @@ pub fn parse_filter(s: Option<&str>) -> Result<ZoneFilter> {
 /// Runs `disk report`.
 pub fn report(a: ReportArgs) -> Result<()> {
     let filter = parse_filter(a.condition.as_deref())?;
-    let disk = open(&a.img.image, Access::ReadOnly)?;
+    let handle = open_zoned(&a.img.image, Access::ReadOnly)?;
+    let disk = handle.dev();
     let info = disk.info();
     if a.zone >= info.zones {
         anyhow::bail!(
@@ -155,11 +159,20 @@ pub fn report(a: ReportArgs) -> Result<()> {
         return output::print_json(&zones);
     }
     println!(
-        "{}: {} zones of {} sectors ({}), {}-byte sectors; {} reported",
+        "{}: {} zones of {} sectors ({}){}, {}-byte sectors; {} reported",
         a.img.image.display(),
         info.zones,
         info.zone_sectors,
         format_size(info.zone_sectors * info.sector_size as u64),
+        if info.zone_capacity_sectors < info.zone_sectors {
+            format!(
+                " with a capacity of {} sectors ({})",
+                info.zone_capacity_sectors,
+                format_size(info.zone_capacity_sectors * info.sector_size as u64)
+            )
+        } else {
+            String::new()
+        },
         info.sector_size,
         zones.len()
     );
@@ -205,6 +218,9 @@ struct StatsJson {
 
 /// Runs `disk stats`.
 pub fn stats(a: StatsArgs) -> Result<()> {
+    if let Some(d) = super::real::open(&a.img.image, Access::ReadOnly)? {
+        return super::real::stats(&d, &a.img.image, a.json, a.all);
+    }
     if super::dm::is_dm(&a.img.image) {
         return super::dm::stats(&a.img.image, a.json);
     }

@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use tegula_device::{
-    format_size, BlockDevice, DeviceError, Disk, Nanos, WriteFlags, ZoneCondition, ZonedDevice,
+    format_size, BlockDevice, DeviceError, Nanos, WriteFlags, ZoneCondition, ZonedDevice,
 };
 
 /// Bytes per device command for large transfers.
@@ -89,7 +89,7 @@ pub fn fill(input: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
 
 /// Where a write starts on a zoned drive: `--lba`, or the write pointer (start of a
 /// conventional zone) of `--zone`.
-fn start_lba(disk: &Disk, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
+fn start_lba(disk: &dyn ZonedDevice, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
     if let Some(l) = lba {
         return Ok(l);
     }
@@ -102,7 +102,7 @@ fn start_lba(disk: &Disk, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
         );
         return Ok(z.start_lba);
     }
-    if z.condition == ZoneCondition::Full || z.write_pointer_lba >= z.end_lba() {
+    if z.condition == ZoneCondition::Full || z.write_pointer_lba >= z.capacity_end_lba() {
         return Err(DeviceError::ZoneFull {
             zone: zi,
             write_pointer: z.write_pointer_lba,
@@ -111,6 +111,37 @@ fn start_lba(disk: &Disk, lba: Option<u64>, zone: Option<u32>) -> Result<u64> {
         .into());
     }
     Ok(z.write_pointer_lba)
+}
+
+/// Sectors a write at `lba` can take before it would cross the end of its zone's capacity
+/// (a write is split there, so that a file fills a zone whatever the write pointer's
+/// alignment); unlimited on a device without zones.
+fn room_at(dev: Option<&dyn ZonedDevice>, lba: u64) -> Result<u64> {
+    let Some(d) = dev else {
+        return Ok(u64::MAX);
+    };
+    let zs = d.info().zone_sectors;
+    if zs == 0 {
+        return Ok(u64::MAX);
+    }
+    let Ok(z) = d.zone((lba / zs) as u32) else {
+        // Past the last zone: the write's own range check names it.
+        return Ok(u64::MAX);
+    };
+    if !z.zone_type.is_sequential() {
+        return Ok(z.end_lba() - lba);
+    }
+    if lba >= z.capacity_end_lba() {
+        bail!(
+            "LBA {lba} lies past zone {}'s capacity ({} of its {} sectors end at LBA {}): \
+             those sectors are never writable; the input is longer than the zone's room",
+            z.index,
+            z.capacity_lba,
+            z.len_lba,
+            z.capacity_end_lba()
+        );
+    }
+    Ok(z.capacity_end_lba() - lba)
 }
 
 /// Fails unless sectors `lba .. lba + sectors` lie on a drive of `capacity` sectors.
@@ -156,26 +187,20 @@ pub fn write(a: WriteArgs) -> Result<()> {
         _ => 0,
     };
     let result = match &opened {
-        Opened::Disk(d) => start_lba(d, a.lba, a.zone)
-            .and_then(|first| write_all(d, &a, first, &mut *input, total)),
-        Opened::Dm(d) => match a.lba {
-            Some(first) => write_all(d, &a, first, &mut *input, total),
-            None => Err(anyhow::anyhow!(
-                "{} is a dm-smr drive without zones: give --lba",
-                path.display()
-            )),
-        },
-        Opened::DmImr(d) => match a.lba {
-            Some(first) => write_all(d, &a, first, &mut *input, total),
-            None => Err(anyhow::anyhow!(
-                "{} is a drive-managed IMR drive without zones: give --lba",
-                path.display()
-            )),
-        },
         Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
+        o => match (o.as_zoned(), a.lba) {
+            (Some(z), _) => start_lba(z, a.lba, a.zone)
+                .and_then(|first| write_all(o.as_block(), Some(z), &a, first, &mut *input, total)),
+            (None, Some(first)) => write_all(o.as_block(), None, &a, first, &mut *input, total),
+            (None, None) => Err(anyhow::anyhow!(
+                "{} is a {} drive without zones: give --lba",
+                path.display(),
+                o.as_block().info().kind
+            )),
+        },
     };
-    let zone_note = match (&opened, &result) {
-        (Opened::Disk(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1, t0),
+    let zone_note = match (opened.as_zoned(), &result) {
+        (Some(d), Ok(t)) if t.lba_end > t.lba_start => zone_note(d, t.lba_end - 1, t0),
         _ => None,
     };
     let damage_note = match (&opened, &result) {
@@ -208,22 +233,25 @@ pub fn write(a: WriteArgs) -> Result<()> {
     Ok(())
 }
 
-fn zone_note(disk: &Disk, last_lba: u64, t0: Nanos) -> Option<String> {
-    let zs = disk.info().zone_sectors.max(1);
+fn zone_note(disk: &dyn ZonedDevice, last_lba: u64, t0: Nanos) -> Option<String> {
+    let info = disk.info();
+    let zs = info.zone_sectors.max(1);
     let z = disk.zone((last_lba / zs) as u32).ok()?;
     z.zone_type.is_sequential().then(|| {
         format!(
-            "zone {}: write pointer now at LBA {} ({}), {} of virtual time",
+            "zone {}: write pointer now at LBA {} ({}), {} of {} time",
             z.index,
             z.write_pointer_lba,
             z.condition,
-            output::duration(disk.now() - t0)
+            output::duration(disk.now() - t0),
+            if info.wall_time { "wall" } else { "virtual" }
         )
     })
 }
 
 fn write_all(
     dev: &dyn BlockDevice,
+    zoned: Option<&dyn ZonedDevice>,
     a: &WriteArgs,
     first: u64,
     input: &mut dyn Read,
@@ -256,23 +284,32 @@ fn write_all(
             buf[n..len].fill(0);
         }
         check_range(t.lba_end, (len / ss) as u64, info.capacity_sectors)?;
-        match dev.write_with(t.lba_end, &buf[..len], flags) {
-            Ok(d) => {
-                t.service_ns += d.service();
-                t.commands += 1;
-                t.bytes += n as u64;
-                t.lba_end += (len / ss) as u64;
-                pb.inc(n as u64);
-            }
-            Err(e) => {
-                pb.finish_and_clear();
-                if t.bytes > 0 {
-                    eprintln!(
-                        "wrote {} bytes at LBA {first}..{} before the failure",
-                        t.bytes, t.lba_end
-                    );
+        let mut off = 0;
+        while off < len {
+            let room = room_at(zoned, t.lba_end)
+                .inspect_err(|_| pb.finish_and_clear())?
+                .saturating_mul(ss as u64);
+            let take = (len - off).min(usize::try_from(room).unwrap_or(usize::MAX));
+            match dev.write_with(t.lba_end, &buf[off..off + take], flags) {
+                Ok(d) => {
+                    t.service_ns += d.service();
+                    t.commands += 1;
+                    let real = take.min(n.saturating_sub(off));
+                    t.bytes += real as u64;
+                    t.lba_end += (take / ss) as u64;
+                    pb.inc(real as u64);
+                    off += take;
                 }
-                return Err(e.into());
+                Err(e) => {
+                    pb.finish_and_clear();
+                    if t.bytes > 0 {
+                        eprintln!(
+                            "wrote {} bytes at LBA {first}..{} before the failure",
+                            t.bytes, t.lba_end
+                        );
+                    }
+                    return Err(e.into());
+                }
             }
         }
         if n < CHUNK {
@@ -303,12 +340,17 @@ fn write_all(
             }
         };
         eprintln!(
-            "wrote {} bytes ({sectors} sector{}) at LBA {first}..{}{zones}: {} modelled in {} \
+            "wrote {} bytes ({sectors} sector{}) at LBA {first}..{}{zones}: {} {} in {} \
              command{}{}",
             t.bytes,
             if sectors == 1 { "" } else { "s" },
             t.lba_end,
             output::ms(t.service_ns),
+            if info.wall_time {
+                "measured"
+            } else {
+                "modelled"
+            },
             t.commands,
             if t.commands == 1 { "" } else { "s" },
             if t.flush_ns > 0 {
@@ -355,10 +397,8 @@ pub fn read(a: ReadArgs) -> Result<()> {
     }
     let opened = device::open(&Spec::new(&a.img.image, Access::PreferWrite))?;
     let result = match &opened {
-        Opened::Disk(d) => read_all(d, &a, len),
-        Opened::Dm(d) => read_all(d, &a, len),
-        Opened::DmImr(d) => read_all(d, &a, len),
         Opened::Banded(_) | Opened::ZoneFiles(_) => Err(anyhow::anyhow!("not a disk image")),
+        o => read_all(o.as_block(), &a, len),
     };
     let closed = opened
         .close()
@@ -421,10 +461,15 @@ fn read_all(dev: &dyn BlockDevice, a: &ReadArgs, len: u64) -> Result<Transfer> {
     out.flush().context("writing output")?;
     if !a.json {
         eprintln!(
-            "read {len} bytes ({}) at LBA {}..{end}: {} modelled in {} command{}{}",
+            "read {len} bytes ({}) at LBA {}..{end}: {} {} in {} command{}{}",
             format_size(len),
             a.lba,
             output::ms(t.service_ns),
+            if info.wall_time {
+                "measured"
+            } else {
+                "modelled"
+            },
             t.commands,
             if t.commands == 1 { "" } else { "s" },
             match &a.out {

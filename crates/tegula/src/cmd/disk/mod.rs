@@ -1,12 +1,14 @@
 //! `tegula disk …`: create, inspect and drive emulated disks stored as disk images.
 
 mod check;
+mod conformance;
 mod create;
 mod dm;
 mod dmimr;
 mod dump;
 mod inspect;
 mod io;
+mod real;
 mod tracks;
 mod zones;
 
@@ -42,6 +44,9 @@ pub enum DiskCommand {
     Finish(zones::ZoneArgs),
     /// Device statistics: per-zone bytes written and totals.
     Stats(inspect::StatsArgs),
+    /// Check the zone rules tegula relies on against an image or a real zoned block device
+    /// (writes and resets every zone: needs --destroys-data).
+    Conformance(conformance::ConformanceArgs),
     /// Check an image without modifying it (state slots, metadata log, damage map).
     Check(check::CheckArgs),
     /// List the tracks of an interlaced (imr) drive: kind, LBA range, neighbours.
@@ -68,6 +73,7 @@ impl DiskCommand {
             DiskCommand::Finish(a) => zones::run(A::Finish, a),
             DiskCommand::Stats(a) => inspect::stats(a),
             DiskCommand::Check(a) => check::run(a),
+            DiskCommand::Conformance(a) => conformance::run(a),
             DiskCommand::Tracks(a) => tracks::run(a),
             DiskCommand::Dump(a) => dump::run(a),
             DiskCommand::Profiles(a) => inspect::profiles(a),
@@ -98,6 +104,51 @@ pub fn open(path: &Path, access: Access) -> Result<Disk> {
             path.display()
         ),
     }
+}
+
+/// A device with zones that a zone command opened: an emulated disk image or a Linux zoned
+/// block device.
+// One value per command: boxing the image would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub enum ZonedHandle {
+    /// A tegula disk image.
+    Image(Disk),
+    /// A real zoned block device.
+    Real(tegula_device::Zbd),
+}
+
+impl ZonedHandle {
+    /// The device behind the zoned interface.
+    pub fn dev(&self) -> &dyn tegula_device::ZonedDevice {
+        match self {
+            ZonedHandle::Image(d) => d,
+            ZonedHandle::Real(d) => d,
+        }
+    }
+
+    /// Flushes and releases the device (an image persists its state).
+    pub fn close(self, path: &Path) -> Result<()> {
+        match self {
+            ZonedHandle::Image(d) => close(d, path),
+            ZonedHandle::Real(d) => {
+                use tegula_device::BlockDevice;
+                d.flush()
+                    .map(|_| ())
+                    .with_context(|| format!("flushing {}", path.display()))
+            }
+        }
+    }
+}
+
+/// Opens a zoned disk image or a real zoned block device for a zone command.
+pub fn open_zoned(path: &Path, access: Access) -> Result<ZonedHandle> {
+    if device::kind_of(path) == device::PathKind::ZonedBlock {
+        return match device::open(&Spec::new(path, access))? {
+            Opened::Zbd(d) => Ok(ZonedHandle::Real(d)),
+            _ => anyhow::bail!("{} did not open as a zoned block device", path.display()),
+        };
+    }
+    open(path, access).map(ZonedHandle::Image)
 }
 
 /// Opens a disk image as the raw drive, even one formatted drive-managed IMR (whose layer

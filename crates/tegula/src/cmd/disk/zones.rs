@@ -1,11 +1,11 @@
 //! Zone management: `disk reset|open|close|finish`.
 
-use super::{close, open, Access, ImageArg};
+use super::{open_zoned, Access, ImageArg};
 use crate::output;
 use anyhow::{bail, Context, Result};
 use clap::{ArgGroup, Args};
 use serde::Serialize;
-use tegula_device::{BlockDevice, Disk, Zone, ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
+use tegula_device::{Zone, ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
 
 /// Which zones a zone command applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,15 +89,16 @@ fn describe(z: &Zone) -> String {
 /// Runs a zone management command.
 pub fn run(action: ZoneAction, a: ZoneArgs) -> Result<()> {
     let sel = a.select()?;
-    let disk = open(&a.img.image, Access::ReadWrite)?;
-    let result = apply(&disk, action, &sel, a.json);
-    let closed = close(disk, &a.img.image);
+    let disk = open_zoned(&a.img.image, Access::ReadWrite)?;
+    let result = apply(disk.dev(), action, &sel, a.json);
+    let closed = disk.close(&a.img.image);
     result?;
     closed
 }
 
-fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect, json: bool) -> Result<()> {
-    let zones = disk.info().zones;
+fn apply(disk: &dyn ZonedDevice, action: ZoneAction, sel: &ZoneSelect, json: bool) -> Result<()> {
+    let info = disk.info();
+    let zones = info.zones;
     let before = disk.report_zones(ZoneFilter::All);
     let (mut service, mut commands) = (0, 0);
     let mut failed = None;
@@ -168,7 +169,7 @@ fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect, json: bool) -> Resul
         println!("no zone needed to {}", action.name());
     }
     eprintln!(
-        "{} {}: {} modelled in {commands} command{}",
+        "{} {}: {} {} in {commands} command{}",
         action.name(),
         match sel {
             ZoneSelect::All => "--all".to_string(),
@@ -176,6 +177,11 @@ fn apply(disk: &Disk, action: ZoneAction, sel: &ZoneSelect, json: bool) -> Resul
             ZoneSelect::List(l) => format!("{} zones", l.len()),
         },
         output::ms(service),
+        if info.wall_time {
+            "measured"
+        } else {
+            "modelled"
+        },
         if commands == 1 { "" } else { "s" }
     );
     Ok(())
