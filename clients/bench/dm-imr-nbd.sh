@@ -57,7 +57,7 @@ uri="nbd+unix:///?socket=$sock"
 fio_run() { # name rw bs extra...: prints "ok" or "FAILED"
     local name="$1" rw="$2" bs="$3"; shift 3
     if fio --name="$name" --ioengine=nbd --uri="$uri" --rw="$rw" --bs="$bs" --iodepth=1 \
-        --verify=crc32c --do_verify=1 --verify_fatal=0 --randrepeat=1 --output="$dir/$name.fio" "$@" >/dev/null 2>&1 \
+        --verify=crc32c --do_verify=1 --verify_fatal=0 --verify_state_save=0 --randrepeat=1 --output="$dir/$name.fio" "$@" >/dev/null 2>&1 \
         && ! grep -q "verify:" "$dir/$name.fio" && ! grep -qi "bad magic\|crc32c: verify failed\|err=[ ]*[1-9]" "$dir/$name.fio"; then
         echo ok
     else
