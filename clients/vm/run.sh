@@ -25,7 +25,7 @@
 #     capacity, 14 open/active zones at most, backed by a sparse 4 GiB file in
 #     the temporary directory;
 #   * /host: the share directory (virtio 9p).
-# The guest runs GUEST_SCRIPT with sh, with TEGULA_VM_NULLB=/dev/nullb0,
+# The guest runs GUEST_SCRIPT with sh (dash), with TEGULA_VM_NULLB=/dev/nullb0,
 # TEGULA_VM_ZNS=/dev/nvme0n1 and TEGULA_VM_SHARE=/host set, then powers off.
 # The guest console goes to stdout; harness messages (timings included) to stderr.
 # Exit status: the guest script's; 124 on timeout; 125 if the VM did not boot,

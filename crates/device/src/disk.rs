@@ -626,25 +626,7 @@ impl ZonedDevice for Disk {
                 .zones
                 .zones()
                 .iter()
-                .filter(|z| {
-                    z.zone_type.is_sequential()
-                        && match action {
-                            ZoneAction::Reset => !matches!(
-                                z.condition,
-                                ZoneCondition::Empty
-                                    | ZoneCondition::ReadOnly
-                                    | ZoneCondition::Offline
-                            ),
-                            ZoneAction::Open => z.condition == ZoneCondition::Closed,
-                            ZoneAction::Close => z.condition.is_open(),
-                            ZoneAction::Finish => matches!(
-                                z.condition,
-                                ZoneCondition::ImplicitOpen
-                                    | ZoneCondition::ExplicitOpen
-                                    | ZoneCondition::Closed
-                            ),
-                        }
-                })
+                .filter(|z| action.applies_to_all(z))
                 .map(|z| z.index)
                 .collect(),
         };

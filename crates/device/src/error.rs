@@ -149,6 +149,17 @@ pub enum DeviceError {
     /// A configuration value is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A structure the device layer keeps on another device is damaged below its write
+    /// pointer (not a torn tail): the device refuses to open rather than serve older data.
+    #[error("corrupt {what} at LBA {lba}: {problem}")]
+    Corrupt {
+        /// The structure.
+        what: &'static str,
+        /// Where (an LBA of the device holding it).
+        lba: u64,
+        /// What is wrong.
+        problem: String,
+    },
     /// A disk image is truncated, foreign, of an unknown version, or corrupt.
     #[error("disk image {path}: {problem}")]
     Image {

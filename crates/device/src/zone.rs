@@ -258,6 +258,27 @@ pub enum ZoneAction {
 }
 
 impl ZoneAction {
+    /// Whether ZBC's ALL bit applies this action to zone `z`: the sequential zones it changes
+    /// (a reset of every non-empty zone, an open of every closed one, a close of every open
+    /// one, a finish of every open or closed one), never a read-only or offline zone.
+    pub fn applies_to_all(self, z: &Zone) -> bool {
+        z.zone_type.is_sequential()
+            && match self {
+                ZoneAction::Reset => !matches!(
+                    z.condition,
+                    ZoneCondition::Empty | ZoneCondition::ReadOnly | ZoneCondition::Offline
+                ),
+                ZoneAction::Open => z.condition == ZoneCondition::Closed,
+                ZoneAction::Close => z.condition.is_open(),
+                ZoneAction::Finish => matches!(
+                    z.condition,
+                    ZoneCondition::ImplicitOpen
+                        | ZoneCondition::ExplicitOpen
+                        | ZoneCondition::Closed
+                ),
+            }
+    }
+
     /// Lower-case name.
     pub fn name(self) -> &'static str {
         match self {

@@ -57,7 +57,6 @@ pub struct ZbdOptions {
     pub lock_wait: Option<Duration>,
 }
 
-
 /// An opened Linux zoned block device.
 pub struct Zbd {
     path: PathBuf,
@@ -668,20 +667,7 @@ impl ZonedDevice for Zbd {
                 // As the emulator's ALL: each sequential zone the action fits, no error for
                 // the others.
                 for i in 0..zones.len() {
-                    let z = &zones[i];
-                    let fits = z.zone_type.is_sequential()
-                        && !matches!(
-                            z.condition,
-                            ZoneCondition::ReadOnly | ZoneCondition::Offline
-                        )
-                        && match action {
-                            ZoneAction::Reset => z.condition != ZoneCondition::Empty,
-                            ZoneAction::Open => z.condition == ZoneCondition::Closed,
-                            ZoneAction::Close => z.condition.is_open(),
-                            ZoneAction::Finish => {
-                                z.is_active() && z.condition != ZoneCondition::Full
-                            }
-                        };
+                    let fits = action.applies_to_all(&zones[i]);
                     if fits {
                         self.act_on(&mut zones, action, i)?;
                     }
