@@ -229,7 +229,7 @@ fn a_damaged_header_or_last_record_below_the_write_pointer_refuses_the_open() {
             }
             copy.write(l, &raw).unwrap();
         }
-        let e = ConvZones::open(copy, 1).err().expect(what);
+        let e = ConvZones::open(copy, 1).expect_err(what);
         assert!(matches!(e, DeviceError::Corrupt { .. }), "{what}: {e}");
         assert!(
             e.to_string().contains(&format!("LBA {}", lba & !1)),
