@@ -80,7 +80,7 @@ pub(crate) fn check(
         rep.bands += 1;
         match dev.dev.zone(meta.zone) {
             Ok(zi) => {
-                let wp = zi.write_pointer_lba - zi.start_lba;
+                let wp = zi.written_sectors();
                 if wp < meta.sectors {
                     rep.problems.push(format!(
                         "band {} in zone {}: {} sectors recorded, write pointer at {wp}",
@@ -179,7 +179,7 @@ fn check_logs(db: &Inner, m: &Manifest, rep: &mut CheckReport) {
     let dev = db.dev();
     for &z in &m.log_zones {
         let wp = match dev.dev.zone(z) {
-            Ok(zi) => zi.write_pointer_lba - zi.start_lba,
+            Ok(zi) => zi.written_sectors(),
             Err(e) => {
                 rep.problems.push(format!("log band in zone {z}: {e}"));
                 continue;

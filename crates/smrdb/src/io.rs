@@ -50,8 +50,14 @@ pub struct Dev {
     pub dev: Arc<dyn ZonedDevice>,
     /// Sector size in bytes.
     pub ss: u64,
-    /// Zone size in sectors.
+    /// Writable sectors of each zone (its capacity, below the zone size on ZNS): the room of
+    /// a band or log band.
     pub zone_sectors: u64,
+    /// Zone size in sectors: zone `z` starts at LBA `z × zone_stride`.
+    pub zone_stride: u64,
+    /// Whether the device limits its active zones: the engine then finishes each band's
+    /// zone once the band is complete, so that finished bands hold no active resource.
+    pub finish_bands: bool,
     /// Counters.
     pub counters: IoCounters,
 }
@@ -61,6 +67,7 @@ impl std::fmt::Debug for Dev {
         f.debug_struct("Dev")
             .field("ss", &self.ss)
             .field("zone_sectors", &self.zone_sectors)
+            .field("zone_stride", &self.zone_stride)
             .finish()
     }
 }
@@ -71,7 +78,9 @@ impl Dev {
         let info = dev.info();
         Dev {
             ss: info.sector_size as u64,
-            zone_sectors: info.zone_sectors,
+            zone_sectors: info.zone_capacity_sectors,
+            zone_stride: info.zone_sectors,
+            finish_bands: info.max_active_zones > 0,
             dev,
             counters: IoCounters::default(),
         }
@@ -103,7 +112,7 @@ impl Dev {
 
     /// First LBA of a zone.
     pub fn zone_lba(&self, zone: u32) -> u64 {
-        zone as u64 * self.zone_sectors
+        zone as u64 * self.zone_stride
     }
 
     fn account(&self, kind: IoKind, bytes: u64, done: IoDone, write: bool) {
@@ -280,6 +289,16 @@ impl Dev {
             .flush_zones(zones)
             .map_err(|e| Self::err(kind, e))?;
         self.account(kind, 0, done, false);
+        Ok(())
+    }
+
+    /// Finishes the zone of a complete band of `sectors` sectors on a device that limits its
+    /// active zones (a band's zone is written once: finished, it holds no active resource); a
+    /// no-op elsewhere, and for a band that filled its zone.
+    pub fn finish_band(&self, zone: u32, sectors: u64) -> Result<()> {
+        if self.finish_bands && sectors < self.zone_sectors {
+            self.dev.finish_zone(zone).map_err(Error::Device)?;
+        }
         Ok(())
     }
 

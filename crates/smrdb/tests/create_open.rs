@@ -41,10 +41,13 @@ fn create_on_a_device_with_a_damaged_superblock_refuses() {
         .unwrap()
         .close()
         .unwrap();
-    let mut sector = vec![0u8; dev.info().sector_size as usize];
-    dev.read(0, &mut sector).unwrap();
+    // The superblock as SMRDB sees the device (on ZNS, in the emulated conventional zone).
+    let seen = seen(disk.clone());
+    let mut sector = vec![0u8; seen.info().sector_size as usize];
+    seen.read(0, &mut sector).unwrap();
     sector[20] ^= 0x01;
-    dev.write(0, &sector).unwrap();
+    seen.write(0, &sector).unwrap();
+    drop(seen);
     match Db::create(dev.clone(), format(Mode::Soc), tiny_opts()) {
         Err(Error::Corruption { zone: 0, .. }) => {}
         Err(e) => panic!("unexpected error {e}"),

@@ -97,20 +97,22 @@ fn damaged_band_gives_corruption_not_panic() {
     }
     db.flush().unwrap();
     db.close().unwrap();
-    // Overwrite the first sector of the first band's zone behind the zone rules.
-    let conv = dev.info().conventional_zones as u64;
-    let zone_sectors = dev.info().zone_sectors;
-    let band_zone = dev
+    // Overwrite the first sector of the first band's zone behind the zone rules (on ZNS, the
+    // device SMRDB sees starts after its emulated conventional zone: shift to the raw LBA).
+    let seen = seen(disk.clone());
+    let conv = seen.info().conventional_zones as u64;
+    let shift = u64::from(dev.info().zones - seen.info().zones) * dev.info().zone_sectors;
+    let band_zone = seen
         .report_zones(tegula_device::ZoneFilter::All)
         .into_iter()
         .find(|z| z.index as u64 >= conv && z.write_pointer_lba > z.start_lba + 2)
         .unwrap();
-    let _ = zone_sectors;
+    drop(seen);
+    let raw = band_zone.start_lba + shift;
     let mut sector = vec![0u8; 4096];
-    dev.read(band_zone.start_lba, &mut sector).unwrap();
+    dev.read(raw, &mut sector).unwrap();
     sector[100] ^= 0xff;
-    disk.with_media(|m| m.write(band_zone.start_lba, &sector, true))
-        .unwrap();
+    disk.with_media(|m| m.write(raw, &sector, true)).unwrap();
     let db = Db::open(dev, tiny_opts()).unwrap();
     let mut errors = 0;
     for i in 0..2000u64 {

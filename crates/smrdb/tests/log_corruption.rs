@@ -51,7 +51,7 @@ fn log_zones(dev: &dyn ZonedDevice) -> Vec<Zone> {
 fn chunks(dev: &dyn ZonedDevice, z: &Zone) -> Vec<u64> {
     let mut out = Vec::new();
     let mut lba = z.start_lba;
-    while lba < z.write_pointer_lba {
+    while lba < z.start_lba + z.written_sectors() {
         let n = read_head(&sector(dev, lba)).sectors(SS as u64);
         assert!(n > 0, "no chunk at LBA {lba}");
         out.push(lba);
@@ -77,9 +77,17 @@ fn find_in_log(dev: &dyn ZonedDevice, needle: &[u8]) -> (Zone, u64, u64, usize) 
     panic!("{:?} is in no log band", String::from_utf8_lossy(needle));
 }
 
-/// Flips bits of byte `at` of sector `lba` on the media, leaving its neighbours intact.
-fn flip(disk: &Disk, lba: u64, at: usize, mask: u8) {
-    let mut s = sector(disk, lba);
+/// The LBA of the raw disk holding sector `lba` of a sequential zone as SMRDB sees the disk
+/// (on ZNS, zones come after the emulated conventional zone's log).
+fn raw(disk: &Arc<Disk>, lba: u64) -> u64 {
+    lba + u64::from(zone_shift(disk)) * disk.info().zone_sectors
+}
+
+/// Flips bits of byte `at` of sector `lba` (of a sequential zone, as SMRDB sees the disk) on
+/// the media, leaving its neighbours intact.
+fn flip(disk: &Arc<Disk>, lba: u64, at: usize, mask: u8) {
+    let lba = raw(disk, lba);
+    let mut s = sector(disk.as_ref(), lba);
     s[at] ^= mask;
     disk.with_media(|m| {
         m.write(lba, &s, true)?;
@@ -110,7 +118,7 @@ fn footprint(disk: &Disk) -> (Vec<(u32, u64, String)>, u64) {
 /// checks that the failed open wrote nothing.
 fn expect_corruption(disk: &Arc<Disk>, z: &Zone, chunk_lba: u64) -> String {
     let before = footprint(disk);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let err = match Db::open(dev, tiny_opts()) {
         Ok(db) => panic!(
             "a damaged log chunk was taken for a torn tail ({} keys recovered)",
@@ -134,7 +142,7 @@ fn expect_corruption(disk: &Arc<Disk>, z: &Zone, chunk_lba: u64) -> String {
 #[test]
 fn flipped_bit_in_an_early_record_of_the_last_chunk_is_corruption() {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     put(&db, b"first", b"1", WriteOptions::default());
     put(&db, b"doomed", b"x", WriteOptions::default());
@@ -146,6 +154,7 @@ fn flipped_bit_in_an_early_record_of_the_last_chunk_is_corruption() {
     }
     put(&db, b"synced", b"s", SYNCED);
     crash(&disk, db);
+    let dev = seen(disk.clone());
     let (z, chunk, lba, at) = find_in_log(dev.as_ref(), b"first");
     assert_eq!(
         chunks(dev.as_ref(), &z),
@@ -162,7 +171,7 @@ fn flipped_bit_in_an_early_record_of_the_last_chunk_is_corruption() {
 #[test]
 fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_tail() {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     put(&db, b"first", b"1", SYNCED);
     put(&db, b"doomed", b"x", SYNCED);
@@ -173,6 +182,7 @@ fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_
         put(&db, &key(i), b"later", SYNCED);
     }
     crash(&disk, db);
+    let dev = seen(disk.clone());
     let (z, chunk, lba, at) = find_in_log(dev.as_ref(), b"first");
     assert!(chunks(dev.as_ref(), &z).len() > 20);
     flip(&disk, lba, at, 0x01);
@@ -181,13 +191,14 @@ fn flipped_bit_in_log_record_followed_by_valid_records_is_corruption_not_a_torn_
 
 fn three_synced_puts() -> (Arc<Disk>, Arc<dyn ZonedDevice>) {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     put(&db, b"a", b"1", SYNCED);
     put(&db, b"b", b"2", SYNCED);
     // A value of three sectors: its chunk spans four.
     put(&db, b"last", &[b'L'; 3 * SS], SYNCED);
     crash(&disk, db);
+    let dev = seen(disk.clone());
     (disk, dev)
 }
 
@@ -221,7 +232,7 @@ fn damaged_magic_of_the_last_chunk_is_corruption() {
 #[test]
 fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let o = Options {
         memtable_bytes: Some(8 << 20),
         ..tiny_opts()
@@ -237,6 +248,7 @@ fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
     }
     put(&db, b"synced", b"s", SYNCED);
     crash(&disk, db);
+    let dev = seen(disk.clone());
     let (first, _, _, _) = find_in_log(dev.as_ref(), b"k0000");
     let (second, _, _, _) = find_in_log(dev.as_ref(), b"synced");
     assert_ne!(first.index, second.index, "the log spans two bands");
@@ -257,7 +269,8 @@ fn torn_last_chunk_is_the_end_of_the_log() {
         4
     );
     // What power_on does when the chunk's last sectors were lost with the drive's cache.
-    disk.set_write_pointer(z.index, chunk + 2).unwrap();
+    disk.set_write_pointer(z.index + zone_shift(&disk), raw(&disk, chunk) + 2)
+        .unwrap();
     let db = Db::open(dev.clone(), tiny_opts()).unwrap();
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
     assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
@@ -270,6 +283,7 @@ fn torn_last_chunk_is_the_end_of_the_log() {
         "nothing appended behind a torn chunk"
     );
     crash(&disk, db);
+    let dev = seen(disk.clone());
     let db = Db::open(dev, tiny_opts()).unwrap();
     assert_eq!(db.get(b"after").unwrap(), Some(b"3".to_vec()));
     assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
@@ -283,7 +297,7 @@ fn torn_last_chunk_is_the_end_of_the_log() {
 #[test]
 fn check_reports_a_damaged_log_record_of_an_open_database() {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     let db = Db::create(dev.clone(), format(Mode::Soc), tiny_opts()).unwrap();
     for i in 0..5u64 {
         put(&db, &key(i), b"v", SYNCED);
@@ -310,7 +324,7 @@ fn check_reports_a_damaged_log_record_of_an_open_database() {
 #[test]
 fn version_1_log_chunks_of_older_images_are_replayed() {
     let disk = tiny_disk(32);
-    let dev: Arc<dyn ZonedDevice> = disk.clone();
+    let dev = seen(disk.clone());
     Db::create(dev.clone(), format(Mode::Soc), tiny_opts())
         .unwrap()
         .close()
@@ -362,6 +376,7 @@ fn version_1_log_chunks_of_older_images_are_replayed() {
         "version 2 chunks went into a band of version 1 chunks"
     );
     crash(&disk, db);
+    let dev = seen(disk.clone());
     let newest = (0..2u64)
         .map(|slot| sector(dev.as_ref(), 1 + slot * sb.slot_sectors))
         .filter_map(|s| Manifest::decode(&s).ok().map(|m| (m.generation, s)))
@@ -385,13 +400,13 @@ fn a_zeroed_chunk_with_valid_chunks_after_it_is_corruption() {
     let (disk, dev) = three_synced_puts();
     let (z, first, _, _) = find_in_log(dev.as_ref(), b"a");
     assert!(chunks(dev.as_ref(), &z).len() >= 2);
-    let s = sector(&disk, first);
+    let s = sector(dev.as_ref(), first);
     for (i, b) in s.iter().enumerate() {
         if *b != 0 {
             flip(&disk, first, i, *b);
         }
     }
-    assert!(sector(&disk, first).iter().all(|&b| b == 0));
+    assert!(sector(dev.as_ref(), first).iter().all(|&b| b == 0));
     let e = expect_corruption(&disk, &z, first);
     assert!(e.contains("zeroed sector"), "{e}");
 }

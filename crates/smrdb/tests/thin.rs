@@ -133,9 +133,15 @@ impl ZonedDevice for Thin {
     }
 }
 
-/// 160 zones of 1 MiB on the disk, media for `budget_mib` of them.
+/// 160 zones of 1 MiB on the disk, media for `budget_mib` of them. Always host-managed SMR,
+/// whatever `TEGULA_TEST_PROFILE` says: the thin device modelled here is the KVIMR middleware's
+/// zoned adapter, which has conventional zones (a ZNS namespace has none and is not thin).
 fn thin(budget_mib: u64) -> (Arc<Disk>, Arc<Thin>) {
-    let disk = tiny_disk(160);
+    let mut cfg = tegula_device::profile("hm-smr").unwrap();
+    cfg.zones.zone_size = 1 << 20;
+    cfg.capacity = 160 << 20;
+    cfg.cache.write_cache = true;
+    let disk = Arc::new(Disk::in_memory(cfg).unwrap());
     let ss = disk.info().sector_size as u64;
     let t = Arc::new(Thin::new(disk.clone(), (budget_mib << 20) / ss));
     (disk, t)

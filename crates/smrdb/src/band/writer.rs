@@ -234,6 +234,7 @@ impl<'a> BandWriter<'a> {
                 .write_at(self.zone, self.written_sectors, &chunk, self.kind)?;
             self.written_sectors += chunk.len() as u64 / ss;
         }
+        self.dev.finish_band(self.zone, self.written_sectors)?;
         let largest = self
             .index
             .last()

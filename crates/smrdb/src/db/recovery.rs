@@ -31,12 +31,13 @@ struct Layout {
 impl Layout {
     /// Checks that the device suits SMRDB and that the options are in range.
     fn of(device: Arc<dyn ZonedDevice>, opts: &Options) -> Result<Layout> {
+        // A device without conventional zones (ZNS) keeps the superblock and manifest in an
+        // emulated one, a log in its first sequential zones.
+        let device = tegula_device::ConvZones::wrap_if_needed(device).map_err(Error::Device)?;
         let dev = Arc::new(Dev::new(device));
         let info = dev.dev.info();
         if info.zone_sectors == 0 || info.conventional_zones == 0 {
-            return Err(Error::Unsupported(
-                "SMRDB needs a zoned device with at least one conventional zone".into(),
-            ));
+            return Err(Error::Unsupported("SMRDB needs a zoned device".into()));
         }
         if opts.block_size == 0 || opts.write_chunk_bytes == 0 || opts.l0_compaction_trigger == 0 {
             return Err(Error::InvalidArgument(
@@ -210,7 +211,7 @@ impl Inner {
         let mut gap = None;
         for (i, &z) in m.log_zones.iter().enumerate() {
             let zi = dev.dev.zone(z).map_err(Error::Device)?;
-            let wp = zi.write_pointer_lba - zi.start_lba;
+            let wp = zi.written_sectors();
             let end = log::replay_zone(&dev, z, wp, &mut |r| {
                 if r.count == 0 {
                     // A gap marker: the write `first_seq` was not logged. Unless a flush put

@@ -33,7 +33,7 @@ impl Inner {
                     .fetch_add(enc.len() as u64, Ordering::Relaxed);
                 let _ = d;
                 // The manifest's slot only: the bands it lists were flushed before it.
-                let zs = self.dev.zone_sectors;
+                let zs = self.dev.zone_stride;
                 let slot: Vec<u32> = ((lba / zs) as u32..=((lba + secs - 1) / zs) as u32).collect();
                 self.dev.flush_zones(IoKind::Meta, &slot)
             });
