@@ -160,7 +160,7 @@ fn default_l0_limits_fit_a_small_drive() {
     assert!(opts.flush_during_compaction && opts.l0_stop == 36);
     let db = Db::create(disk, format(Mode::Soc), opts).unwrap();
     let o = db.options();
-    assert!(o.l0_stop as usize <= bands / 3, "{bands} bands: {o:?}");
+    assert!(o.l0_stop <= bands / 3, "{bands} bands: {o:?}");
     assert!(o.l0_slowdown < o.l0_stop && o.l0_compaction_max_bands <= o.l0_stop);
     let mut rng = Rng(11);
     let mut model = std::collections::HashMap::new();
