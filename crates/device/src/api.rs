@@ -190,6 +190,12 @@ pub trait ZonedDevice: BlockDevice {
             "setting a write pointer back",
         ))
     }
+    /// Whether [`ZonedDevice::rewind_write_pointer`] works on this device (an emulated SMR
+    /// drive, a banded file, zone files); false for real zoned devices and ZNS, which have no
+    /// such command. Default false.
+    fn can_rewind(&self) -> bool {
+        false
+    }
     /// Tells the device what the empty zone `index` is about to hold (call before its first
     /// write). Devices that do not place data ignore it (the default).
     fn hint_zone(&self, index: u32, hint: ZoneHint) {
@@ -270,6 +276,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
         (**self).rewind_write_pointer(index, lba)
+    }
+    fn can_rewind(&self) -> bool {
+        (**self).can_rewind()
     }
     fn hint_zone(&self, index: u32, hint: ZoneHint) {
         (**self).hint_zone(index, hint)

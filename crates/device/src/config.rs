@@ -132,6 +132,19 @@ pub struct ZoneParams {
     pub zone_capacity: Option<u64>,
     /// Allow reads past write pointers (they return zeros); ZBC's URSWRZ.
     pub unrestricted_reads: bool,
+    /// Offer the T13 banded proposal's "set write pointer" (moving a write pointer back, for
+    /// the file system's tail cleaning); default true. ZNS has no such command: the `zns`
+    /// profile sets it false.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub set_write_pointer: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
 }
 
 /// Shingling parameters.
@@ -252,6 +265,7 @@ fn unzoned(mib: u64) -> ZoneParams {
         max_active: 0,
         zone_capacity: None,
         unrestricted_reads: true,
+        set_write_pointer: true,
     }
 }
 
@@ -347,6 +361,7 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 max_active: 0,
                 zone_capacity: None,
                 unrestricted_reads: false,
+                set_write_pointer: true,
             },
             ShingleParams {
                 overlap_tracks: 3,
@@ -370,6 +385,7 @@ pub fn profile(name: &str) -> Result<DiskConfig> {
                 max_active: 14,
                 zone_capacity: Some(48 * mib),
                 unrestricted_reads: false,
+                set_write_pointer: false,
             };
             c
         }

@@ -643,7 +643,14 @@ impl ZonedDevice for Disk {
         Ok(d)
     }
 
+    fn can_rewind(&self) -> bool {
+        self.config.zones.set_write_pointer
+    }
+
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
+        if !self.config.zones.set_write_pointer {
+            return Err(DeviceError::Unsupported("setting a write pointer back"));
+        }
         let mut g = self.inner.lock();
         Self::writable(&g)?;
         let old = g.zones.zone(index as u64)?.write_pointer_lba;

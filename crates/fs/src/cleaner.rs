@@ -246,7 +246,8 @@ impl Fs {
                 n += e.pieces;
                 cut = e.lba;
             }
-            if let Some(to) = to {
+            // Tail cleaning sets the write pointer back: only on a device that can.
+            if let Some(to) = to.filter(|_| self.pool.can_rewind()) {
                 let gain = (wp - to) * ss;
                 if worth(gain, live, n, room.saturating_sub(reserve_room)) {
                     out.push(CleanCandidate {

@@ -86,6 +86,10 @@ impl ZonedDevice for LazyFlush {
     fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> tegula_device::Result<IoDone> {
         self.dev.zone_action(action, target)
     }
+    fn can_rewind(&self) -> bool {
+        self.dev.can_rewind()
+    }
+
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> tegula_device::Result<IoDone> {
         self.dev.rewind_write_pointer(index, lba)
     }
@@ -152,6 +156,8 @@ pub struct Pool {
     first_seq: u32,
     sector: u64,
     zone_sectors: u64,
+    /// The device's active-zone limit (0: none).
+    max_active: u32,
     /// Decoded metadata by (zone, data LBA).
     metas: Mutex<HashMap<(u32, u64), Arc<ExtentMeta>>>,
     /// Recently read extent data.
@@ -195,7 +201,8 @@ impl Pool {
             opts,
             first_seq,
             sector: info.sector_size as u64,
-            zone_sectors: info.zone_sectors,
+            zone_sectors: info.zone_capacity_sectors,
+            max_active: info.max_active_zones,
             metas: Mutex::new(HashMap::new()),
             data: Mutex::new(ReadCache::default()),
         })
@@ -206,7 +213,7 @@ impl Pool {
         self.first_seq..self.slots.len() as u32
     }
 
-    /// Bytes per zone.
+    /// Bytes a zone holds (its capacity).
     pub fn zone_bytes(&self) -> u64 {
         self.zone_sectors * self.sector
     }
@@ -282,10 +289,28 @@ impl Pool {
     pub fn put(&self, zone: u32, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
         let mut z = self.write_zea(zone)?;
         let placed = z.put_tagged(zba, tag, data)?;
+        if self.max_active > 0 && z.free_sectors() > 0 && z.max_put() == 0 {
+            // Too little room for another extent: finish the zone, so that it holds no
+            // active resource of a device that limits them.
+            z.finish()?;
+        }
         self.slot(zone)?
             .wp
             .store(z.write_pointer(), Ordering::Release);
         Ok(placed)
+    }
+
+    /// The device's active-zone limit (0: none).
+    pub fn max_active(&self) -> u32 {
+        self.max_active
+    }
+
+    /// Whether `zone` holds an active resource: written, and not full.
+    pub fn is_active(&self, zone: u32) -> bool {
+        self.slot(zone).is_ok_and(|s| {
+            let wp = s.wp.load(Ordering::Acquire);
+            wp > s.start && wp < s.end
+        })
     }
 
     /// Makes every extent written so far durable (one device flush, none if nothing was
@@ -380,6 +405,11 @@ impl Pool {
         self.cache().retain(|(zz, _), _| *zz != zone);
         self.data_cache().drop_zone(zone, 0);
         Ok(())
+    }
+
+    /// Whether the device can set a write pointer back (tail cleaning needs it).
+    pub fn can_rewind(&self) -> bool {
+        self.dev.can_rewind()
     }
 
     /// Sets `zone`'s write pointer back to `lba` (the end of an extent's metadata block, or

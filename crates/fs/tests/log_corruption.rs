@@ -16,14 +16,15 @@ const SS: usize = 4096;
 /// Record header bytes (magic, generation, sequence, length, fs id, crcs).
 const HDR: usize = 48;
 
-fn sector(d: &Disk, lba: u64) -> Vec<u8> {
+/// Sector `lba` as the file system sees the device.
+fn sector(d: &Arc<Disk>, lba: u64) -> Vec<u8> {
     let mut s = vec![0u8; SS];
-    BlockDevice::read(d, lba, &mut s).unwrap();
+    BlockDevice::read(&*seen(d), lba, &mut s).unwrap();
     s
 }
 
 /// `(lba, generation, sequence)` of the log records of the current generation, in order.
-fn records(d: &Disk) -> Vec<(u64, u64, u64)> {
+fn records(d: &Arc<Disk>) -> Vec<(u64, u64, u64)> {
     let sb = sector(d, 0);
     let log_lba = u64::from_le_bytes(sb[56..64].try_into().unwrap());
     let mut out: Vec<(u64, u64, u64)> = Vec::new();
@@ -48,10 +49,12 @@ fn records(d: &Disk) -> Vec<(u64, u64, u64)> {
     out
 }
 
-fn flip(d: &Disk, lba: u64, at: usize) {
+/// Flips a bit of byte `at` of sector `lba` (as the file system sees the device) on the media.
+fn flip(d: &Arc<Disk>, lba: u64, at: usize) {
     let mut s = sector(d, lba);
     s[at] ^= 0x01;
-    d.with_media(|m| m.write(lba, &s, true)).unwrap();
+    let raw = raw_lba(d, lba);
+    d.with_media(|m| m.write(raw, &s, true)).unwrap();
 }
 
 /// Creates files one record at a time, removes one of them, creates more, and crashes (no

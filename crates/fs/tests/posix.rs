@@ -242,18 +242,15 @@ fn a_corrupt_data_block_gives_eio_naming_zone_and_offset() {
     fs.write(f, 0, &vec![5u8; 50_000], false).unwrap();
     fs.fsync(f).unwrap();
     let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
-    let start = z.zone as u64 * (2 << 20) / 4096;
-    d.inject_media_error(start + 2, 1).unwrap();
+    let start = zone_start(&d, z.zone);
+    inject(&d, start + 2, 1);
     fs.close().unwrap();
     let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
     assert!(fs.read(f, 0, 4096).is_ok());
     let e = fs.read(f, 8192, 10).unwrap_err();
     assert_eq!(e.errno(), libc::EIO);
     // Corrupt a sector's contents instead of making it unreadable.
-    let mut raw = vec![0u8; 4096];
-    tegula_device::BlockDevice::read(&*d, start + 4, &mut raw).ok();
-    raw[7] ^= 1;
-    d.with_media(|m| m.write(start + 4, &raw, true)).unwrap();
+    damage(&d, start + 4, |raw| raw[7] ^= 1);
     match fs.read(f, 4 * 4096, 10) {
         Err(FsError::Corrupt(s)) => assert!(
             s.contains(&format!("zone {}", z.zone)) && s.contains("offset 16384"),
@@ -326,13 +323,12 @@ fn a_corrupt_extent_metadata_block_gives_eio_naming_zone_and_lba_and_the_mount_s
     let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
     fs.close().unwrap();
     // The first extent is 50,000 bytes = 13 sectors; its metadata block follows.
-    let start = z.zone as u64 * (2 << 20) / 4096;
+    let start = zone_start(&d, z.zone);
     let meta = start + 13;
-    let mut raw = vec![0u8; 4096];
-    tegula_device::BlockDevice::read(&*d, meta, &mut raw).unwrap();
-    assert_eq!(&raw[..8], b"ZEAMETA1");
-    raw[40] ^= 0x10;
-    d.with_media(|m| m.write(meta, &raw, true)).unwrap();
+    damage(&d, meta, |raw| {
+        assert_eq!(&raw[..8], b"ZEAMETA1");
+        raw[40] ^= 0x10;
+    });
     let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
     match fs.read(f, 0, 10) {
         Err(e @ FsError::Corrupt(_)) => {
@@ -363,10 +359,7 @@ fn corrupt_checkpoints_fail_the_mount_with_an_error_not_a_panic() {
     fs.close().unwrap();
     // Both checkpoint slots: flip a payload byte in each.
     for slot in [2u64, 2 + (2 * 256 - 2) / 4] {
-        let mut raw = vec![0u8; 4096];
-        tegula_device::BlockDevice::read(&*d, slot, &mut raw).unwrap();
-        raw[60] ^= 1;
-        d.with_media(|m| m.write(slot, &raw, true)).unwrap();
+        damage(&d, slot, |raw| raw[60] ^= 1);
     }
     match Fs::open(zoned(&d), small_opts()) {
         Err(e) => {
@@ -391,13 +384,13 @@ fn a_damaged_superblock_copy_is_reported_by_check_and_rewritten_by_repair() {
         fs.close().unwrap();
         let read = |lba: u64| {
             let mut raw = vec![0u8; ss];
-            tegula_device::BlockDevice::read(&*d, lba, &mut raw).unwrap();
+            tegula_device::BlockDevice::read(&*seen(&d), lba, &mut raw).unwrap();
             raw
         };
         let good = read(other);
-        let mut raw = read(lba);
-        raw[33] ^= 1; // in the LBA of checkpoint slot 0, covered by the checksum
-        d.with_media(|m| m.write(lba, &raw, true)).unwrap();
+        // In the LBA of checkpoint slot 0, covered by the checksum.
+        damage(&d, lba, |raw| raw[33] ^= 1);
+        let raw = read(lba);
 
         let ro = FsOptions {
             read_only: true,
@@ -484,9 +477,9 @@ fn page_by_page_reads_use_the_read_cache_and_read_ahead_never_fails_a_good_read(
     // A bad sector 64 KiB into the file: reads before it, including ones whose read-ahead
     // would cover it, succeed; the read of the bad bytes is EIO.
     let z = fs.zone_stats().into_iter().find(|z| z.live > 0).unwrap();
-    let start = z.zone as u64 * (2 << 20) / 4096;
+    let start = zone_start(&d, z.zone);
     fs.close().unwrap();
-    d.inject_media_error(start + 16, 1).unwrap();
+    inject(&d, start + 16, 1);
     let fs = Fs::open(zoned(&d), tegula_fs::FsOptions::default()).unwrap();
     for off in (0..16 * 4096u64).step_by(4096) {
         assert!(

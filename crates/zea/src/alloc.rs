@@ -80,8 +80,10 @@ impl Zea {
             dev,
             zone,
             start: z.start_lba,
-            end: z.end_lba(),
-            wp: z.write_pointer_lba,
+            // A zone takes data up to its capacity (below its size on ZNS); a full zone
+            // reports its write pointer at the zone end.
+            end: z.capacity_end_lba(),
+            wp: z.start_lba + z.written_sectors(),
             sector,
             opts,
             next_seq: 0,
@@ -372,6 +374,19 @@ impl Zea {
         self.recent.clear();
         self.broken = false;
         self.recovery = Recovery::default();
+        Ok(())
+    }
+
+    /// Finishes the zone (FINISH ZONE): no extent fits any more, and a device that limits its
+    /// active zones counts it no longer. The sectors left read as unwritten; at the next open
+    /// they are the tail before which the newest extent is found.
+    pub fn finish(&mut self) -> Result<()> {
+        if self.wp < self.end {
+            self.dev
+                .finish_zone(self.zone)
+                .map_err(|e| self.dev_err(e))?;
+            self.wp = self.end;
+        }
         Ok(())
     }
 

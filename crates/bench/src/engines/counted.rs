@@ -117,6 +117,10 @@ impl<D: ZonedDevice> ZonedDevice for Counted<D> {
         self.inner.zone_action(action, target)
     }
 
+    fn can_rewind(&self) -> bool {
+        self.inner.can_rewind()
+    }
+
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
         self.inner.rewind_write_pointer(index, lba)
     }

@@ -20,9 +20,10 @@
 //! leaves every sector below a write pointer as written. A record whose data runs past its
 //! zone's write pointer is a torn tail (its write never completed, so it was never
 //! acknowledged): it is ignored, nothing is appended behind it, and the zone is cleaned at
-//! the next write. A header below the write pointer that does not decode, or a zone's last
-//! record whose data fails its checksum, is corruption: the device refuses to open rather than
-//! serve older data. The layer holds one zone active (its head): it presents the device's open
+//! the next write. A header below the write pointer that does not decode is corruption: the
+//! device refuses to open rather than serve older data. Record data is served as stored (the
+//! layers above checksum their own structures); [`ConvZones::verify_records`] scrubs it
+//! against the checksums in the headers. The layer holds one zone active (its head): it presents the device's open
 //! and active limits less one.
 
 pub mod record;
@@ -161,6 +162,54 @@ impl ConvZones {
         Ok(dev)
     }
 
+    /// Where sector `lba` of this device lives on the device underneath: the newest copy of
+    /// a sector of the conventional area (`None` if it was never written), or the same
+    /// sector of a sequential zone.
+    pub fn device_lba(&self, lba: u64) -> Option<u64> {
+        if lba >= self.conv_sectors {
+            return Some(lba + self.delta());
+        }
+        let p = *self.st.lock().map.get(lba as usize)?;
+        (p != NONE).then_some(p)
+    }
+
+    /// Reads every record of the log and checks its data against the checksum in its header
+    /// (a scrub; opening reads only the headers, and the layers above check their own data):
+    /// the LBAs of records whose data is damaged, with what is wrong.
+    pub fn verify_records(&self) -> Result<Vec<(u64, String)>> {
+        let _st = self.st.lock();
+        let mut bad = Vec::new();
+        for z in 0..self.layout.log_zones {
+            let zone = self.inner.zone(z)?;
+            let end = zone.start_lba + zone.written_sectors();
+            let mut pos = zone.start_lba;
+            while pos < end {
+                let mut hb = vec![0u8; self.ss()];
+                self.inner.read(pos, &mut hb)?;
+                let Ok(h) = Header::decode(&hb) else {
+                    bad.push((pos, "the header does not decode".to_string()));
+                    break;
+                };
+                let data_end = pos + 1 + u64::from(h.count);
+                if data_end > end {
+                    break;
+                }
+                let mut data = vec![0u8; h.count as usize * self.ss()];
+                if h.count > 0 {
+                    self.inner.read(pos + 1, &mut data)?;
+                }
+                if tegula_codec::checksum::crc32c(&data) != h.data_crc {
+                    bad.push((
+                        pos,
+                        format!("the data of {} sectors fails its checksum", h.count),
+                    ));
+                }
+                pos = data_end;
+            }
+        }
+        Ok(bad)
+    }
+
     /// The device underneath.
     pub fn inner(&self) -> &Arc<dyn ZonedDevice> {
         &self.inner
@@ -205,7 +254,6 @@ impl ConvZones {
             }
             let end = zone.start_lba + zone.written_sectors();
             let mut pos = zone.start_lba;
-            let mut last: Option<(u64, Header)> = None;
             while pos < end {
                 let mut hb = vec![0u8; self.ss()];
                 self.inner.read(pos, &mut hb)?;
@@ -233,20 +281,7 @@ impl ConvZones {
                 if newest.is_none_or(|(s, _)| h.seq > s) {
                     newest = Some((h.seq, z));
                 }
-                if h.kind == record::KIND_WRITE {
-                    last = Some((pos, h));
-                }
                 pos = data_end;
-            }
-            if let Some((at, h)) = last {
-                let mut data = vec![0u8; h.count as usize * self.ss()];
-                self.inner.read(at + 1, &mut data)?;
-                if tegula_codec::checksum::crc32c(&data) != h.data_crc {
-                    return Err(corrupt(
-                        at,
-                        "the zone's last record below its write pointer fails its data checksum",
-                    ));
-                }
             }
         }
         let mut live = vec![0u64; self.layout.log_zones as usize];
@@ -804,6 +839,10 @@ impl ZonedDevice for ConvZones {
                 Ok(done)
             }
         }
+    }
+
+    fn can_rewind(&self) -> bool {
+        self.inner.can_rewind()
     }
 
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {

@@ -561,6 +561,10 @@ impl ZonedDevice for HostBanded {
         })
     }
 
+    fn can_rewind(&self) -> bool {
+        true
+    }
+
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
         let start = self.now_ns();
         let mut g = self.inner.lock();

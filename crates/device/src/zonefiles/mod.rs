@@ -681,6 +681,10 @@ impl ZonedDevice for ZoneFiles {
         })
     }
 
+    fn can_rewind(&self) -> bool {
+        true
+    }
+
     fn rewind_write_pointer(&self, index: u32, lba: u64) -> Result<IoDone> {
         self.check_usable()?;
         if index < self.desc.conventional_zones {

@@ -15,11 +15,14 @@ impl Fs {
     /// Creates a file system on `dev`: resets every sequential zone and writes the superblock
     /// and an empty root.
     pub fn mkfs(dev: Arc<dyn ZonedDevice>, opts: FsOptions) -> Result<Fs> {
-        let info = dev.info();
-        if !info.stores_data {
+        if !dev.info().stores_data {
             return Err(FsError::NotFs("the device keeps no data".into()));
         }
+        // Every zone, the log of an emulated conventional zone included (a device without
+        // conventional zones keeps the metadata there: `tegula_device::ConvZones`).
         dev.zone_action(ZoneAction::Reset, ZoneTarget::All)?;
+        let dev = tegula_device::ConvZones::wrap_if_needed(dev)?;
+        let info = dev.info();
         let mut state = State::new(info.zones as usize, now_ns());
         state.placement = opts.placement.unwrap_or_default();
         let fs_id = (now_ns() as u64) ^ ((std::process::id() as u64) << 32) ^ 0x7e9a_1a5f;
@@ -35,6 +38,7 @@ impl Fs {
     /// Mounts the file system on `dev`: newest checkpoint, log replay, zone recovery; inodes
     /// left without names (unlinked while open before a crash) are freed.
     pub fn open(dev: Arc<dyn ZonedDevice>, mut opts: FsOptions) -> Result<Fs> {
+        let dev = tegula_device::ConvZones::wrap_if_needed(dev)?;
         let rec = Journal::open(dev.clone())?;
         let corrupt = |what: String| {
             eprintln!("tegula-fs: {what}");

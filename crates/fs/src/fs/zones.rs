@@ -37,11 +37,22 @@ impl Fs {
     /// writer outside the lock.
     pub(crate) fn candidates(&self) -> Vec<Candidate> {
         let victim = self.job.as_ref().map(|j| j.zone);
+        // On a device that limits its active zones, no empty zone is offered once the limit
+        // is reached: data goes to the partly written zones until one fills.
+        let max_active = self.pool.max_active() as usize;
+        let at_limit = max_active > 0
+            && self
+                .pool
+                .seq_zones()
+                .filter(|&z| self.pool.is_active(z))
+                .count()
+                >= max_active;
         self.pool
             .seq_zones()
             .filter(|z| {
                 Some(*z) != victim && !self.bad_zones.contains(z) && !self.leased.contains(z)
             })
+            .filter(|&z| !at_limit || !self.pool.is_empty(z))
             .map(|zone| Candidate {
                 zone,
                 room: self.pool.max_put(zone),

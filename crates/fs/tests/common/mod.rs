@@ -9,9 +9,36 @@ use std::time::Duration;
 use tegula_device::{profile, Disk, DiskConfig, OpenOptions, ZonedDevice};
 use tegula_fs::{Fs, FsOptions, Kind, ROOT};
 
-/// A host-managed drive's configuration: `mib` MiB in zones of `zone_mib` MiB, the first
-/// `conventional` of them conventional.
+/// Whether the tests run on the ZNS profile (`TEGULA_TEST_PROFILE=zns`, which `.ci/run` runs
+/// the whole suite with too) rather than host-managed SMR (unset or `hm-smr`; anything else
+/// fails the test).
+pub fn zns() -> bool {
+    match std::env::var("TEGULA_TEST_PROFILE").as_deref() {
+        Err(_) | Ok("hm-smr") => false,
+        Ok("zns") => true,
+        Ok(p) => panic!("TEGULA_TEST_PROFILE={p}: hm-smr or zns"),
+    }
+}
+
+/// The test drive's configuration: host-managed, `mib` MiB in zones of `zone_mib` MiB, the
+/// first `conventional` of them conventional. On the ZNS profile the same room for data: as
+/// many sequential zones, each with `zone_mib` MiB of capacity in a zone twice that size, no
+/// conventional zone, and the zones the file system's emulated conventional zone takes for
+/// its log ([`tegula_device::ConvZones`]).
 pub fn hm_smr(mib: u64, zone_mib: u64, conventional: u32) -> DiskConfig {
+    if zns() {
+        let seq = mib / zone_mib - u64::from(conventional);
+        let mut cfg = profile("zns").unwrap();
+        cfg.zones.zone_size = (2 * zone_mib) << 20;
+        cfg.zones.zone_capacity = Some(zone_mib << 20);
+        let ss = u64::from(cfg.sector_size);
+        let log = u64::from(tegula_device::convzones::log_zones_for(
+            cfg.zones.zone_size / ss,
+            (zone_mib << 20) / ss,
+        ));
+        cfg.capacity = (seq + log) * cfg.zones.zone_size;
+        return cfg;
+    }
     let mut cfg = profile("hm-smr").unwrap();
     cfg.capacity = mib << 20;
     cfg.zones.zone_size = zone_mib << 20;
@@ -33,6 +60,44 @@ pub fn small_opts() -> FsOptions {
         commit_bytes: 16 << 10,
         ..FsOptions::default()
     }
+}
+
+/// The device as the file system sees `d` (on ZNS, with the conventional zone it emulates),
+/// opened afresh, for a test that reads what the file system wrote; never written to.
+pub fn seen(d: &Arc<Disk>) -> Arc<dyn ZonedDevice> {
+    tegula_device::ConvZones::wrap_if_needed(d.clone()).unwrap()
+}
+
+/// The LBA of `d` that holds sector `lba` as the file system sees the device (on ZNS, where
+/// the newest copy of a sector of its emulated conventional zone lives).
+pub fn raw_lba(d: &Arc<Disk>, lba: u64) -> u64 {
+    if !zns() {
+        return lba;
+    }
+    tegula_device::ConvZones::open(d.clone(), 1)
+        .unwrap()
+        .device_lba(lba)
+        .expect("a sector the file system wrote")
+}
+
+/// The first LBA of `zone` as the file system sees the device.
+pub fn zone_start(d: &Arc<Disk>, zone: u32) -> u64 {
+    seen(d).zone(zone).unwrap().start_lba
+}
+
+/// Changes sector `lba` (as the file system sees the device) on the media behind the zone
+/// rules, with `f`.
+pub fn damage(d: &Arc<Disk>, lba: u64, f: impl FnOnce(&mut [u8])) {
+    let mut s = vec![0u8; tegula_device::BlockDevice::info(&**d).sector_size as usize];
+    tegula_device::BlockDevice::read(&*seen(d), lba, &mut s).unwrap();
+    f(&mut s);
+    let raw = raw_lba(d, lba);
+    d.with_media(|m| m.write(raw, &s, true)).unwrap();
+}
+
+/// Makes `n` sectors from `lba` (as the file system sees the device) unreadable.
+pub fn inject(d: &Arc<Disk>, lba: u64, n: u64) {
+    d.inject_media_error(raw_lba(d, lba), n).unwrap();
 }
 
 pub fn zoned(d: &Arc<Disk>) -> Arc<dyn ZonedDevice> {
