@@ -9,7 +9,8 @@ use std::fmt;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use tegula_device::{ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
+use std::sync::Arc;
+use tegula_device::{BlockDevice, ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
 
 /// One thing found on a file or device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,17 +150,34 @@ fn read_at(f: &File, buf: &mut [u8], off: u64) {
 
 /// What a zoned device holds: a signature in its first sectors, sequential zones with data, or
 /// non-zero bytes at the start of a conventional zone.
-pub fn of_zoned(dev: &dyn ZonedDevice) -> Result<Vec<Found>> {
+pub fn of_zoned(dev: &Arc<dyn ZonedDevice>) -> Result<Vec<Found>> {
     let info = dev.info();
     let ss = info.sector_size as u64;
+    let zones = dev.report_zones(ZoneFilter::All);
     let head_sectors = (0x10048u64.div_ceil(ss)).min(info.zone_sectors.max(1));
     let mut head = vec![0u8; (head_sectors * ss) as usize];
-    dev.read(0, &mut head)?;
+    match zones.first() {
+        // A device without conventional zones whose first zone holds the log of an emulated
+        // one (`tegula_device::ConvZones`): the signatures are in the emulated zone.
+        Some(z) if z.zone_type.is_sequential() && z.written_sectors() > 0 => {
+            let mut first = vec![0u8; ss as usize];
+            dev.read(z.start_lba, &mut first)?;
+            if tegula_device::convzones::record::Header::decode(&first).is_ok() {
+                // Read only: the view is dropped before the device is used.
+                if let Ok(view) = tegula_device::ConvZones::open(dev.clone(), 1) {
+                    view.read(0, &mut head)?;
+                }
+            }
+        }
+        Some(z) if z.zone_type.is_sequential() => {}
+        _ => {
+            dev.read(0, &mut head)?;
+        }
+    }
     let mut found = signatures_in(&head);
     if !found.is_empty() {
         return Ok(found);
     }
-    let zones = dev.report_zones(ZoneFilter::All);
     let written: Vec<_> = zones
         .iter()
         .filter(|z| z.zone_type.is_sequential() && z.write_pointer_lba > z.start_lba)

@@ -17,13 +17,13 @@ pub fn holds(path: &Path, storage: Storage) -> Result<Vec<Found>> {
     match (storage, device::kind_of(path)) {
         (_, PathKind::ZonedImage) => {
             let dev = device::open_zoned(&Spec::new(path, Access::ReadOnly))?;
-            let found = signature::of_zoned(dev.as_ref())?;
+            let found = signature::of_zoned(&dev)?;
             Ok(found)
         }
         (_, PathKind::DmImage) => Ok(vec![Found::DmImage]),
         (_, PathKind::ZoneFiles) => {
             let dev = device::open_zoned(&Spec::new(path, Access::ReadOnly))?;
-            signature::of_zoned(dev.as_ref())
+            signature::of_zoned(&dev)
         }
         (Storage::Banded(zone_size), _) => {
             let mut sidecar = path.as_os_str().to_owned();
@@ -32,7 +32,7 @@ pub fn holds(path: &Path, storage: Storage) -> Result<Vec<Found>> {
                 let mut spec = Spec::new(path, Access::ReadOnly);
                 spec.banded = Some(zone_size);
                 if let Ok(dev) = device::open_zoned(&spec) {
-                    return signature::of_zoned(dev.as_ref());
+                    return signature::of_zoned(&dev);
                 }
             }
             signature::of_plain(path)

@@ -330,7 +330,7 @@ fn create(dev_args: &BandedArgs, image: &Path, loc: bool, force: bool) -> Result
     // Before HostBanded touches the file (the opener refuses a tegula image by itself).
     signature::refuse_new_banded_unless_forced(&spec, "creating a database", force)?;
     let dev = device::open_zoned(&spec)?;
-    let found = signature::of_zoned(dev.as_ref())?;
+    let found = signature::of_zoned(&dev)?;
     if found.contains(&signature::Found::Smrdb) && !force {
         bail!(
             "{} already holds a database (give --force to erase it)",

@@ -181,7 +181,7 @@ pub fn run(cmd: FsCommand) -> Result<()> {
 
 fn mkfs(image: &Path, back_pointers: u16, placement: Placement, force: bool) -> Result<()> {
     let dev = open_dev(image, Access::ReadWrite)?;
-    let found = signature::of_zoned(dev.as_ref())?;
+    let found = signature::of_zoned(&dev)?;
     signature::refuse_unless_forced(image, &found, "mkfs", force)?;
     if !found.is_empty() {
         signature::wipe(dev.as_ref())?;
@@ -198,12 +198,19 @@ fn mkfs(image: &Path, back_pointers: u16, placement: Placement, force: bool) -> 
     .with_context(|| format!("mkfs on {}", image.display()))?;
     let s = fs.statfs();
     fs.close()?;
+    let meta = if info.conventional_zones > 0 {
+        format!("{} conventional (metadata)", info.conventional_zones)
+    } else {
+        format!(
+            "no conventional zone (the metadata is in one emulated in the first {} zones)",
+            tegula_device::convzones::log_zones_for(info.zone_sectors, info.zone_capacity_sectors)
+        )
+    };
     println!(
-        "mkfs {}: {} zones of {}, {} conventional (metadata), data capacity {}, placement {placement}",
+        "mkfs {}: {} zones of {}, {meta}, data capacity {}, placement {placement}",
         image.display(),
         info.zones,
         format_size(info.zone_sectors * info.sector_size as u64),
-        info.conventional_zones,
         format_size(s.blocks * s.block_size)
     );
     Ok(())
