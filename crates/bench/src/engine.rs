@@ -218,6 +218,9 @@ pub enum Target {
         /// banded file.
         zone_files: bool,
     },
+    /// A Linux zoned block device (SMRDB): a host-managed SMR drive, a ZNS namespace; fresh
+    /// means every zone reset.
+    Zoned(PathBuf),
     /// A directory on the host file system (RocksDB, LevelDB); `None` means a temporary one.
     Dir(Option<PathBuf>),
     /// Nothing: the in-memory reference engine.
@@ -299,6 +302,7 @@ impl Target {
             Target::Banded {
                 zone_files: true, ..
             } => StorageLabel::ZoneFiles,
+            Target::Zoned(_) => StorageLabel::ZonedDevice,
             Target::Dir(_) => StorageLabel::Dir,
         }
     }
@@ -306,7 +310,10 @@ impl Target {
     /// The file or directory the target writes, if any.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            Target::Image(p, _) | Target::Banded { path: p, .. } | Target::Dir(Some(p)) => Some(p),
+            Target::Image(p, _)
+            | Target::Banded { path: p, .. }
+            | Target::Zoned(p)
+            | Target::Dir(Some(p)) => Some(p),
             _ => None,
         }
     }
@@ -334,7 +341,7 @@ impl EngineFactory {
             (EngineKind::Memory, _) => {}
             (
                 EngineKind::Tegula | EngineKind::TegulaLoc,
-                Target::Emulated(_) | Target::Image(..) | Target::Banded { .. },
+                Target::Emulated(_) | Target::Image(..) | Target::Banded { .. } | Target::Zoned(_),
             ) => {}
             (EngineKind::Rocksdb | EngineKind::Leveldb, Target::Dir(_)) => {}
             (k, t) => {
@@ -546,6 +553,27 @@ impl EngineFactory {
             .map_err(|e| Error::device(format!("opening {} as zone files", path.display()), e))
     }
 
+    /// Opens the zoned block device of the target; with `fresh`, every zone is reset first.
+    pub fn open_zbd(&self, fresh: bool) -> Result<tegula_device::Zbd> {
+        let Target::Zoned(path) = &self.target else {
+            return Err(Error::invalid(format!(
+                "target {:?} is not a zoned block device",
+                self.target
+            )));
+        };
+        let dev = tegula_device::Zbd::open(path, tegula_device::ZbdOptions::default())
+            .map_err(|e| Error::device(format!("opening {}", path.display()), e))?;
+        if fresh {
+            use tegula_device::ZonedDevice;
+            dev.zone_action(
+                tegula_device::ZoneAction::Reset,
+                tegula_device::ZoneTarget::All,
+            )
+            .map_err(|e| Error::device(format!("resetting every zone of {}", path.display()), e))?;
+        }
+        Ok(dev)
+    }
+
     #[cfg(feature = "smrdb")]
     fn open_smrdb(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
         use crate::engines::smrdb::SmrdbEngine;
@@ -557,6 +585,7 @@ impl EngineFactory {
             Target::Banded {
                 zone_files: true, ..
             } => SmrdbEngine::open_zone_files(self.open_zone_files(fresh)?, loc, &self.opts)?,
+            Target::Zoned(_) => SmrdbEngine::open_zoned(self.open_zbd(fresh)?, loc, &self.opts)?,
             t => SmrdbEngine::open(self.open_disk(fresh)?, t.storage(), loc, &self.opts)?,
         };
         Ok(Box::new(engine))

@@ -182,6 +182,15 @@ impl EngineSetup {
                         Some(p) => p.clone(),
                         None => place()?,
                     };
+                    if matches!(
+                        tegula_device::zbd::zoned_model_of(&p),
+                        Some(
+                            tegula_device::zbd::ZonedModel::HostManaged
+                                | tegula_device::zbd::ZonedModel::HostAware
+                        )
+                    ) {
+                        return Ok(Target::Zoned(p));
+                    }
                     let cfg = if p.exists() {
                         None
                     } else {

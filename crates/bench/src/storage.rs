@@ -64,18 +64,22 @@ pub enum StorageLabel {
     /// A directory of one file per zone, no emulator.
     #[serde(rename = "zone-files")]
     ZoneFiles,
+    /// A Linux zoned block device, no emulator.
+    #[serde(rename = "zoned-device")]
+    ZonedDevice,
     /// A database directory of the host file system (RocksDB, LevelDB).
     Dir,
 }
 
 impl StorageLabel {
-    /// `memory`, `image`, `banded`, `zone-files` or `dir`.
+    /// `memory`, `image`, `banded`, `zone-files`, `zoned-device` or `dir`.
     pub fn name(self) -> &'static str {
         match self {
             StorageLabel::Memory => "memory",
             StorageLabel::Image => "image",
             StorageLabel::Banded => "banded",
             StorageLabel::ZoneFiles => "zone-files",
+            StorageLabel::ZonedDevice => "zoned-device",
             StorageLabel::Dir => "dir",
         }
     }

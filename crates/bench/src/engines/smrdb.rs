@@ -100,6 +100,11 @@ impl SmrdbEngine {
         Self::open_files(dev, StorageLabel::ZoneFiles, loc, o)
     }
 
+    /// Opens (or creates) SMRDB on a Linux zoned block device; like [`SmrdbEngine::open`].
+    pub fn open_zoned(dev: tegula_device::Zbd, loc: bool, o: &EngineOptions) -> Result<Self> {
+        Self::open_files(dev, StorageLabel::ZonedDevice, loc, o)
+    }
+
     fn open_files<D: ZonedDevice + 'static>(
         dev: D,
         storage: StorageLabel,

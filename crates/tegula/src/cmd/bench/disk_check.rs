@@ -15,7 +15,7 @@ pub fn holds(path: &Path, storage: Storage) -> Result<Vec<Found>> {
         return Ok(Vec::new());
     }
     match (storage, device::kind_of(path)) {
-        (_, PathKind::ZonedImage) => {
+        (_, PathKind::ZonedImage | PathKind::ZonedBlock) => {
             let dev = device::open_zoned(&Spec::new(path, Access::ReadOnly))?;
             let found = signature::of_zoned(&dev)?;
             Ok(found)

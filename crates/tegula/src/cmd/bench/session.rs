@@ -92,6 +92,11 @@ fn storage_lines(lineup: &Lineup) -> String {
                     .to_string()
             }
             Target::Image(p, _) => format!("on an emulated drive, disk image {}", p.display()),
+            Target::Zoned(p) => format!(
+                "on the zoned block device {} (O_DIRECT at the write pointers, fdatasync; no \
+                 drive model)",
+                p.display()
+            ),
             Target::Banded {
                 path,
                 zone_size,
