@@ -85,8 +85,9 @@ impl EngineSetup {
         Ok(cfg)
     }
 
-    /// The band size the tegula engines would use: the banded file's zone size, the zone size
-    /// of the `disk` image if it exists, else of the new drive's configuration.
+    /// The band size the tegula engines would use: the banded file's zone size, the zone
+    /// capacity of the `disk` image or zoned block device if it exists, else of the new
+    /// drive's configuration.
     pub fn band_size(&self) -> Result<u64> {
         if let Storage::Banded(z) | Storage::ZoneFiles(z) = self.storage {
             return Ok(z);
@@ -96,6 +97,23 @@ impl EngineSetup {
             .as_ref()
             .filter(|p| p.exists() && self.storage == Storage::Image)
         {
+            if matches!(
+                tegula_device::zbd::zoned_model_of(p),
+                Some(
+                    tegula_device::zbd::ZonedModel::HostManaged
+                        | tegula_device::zbd::ZonedModel::HostAware
+                )
+            ) {
+                use tegula_device::BlockDevice;
+                let opts = tegula_device::ZbdOptions {
+                    read_only: true,
+                    ..Default::default()
+                };
+                let d = tegula_device::Zbd::open(p, opts)
+                    .map_err(|e| Error::device(format!("opening {}", p.display()), e))?;
+                let i = d.info();
+                return Ok(i.zone_capacity_sectors * u64::from(i.sector_size));
+            }
             let d = Disk::open_image(p, Default::default())
                 .map_err(|e| Error::device(format!("opening disk image {}", p.display()), e))?;
             let cfg = d.config();
@@ -107,9 +125,10 @@ impl EngineSetup {
                     p.display()
                 )));
             }
-            return Ok(cfg.zones.zone_size);
+            return Ok(cfg.zone_capacity_sectors() * u64::from(cfg.sector_size));
         }
-        Ok(self.device_config()?.zones.zone_size)
+        let cfg = self.device_config()?;
+        Ok(cfg.zone_capacity_sectors() * u64::from(cfg.sector_size))
     }
 
     /// The options every engine gets.
