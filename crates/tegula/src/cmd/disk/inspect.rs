@@ -358,12 +358,22 @@ pub fn profiles(a: ProfilesArgs) -> Result<()> {
             c.kind.name().to_string(),
             format!("{:.2} TB", c.capacity as f64 / 1e12),
             c.sector_size.to_string(),
-            format_size(c.zones.zone_size),
-            conv,
-            if c.zones.max_open == 0 {
-                "-".into()
-            } else {
-                c.zones.max_open.to_string()
+            match c.zones.zone_capacity {
+                Some(cap) if cap < c.zones.zone_size => format!(
+                    "{} ({} cap)",
+                    format_size(c.zones.zone_size),
+                    format_size(cap)
+                ),
+                _ => format_size(c.zones.zone_size),
+            },
+            match c.zones.conventional_zones {
+                Some(0) => "none".to_string(),
+                _ => conv,
+            },
+            match (c.zones.max_open, c.zones.max_active) {
+                (0, _) => "-".into(),
+                (o, 0) => o.to_string(),
+                (o, a) => format!("{o} ({a} active)"),
             },
             c.media.rpm.to_string(),
             c.media.heads.to_string(),
