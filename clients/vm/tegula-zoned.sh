@@ -7,7 +7,7 @@
 #
 # Run from the repository root (the host side builds tegula first):
 #   bash clients/vm/run.sh --strip-debug clients/vm/tegula-zoned.sh target/release/tegula \
-#       /usr/bin/redis-cli
+#       /usr/bin/redis-cli /usr/bin/nbdcopy
 # (.ci/run does, through clients/vm/tegula-zoned-host.sh.) Every step prints PASS or FAIL; the
 # script exits 1 when any failed. On each device:
 #   * report:      `tegula disk report` equals `blkzone report` (count, types, conditions,
@@ -20,8 +20,12 @@
 #                  and every key again after a reopen;
 #   * kill9:       20 kill -9 of `serve resp --appendfsync always` under redis-cli SETs: every
 #                  acknowledged SET is there after the restart;
+#   * locks:       a second tegula process is refused naming the first, and so is tegula while
+#                  a kernel file system (f2fs) is mounted on the device;
 #   * fs:          mkfs, mount (FUSE), files written and checksummed, unmount, fs check,
-#                  remount, the checksums equal.
+#                  remount, the checksums equal;
+#   * nbd:         `serve nbd` exports the device's data (nbdcopy equals dd).
+# Then `tegula probe` on a real block device that is not zoned (scsi_debug's disk), TEST 1.
 # Both devices are erased (they live in guest memory and in run.sh's temporary file).
 set -u
 
@@ -230,6 +234,63 @@ kill9() {
     [ "$lost" -eq 0 ] && [ "$checked" -gt 0 ]
 }
 
+# Two writers never share the device: a second tegula process is refused naming the first
+# (after --lock-wait), and so is any tegula command while a kernel file system is mounted on it.
+locks() {
+    dev=$1
+    port=6398
+    tegula db create "$dev" --force >/dev/null || return 1
+    tegula serve resp "$dev" --port "$port" --appendfsync always 2>/tmp/lk.log &
+    server=$!
+    wait_port "$port" || { kill -9 "$server"; return 1; }
+    tegula --lock-wait 1 disk reset "$dev" --all 2>/tmp/err.txt
+    st=$?
+    kill "$server"
+    wait "$server" 2>/dev/null
+    cat /tmp/err.txt
+    [ "$st" -ne 0 ] && grep -q "in use by process .*serve resp" /tmp/err.txt || return 1
+    if [ "$dev" = "$NULLB" ]; then
+        mkfs.f2fs -f -m "$dev" >/dev/null 2>&1 || return 1
+        mkdir -p /mnt/f2fs
+        mount -t f2fs "$dev" /mnt/f2fs || return 1
+        tegula disk reset "$dev" --all 2>/tmp/err.txt
+        st=$?
+        umount /mnt/f2fs
+        cat /tmp/err.txt
+        [ "$st" -ne 0 ] && grep -q "mounted at /mnt/f2fs" /tmp/err.txt || return 1
+    fi
+    # Read-only commands share the device with each other.
+    tegula disk report "$dev" --count 1 >/dev/null
+}
+
+# serve nbd exports the device's data: the first 64 MiB through NBD equal what the kernel reads.
+nbd() {
+    dev=$1
+    sock=/tmp/nbd.sock
+    rm -f "$sock"
+    tegula serve nbd "$dev" --socket "$sock" --readonly 2>/tmp/nbd.log &
+    server=$!
+    i=0
+    while [ ! -S "$sock" ] && [ "$i" -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+    a=$(nbdcopy "nbd+unix:///?socket=$sock" - 2>/dev/null | head -c 67108864 | sha256sum | cut -d' ' -f1)
+    kill "$server"
+    wait "$server" 2>/dev/null
+    b=$(dd if="$dev" bs=1M count=64 iflag=direct 2>/dev/null | sha256sum | cut -d' ' -f1)
+    echo "  NBD $a"
+    echo "  dev $b"
+    [ -n "$a" ] && [ "$a" = "$b" ]
+}
+
+# Whether a `tegula fs mount DEV` process still runs (the guest has no pgrep).
+mount_running() {
+    for p in /proc/[0-9]*; do
+        case $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) in
+        *"fs mount $1 "*) return 0 ;;
+        esac
+    done
+    return 1
+}
+
 fs() {
     dev=$1
     mnt=/mnt/tegula
@@ -244,13 +305,13 @@ fs() {
     cp /tmp/mib.bin "$mnt/d/e/copy" 2>/dev/null || head -c 4096 /dev/urandom >"$mnt/d/e/copy"
     (cd "$mnt" && find . -type f | sort | xargs sha256sum) >/tmp/sums.txt || return 1
     fusermount3 -u "$mnt" || return 1
-    while pgrep -f "fs mount $dev" >/dev/null; do sleep 0.2; done
+    while mount_running "$dev"; do sleep 0.2; done
     tegula fs check "$dev" || return 1
     tegula fs mount "$dev" "$mnt" --log /tmp/mount2.log || { cat /tmp/mount2.log; return 1; }
     (cd "$mnt" && sha256sum -c /tmp/sums.txt) >/tmp/check.txt 2>&1
     st=$?
     fusermount3 -u "$mnt"
-    while pgrep -f "fs mount $dev" >/dev/null; do sleep 0.2; done
+    while mount_running "$dev"; do sleep 0.2; done
     grep -c ': OK$' /tmp/check.txt | sed 's/^/  files verified after the remount: /'
     [ "$st" -eq 0 ] || { cat /tmp/check.txt; return 1; }
 }
@@ -269,8 +330,22 @@ for dev in "$NULLB" "$ZNS"; do
     step "$d smrdb" smrdb "$dev"
     step "$d kill9" kill9 "$dev"
     rm -f /tmp/acked.txt
+    step "$d locks" locks "$dev"
     step "$d fs" fs "$dev"
+    step "$d nbd" nbd "$dev"
 done
+
+# The prober on a real (not zoned) block device: scsi_debug's disk, TEST 1 (latencies).
+probe() {
+    modprobe sd_mod && modprobe scsi_debug dev_size_mb=512 || return 1
+    i=0
+    while [ ! -b /dev/sda ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    tegula probe /dev/sda --destroys-data --tests 1 --json "$OUT/probe-sda.json" >/tmp/probe.txt 2>&1
+    st=$?
+    tail -n 15 /tmp/probe.txt | sed 's/^/  /'
+    [ "$st" -eq 0 ] && [ -s "$OUT/probe-sda.json" ]
+}
+step "sda probe" probe
 
 echo "passed $passed, failed $failed${failed_names:+:$failed_names}"
 [ "$failed" -eq 0 ]

@@ -65,7 +65,7 @@ pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result
 
 /// The process holding a lock on `file`, from `/proc/locks` (`ID: FLOCK ADVISORY WRITE PID
 /// MAJ:MIN:INODE START END`), with its command line.
-fn holder(file: &File) -> Option<String> {
+pub fn holder(file: &File) -> Option<String> {
     let meta = file.metadata().ok()?;
     let (dev, ino) = (meta.dev(), meta.ino());
     let (major, minor) = (libc::major(dev), libc::minor(dev));

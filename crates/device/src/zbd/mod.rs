@@ -93,6 +93,44 @@ fn mount_point_of(file: &File) -> Option<String> {
     })
 }
 
+/// Opens `path` with `oo`; while the device is busy (`EBUSY`: another exclusive opener) and
+/// another tegula process holds its lock, retries for up to `wait` (at least half a second, as
+/// [`crate::lock::lock`] does); then fails naming the holder: the tegula process, or the
+/// mount point of a kernel file system on it.
+fn open_exclusive(oo: &std::fs::OpenOptions, path: &Path, wait: Duration) -> Result<File> {
+    let start = Instant::now();
+    loop {
+        match oo.open(path) {
+            Ok(f) => return Ok(f),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                let probe = File::open(path).ok();
+                let tegula = probe.as_ref().and_then(crate::lock::holder);
+                if tegula.is_some() && start.elapsed() < wait.max(Duration::from_millis(500)) {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                let holder = tegula
+                    .or_else(|| {
+                        probe
+                            .as_ref()
+                            .and_then(mount_point_of)
+                            .map(|m| format!("the kernel: it is mounted at {m}"))
+                    })
+                    .unwrap_or_else(|| {
+                        "another program that opened it exclusively (O_EXCL), or a device \
+                         mapper target"
+                            .into()
+                    });
+                return Err(DeviceError::Locked {
+                    path: path.display().to_string(),
+                    holder,
+                });
+            }
+            Err(e) => return Err(DeviceError::io(format!("opening {}", path.display()), e)),
+        }
+    }
+}
+
 impl Zbd {
     /// Opens the zoned block device at `path`. Fails for anything that is not a host-managed
     /// or host-aware block device, and for a device another program holds exclusively.
@@ -113,25 +151,8 @@ impl Zbd {
             flags |= libc::O_EXCL;
         }
         oo.custom_flags(flags);
-        let file = oo.open(path).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EBUSY) {
-                let holder = File::open(path)
-                    .ok()
-                    .and_then(|f| mount_point_of(&f))
-                    .map(|m| format!("the kernel: it is mounted at {m}"))
-                    .unwrap_or_else(|| {
-                        "another program that opened it exclusively (O_EXCL), or a device \
-                         mapper target"
-                            .into()
-                    });
-                DeviceError::Locked {
-                    path: path.display().to_string(),
-                    holder,
-                }
-            } else {
-                DeviceError::io(format!("opening {}", path.display()), e)
-            }
-        })?;
+        let wait = opts.lock_wait.unwrap_or_else(crate::lock::default_wait);
+        let file = open_exclusive(&oo, path, wait)?;
         let dir = sysfs::dir_of(&file, path)?;
         let limits = QueueLimits::read(&dir)?;
         if limits.zoned == ZonedModel::None {
@@ -140,12 +161,7 @@ impl Zbd {
                 path.display()
             )));
         }
-        crate::lock::lock(
-            &file,
-            path,
-            !opts.read_only,
-            opts.lock_wait.unwrap_or_else(crate::lock::default_wait),
-        )?;
+        crate::lock::lock(&file, path, !opts.read_only, wait)?;
         let lbs = limits.logical_block_size.max(512);
         let ss = opts.sector_size.unwrap_or(lbs.max(4096));
         if ss < lbs || !ss.is_multiple_of(lbs) || !ss.is_multiple_of(512) {
