@@ -10,8 +10,8 @@
 #                  tree.tar, zonefs-sb.bin, results.jsonl, logs/ and console.log afterwards
 #   --out-dir DIR  where the report goes (default docs/performance/data)
 #   --date D       the date in the report's file names (default today, UTC)
-# Environment, passed to the guest: COMPARE_NUM (db_bench/SMRDB keys, 200000), COMPARE_TXNS
-# (SQLite transactions, 1000), COMPARE_COPIES (tarball copies extracted, 1), COMPARE_PARTS
+# Environment, passed to the guest: COMPARE_NUM (db_bench/SMRDB keys, 300000), COMPARE_TXNS
+# (SQLite transactions, 1000), COMPARE_COPIES (tarball copies extracted, 4), COMPARE_PARTS
 # ("checks nullb zns smrdb"), COMPARE_TIMEOUT (seconds per guest command, 900). TEGULA (the
 # tegula binary, default target/release/tegula).
 #
@@ -86,25 +86,44 @@ EOF
 
 # 2. dm-zoned's formatter in Debian?
 dmz=$(
-    { apt-cache search dmzadm; apt-cache search dm-zoned; apt-cache search --names-only zoned; } 2>/dev/null |
+    { apt-cache search dmzadm; apt-cache search --names-only 'dm-zoned|zonefs|dmzadm'; } 2>/dev/null |
         sort -u | tr '\n' ';'
 )
-echo "compare-host: apt-cache search dmzadm / dm-zoned / zoned: ${dmz:-nothing}" >&2
+echo "compare-host: apt-cache search dmzadm / dm-zoned|zonefs|dmzadm (names): ${dmz:-no package}" >&2
 
 # 3. The VM run.
 envs=()
 for v in COMPARE_NUM COMPARE_TXNS COMPARE_COPIES COMPARE_PARTS COMPARE_TIMEOUT; do
     [[ -n "${!v:-}" ]] && envs+=(--env "$v=${!v}")
 done
-cmd=(bash clients/vm/run.sh --strip-debug --share "$share" "${envs[@]+"${envs[@]}"}"
+cmd=(bash clients/vm/run.sh --strip-debug --timeout 2400 --share "$share" "${envs[@]+"${envs[@]}"}"
     "${run_opts[@]+"${run_opts[@]}"}" clients/vm/compare.sh "$tegula")
 echo "compare-host: ${cmd[*]}" >&2
+
+# TCG runs on the host's CPUs: whatever else runs there (a cargo build) slows the whole guest.
+# Sample the load (and whether rustc runs) every 5 s, for the report.
+: >"$share/hostload.txt"
+(
+    while :; do
+        echo "$(date +%s) $(cut -d' ' -f1 /proc/loadavg) $(pgrep -c -x rustc || true)" >>"$share/hostload.txt"
+        sleep 5
+    done
+) &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
+
 t0=$(date +%s)
 set +e
 "${cmd[@]}" 2>&1 | tee "$share/console.log"
 rc=${PIPESTATUS[0]}
 set -e
 t1=$(date +%s)
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+load=$(awk '{ n++; s += $2; if ($2 > m) m = $2; if ($3 > 0) r++ }
+    END { if (n) printf "1-minute load average of the host (2 cores) during the run: mean %.2f, max %.2f; rustc running in %d of %d samples (every 5 s)", s / n, m, r, n }' \
+    "$share/hostload.txt")
+echo "compare-host: $load" >&2
 echo "compare-host: run.sh exit status $rc, $((t1 - t0)) s" >&2
 
 # 4. The report.
@@ -170,6 +189,7 @@ p("* commit: \`$commit\`" + (" (with $dirty changed tracked file(s) in the work 
 p("* tegula: $tegula_info")
 p("* command: \`bash clients/vm/compare-host.sh\` (it ran \`${cmd[*]}\`)")
 p(f"* total time of the VM run: {$t1 - $t0} s (run.sh exit status $rc)")
+p("* $load")
 p(f"* guest: kernel {meta.get('kernel','?')}, {meta.get('db_bench','db_bench ?')}, SQLite {meta.get('sqlite','?')}, {meta.get('fio','?')}")
 p(f"* parameters: db_bench/SMRDB --num {meta.get('num')} (keys {meta.get('key_size')} B, values {meta.get('value_size')} B, "
   f"default sync: off), SQLite {meta.get('txns')} transactions of one row with a {meta.get('row_bytes')}-byte blob "
@@ -184,7 +204,7 @@ p("absolute numbers. Speed ratios: tegula/X = X's time / tegula's time (> 1: teg
 p("Each timed workload ends with a sync: \`sync\`, then an fsync of every file it wrote and of its")
 p("directories (on FUSE \`sync\` alone only hands dirty pages to tegula). Device bytes: sectors")
 p("written (/sys/block/DEV/stat field 7) during the timed part; WA = device bytes / user bytes")
-p("(tar: the tarball; SQLite: rows x 100 B; db_bench, SMRDB: num x (16 + 100) B). wp: sectors")
+p("(tar: copies x the tarball; SQLite: rows x 100 B; db_bench, SMRDB: num x (16 + 100) B). wp: sectors")
 p("below the sequential zones' write pointers after the workload less after mkfs + mount (f2fs")
 p("keeps its metadata in the conventional zones, outside this view).")
 p("")
@@ -214,6 +234,11 @@ for dev in ["nullb0", "nvme0n1"]:
         row += [fnum(r.get("wa"), 2) if r and r.get("status") == "ok" and r.get("wa") not in (None, "") else "" for r in rs]
         row += [mib(r["wp_delta_sectors"] * 512) if r and r.get("status") == "ok" and "wp_delta_sectors" in r else "" for r in rs]
         p("| " + " | ".join(row) + " |")
+    cells = []
+    for f in fl:
+        r = get(dev, f, "tar", "verify")
+        cells.append("not run" if r is None else ("ok" if r.get("status") == "ok" else f"**FAIL** ({r.get('why', '')})"))
+    p("| tar --compare of the extracted tree (untimed) | " + " | ".join(cells) + " |" + " |" * (len(hdr) - 1 - len(fl)))
     # Where the time went.
     p("")
     p("Time split, seconds: the workload alone / \`sync\` / the fsyncs (every file, its directories):")
@@ -289,16 +314,15 @@ p("|---|---|---|---|---|---|")
 for r in runs:
     if r["fs"] in ("fio-zbd", "zonefs"):
         what = {"fio-zbd": "fio --zonemode=zbd --direct=1 --rw=randwrite --bs=64k --io_size=256M --max_open_zones=14",
-                "zonefs": "zonefs (hand-written superblock): mount, 16 MiB dd oflag=direct bs=64k into seq/0, read back, write pointer, umount"}[r["fs"]]
-        if r.get("status") == "info":
-            p(f"| {r['device']} | zonefs, for the record: one 1 MiB dd oflag=direct write into seq/1 | {r.get('result')} (seq/1 then {r.get('size_after')} bytes) | | | |")
-            continue
-        p(f"| {r['device']} | {what} | {r['status']} | {fnum(r.get('seconds'))} | {mib(r.get('dev_bytes'))} | {fnum(r.get('wa'))} |")
+                "zonefs": "zonefs: hand-written superblock at sector 0, mount" if r["phase"] == "mount" else
+                "zonefs: 16 MiB dd oflag=direct bs=64k into seq/0, size, read back, write pointer"}[r["fs"]]
+        res = (r["status"] if r["status"] == "ok" else f"**{r['status'].upper()}**") + (f": {r['why']}" if r.get("why") else "")
+        p(f"| {r['device']} | {what} | {res} | {fnum(r.get('seconds'))} | {mib(r.get('dev_bytes'))} | {fnum(r.get('wa'))} |")
 for r in runs:
     if r.get("status") == "not-run":
         p(f"| {r['device']} | {r['fs']} | not run: {r.get('why', '')} | | | |")
 p("")
-p("apt-cache search dmzadm / dm-zoned / zoned (names) on the host: ${dmz:-nothing}")
+p("\`apt-cache search dmzadm\` and \`apt-cache search --names-only 'dm-zoned|zonefs|dmzadm'\` on the host (Debian bookworm): ${dmz:-no package}")
 p("")
 fails = [r for r in runs if r.get("status") == "fail"]
 p("## Failures")
@@ -307,7 +331,7 @@ if summary is None:
     p("The guest wrote no summary: the run did not finish (see the console log).")
 if fails:
     for r in fails:
-        p(f"* {r['device']} {r['fs']} {r['workload']} {r['phase']}")
+        p(f"* {r['device']} {r['fs']} {r['workload']} {r['phase']}" + (f": {r['why']}" if r.get("why") else ""))
     p("")
     p("The guest's console (with the tegula mount logs of failed workloads) and all logs are in the share.")
 elif summary is not None:

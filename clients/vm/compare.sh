@@ -26,7 +26,8 @@
 # ratios within this run mean anything):
 #   tar     extract tree.tar COPIES times (each in its own directory), then the sync below
 #           (timed together); then drop the page cache (untimed) and `tar cf - DIR | wc -c`
-#           (timed: reads it all back);
+#           (timed: reads it all back); then GNU `tar --compare` of every copy against the
+#           tarball (untimed: contents, sizes, modes and mtimes must be equal);
 #   sqlite  TXNS transactions (BEGIN; INSERT one row with a 100-byte blob; COMMIT) with the
 #           default rollback journal and synchronous=FULL, SQL read from a file, then the sync;
 #   dbbench db_bench --benchmarks=fillrandom,readrandom --num=NUM --value_size=100
@@ -40,33 +41,37 @@
 # SMRDB: `tegula bench db --engine smrdb --disk DEV --force --benchmarks fillrandom,readrandom
 # --num NUM --value_size 100` on each raw device.
 # Device bytes: the delta of sectors written (field 7 of /sys/block/DEV/stat, 512-byte sectors)
-# around each timed part; write amplification = device bytes / user bytes (tar: the tarball
-# bytes; sqlite: rows x 100; db_bench and SMRDB: NUM x (16 + 100)). A second view: the sectors
+# around each timed part; write amplification = device bytes / user bytes (tar: COPIES x the
+# tarball's bytes; sqlite: rows x 100; db_bench and SMRDB: NUM x (16 + 100)). A second view: the sectors
 # below the write pointers of the sequential zones (blkzone report; a full zone counts its
 # capacity), after mkfs + mount and after the workload's sync (conventional zones, where f2fs
 # keeps its metadata, are not in it; zones reset by a cleaner lose their count).
 # Device checks: fio --zonemode=zbd --rw=randwrite (fio's own zone checks) on both devices;
-# zonefs on null_blk (the superblock written to sector 0, mount, a 16 MiB O_DIRECT write into
-# a sequential zone file, read back, write pointer checked, unmount). dm-zoned is not run: Debian
+# zonefs on null_blk (the superblock written to sector 0, mount, 16 MiB written with dd
+# oflag=direct bs=64k into a sequential zone file, its size, read back, the zone's write
+# pointer, unmount). dm-zoned is not run: Debian
 # has no dmzadm (dm-zoned-tools) to format it.
 #
-# Environment: COMPARE_NUM (db_bench/SMRDB keys, default 200000), COMPARE_TXNS (1000),
-# COMPARE_COPIES (tarball copies extracted, 1), COMPARE_PARTS ("checks nullb zns smrdb" by
-# default; any subset), COMPARE_TIMEOUT (seconds per command, 900).
+# Environment: COMPARE_NUM (db_bench/SMRDB keys, default 300000), COMPARE_TXNS (1000),
+# COMPARE_COPIES (tarball copies extracted, 4: one copy takes under a second on f2fs),
+# COMPARE_PARTS ("checks nullb zns smrdb" by default; any subset), COMPARE_TIMEOUT (seconds
+# per command, 900).
 # Each step prints PASS or FAIL; exits 1 if any failed.
 set -u
 
 NULLB=${TEGULA_VM_NULLB:?not in the tegula VM (TEGULA_VM_NULLB unset)}
 ZNS=${TEGULA_VM_ZNS:?not in the tegula VM (TEGULA_VM_ZNS unset)}
 OUT=${TEGULA_VM_SHARE:?no share mounted at /host}
-NUM=${COMPARE_NUM:-200000}
+NUM=${COMPARE_NUM:-300000}
 TXNS=${COMPARE_TXNS:-1000}
-COPIES=${COMPARE_COPIES:-1}
+COPIES=${COMPARE_COPIES:-4}
 PARTS=${COMPARE_PARTS:-checks nullb zns smrdb}
 TMO=${COMPARE_TIMEOUT:-900}
 KEY_SIZE=16
 VALUE_SIZE=100
 ROW_BYTES=100
+# GNU tar by its path: busybox's timeout runs its own applet for a bare "tar".
+TAR=/usr/bin/tar
 RES=$OUT/results.jsonl
 LOGS=$OUT/logs
 MNT=/mnt/cmp
@@ -169,7 +174,7 @@ dev_name() { basename "$1"; }
 # mount_pids DEV: the pids of `tegula fs mount DEV ...` processes (Debian's busybox has no pgrep).
 mount_pids() {
     for p in /proc/[0-9]*; do
-        c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) || continue
+        { c=$(tr '\0' ' ' <"$p/cmdline"); } 2>/dev/null || continue
         case $c in *"fs mount $1 "*) echo "${p#/proc/}" ;; esac
     done
 }
@@ -217,13 +222,34 @@ fs_alive() {
     ls "$MNT" >/dev/null 2>&1 || { echo "  $MNT does not answer"; return 1; }
 }
 
-# tegula_log: show the mount log of a failed tegula workload (it is in the share too).
-tegula_log() {
-    [ "$fs" = tegula ] || return 0
-    echo "  --- tegula mount log ($mlog), last 60 lines ---"
-    tail -n 60 "$mlog" 2>/dev/null | sed 's/^/  | /'
-    echo "  --- kernel messages, last 20 ---"
-    dmesg | tail -n 20 | sed 's/^/  | /'
+# zone_conds DEV: how many zones are in each condition (em: empty, oi/oe: open, cl: closed,
+# fu: full, nw: conventional); open + closed zones are the active ones.
+zone_conds() {
+    blkzone report "$1" | sed -n 's/.*zcond: *[0-9]*(\([a-z]*\)).*/\1/p' | sort | uniq -c |
+        awk '{ printf "%s%s %s", sep, $1, $2; sep = ", " } END { print "" }'
+}
+
+# fail_info: what a failed workload left (the share has it too): the tegula mount log, the
+# zones' conditions, the file system's space, every kernel message of the last minutes.
+fail_info() {
+    f="$LOGS/fail-$d-$fs-$wl.txt"
+    {
+        echo "zones: $(zone_conds "$dev")"
+        df -k "$MNT" 2>&1
+        [ "$fs" = btrfs ] && btrfs filesystem usage -T "$MNT" 2>&1
+        [ "$fs" = tegula ] && { echo "--- tegula mount log"; cat "$mlog" 2>&1; }
+        echo "--- dmesg"
+        dmesg | tail -n 60
+    } >"$f" 2>&1
+    echo "  zones of $dev: $(zone_conds "$dev")"
+    if [ "$fs" = tegula ]; then
+        echo "  --- tegula mount log ($mlog), last 60 lines ---"
+        tail -n 60 "$mlog" 2>/dev/null | sed 's/^/  | /'
+    fi
+    [ "$fs" = btrfs ] && btrfs filesystem usage -T "$MNT" 2>&1 | head -n 20 | sed 's/^/  | /'
+    echo "  --- kernel messages (all levels), last 15 ---"
+    dmesg | tail -n 15 | sed 's/^/  | /'
+    echo "  (all in $f)"
 }
 
 fs_unmount() { # sets umount_s; fails if the unmount fails or tegula fs check fails
@@ -282,36 +308,48 @@ tar_x() {
     mkdir -p "$MNT/tar" || return 1
     i=1
     while [ "$i" -le "$COPIES" ]; do
-        mkdir -p "$MNT/tar/c$i" && timeout "$TMO" tar -xf /tmp/tree.tar -C "$MNT/tar/c$i" || return 1
+        mkdir -p "$MNT/tar/c$i" && timeout "$TMO" "$TAR" -xf /tmp/tree.tar -C "$MNT/tar/c$i" || return 1
         i=$((i + 1))
     done
 }
 tar_extract() { work_then_sync "$MNT/tar" tar_x; }
 
 tar_read() {
-    n=$(timeout "$TMO" tar -cf - -C "$MNT" tar | wc -c) || return 1
+    n=$(timeout "$TMO" "$TAR" -cf - -C "$MNT" tar | wc -c) || return 1
     echo "  read back: a tar stream of $n bytes"
     [ "$n" -gt 0 ]
 }
 
-# tar_verify: GNU tar --compare of every copy against the tarball (untimed).
+# tar_verify: GNU tar --compare of every copy against the tarball (untimed); sets diffs (a
+# count of each kind of difference, e.g. "640 Mod time differs").
 tar_verify() {
+    dfile="$LOGS/tar-diff-$d-$fs.out"
+    : >"$dfile"
     i=1
     while [ "$i" -le "$COPIES" ]; do
-        timeout "$TMO" tar -d -f /tmp/tree.tar -C "$MNT/tar/c$i" >"$LOGS/tar-diff.out" 2>&1 || {
-            echo "  tar --compare of copy $i found differences:"
-            head -n 20 "$LOGS/tar-diff.out" | sed 's/^/  | /'
-            return 1
-        }
+        timeout "$TMO" "$TAR" -d -f /tmp/tree.tar -C "$MNT/tar/c$i" >>"$dfile" 2>&1
         i=$((i + 1))
     done
-    echo "  tar --compare: the $COPIES extracted cop(ies) equal the tarball"
+    diffs=$(sed 's/^.*: //' "$dfile" | sort | uniq -c | sed 's/^ *//' | tr '\n' ';')
+    if [ -s "$dfile" ]; then
+        echo "  tar --compare found differences ($diffs), the first:"
+        head -n 10 "$dfile" | sed 's/^/  | /'
+        first=$(head -n 1 "$dfile" | sed 's/: [^:]*$//')
+        if [ -e "$MNT/tar/c1/$first" ]; then
+            want=$("$TAR" -tv --full-time -f /tmp/tree.tar "$first" 2>/dev/null | awk '{ print $4, $5 }')
+            diffs="$diffs e.g. $first: mtime $(stat -c %y "$MNT/tar/c1/$first"), in the tarball $want"
+            echo "  e.g. $first: on $fs mtime $(stat -c %y "$MNT/tar/c1/$first"); in the tarball $want"
+        fi
+        return 1
+    fi
+    echo "  tar --compare: the $COPIES extracted cop(ies) equal the tarball (contents, sizes, modes, mtimes)"
 }
 
 sqlite_x() {
     mkdir -p "$MNT/sql" || return 1
-    timeout "$TMO" sqlite3 "$MNT/sql/t.db" <"/tmp/txns.sql" >"$LOGS/sqlite.out" 2>&1 || {
-        cat "$LOGS/sqlite.out"
+    sqlout="$LOGS/sqlite-$d-$fs.out"
+    timeout "$TMO" sqlite3 -bail "$MNT/sql/t.db" <"/tmp/txns.sql" >"$sqlout" 2>&1 || {
+        cat "$sqlout"
         return 1
     }
 }
@@ -340,7 +378,7 @@ emitw() {
 fs_workload() {
     dev=$1 fs=$2 wl=$3
     d=$(dev_name "$dev")
-    fs_make "$fs" "$dev" || { tegula_log; return 1; }
+    fs_make "$fs" "$dev" || { fail_info; return 1; }
     wp0=$(wp_sectors "$dev")
     rc=0
     work_s="" sync_s="" fsync_s=""
@@ -355,17 +393,23 @@ fs_workload() {
             sync
             echo 3 >/proc/sys/vm/drop_caches
             work_s="" sync_s="" fsync_s=""
-            if measured "$dev" tar_read && fs_alive && tar_verify; then
+            if measured "$dev" tar_read && fs_alive; then
                 emitw phase=read status=ok seconds="$t_s" user_bytes="$user" \
                     dev_sectors="$wsec" dev_bytes=$((wsec * 512))
+                if tar_verify; then
+                    emitw phase=verify status=ok
+                else
+                    emitw phase=verify status=fail why="tar --compare: $diffs"
+                    rc=1
+                fi
             else
                 emitw phase=read status=fail seconds="$t_s"
-                tegula_log
+                fail_info
                 rc=1
             fi
         else
             emitw phase=extract status=fail seconds="$t_s" dev_sectors="$wsec"
-            tegula_log
+            fail_info
             rc=1
         fi
         ;;
@@ -381,8 +425,15 @@ fs_workload() {
                 user_bytes="$user" dev_sectors="$wsec" dev_bytes=$((wsec * 512)) \
                 wa="$(wa "$wsec" "$user")" wp_after_sectors="$wp1" wp_delta_sectors=$((wp1 - wp0))
         else
-            emitw phase=txns status=fail seconds="$t_s" dev_sectors="$wsec"
-            tegula_log
+            # SQLite names no errno: try to create a file beside the database (the journal's
+            # place) to see what the file system says now.
+            probe=$({ : >"$MNT/sql/probe"; } 2>&1 && echo "works")
+            rm -f "$MNT/sql/probe"
+            rows=$(sqlite3 "$MNT/sql/t.db" 'SELECT count(*) FROM t;' 2>&1)
+            echo "  rows committed: $rows; creating a file in $MNT/sql now: $probe"
+            emitw phase=txns status=fail seconds="$t_s" dev_sectors="$wsec" rows="$rows" \
+                why="$(grep -v '^delete$' "$sqlout" | head -n 1) after $rows committed transactions; creating a file there afterwards: $probe"
+            fail_info
             rc=1
         fi
         ;;
@@ -400,16 +451,16 @@ fs_workload() {
                 wa="$(wa "$wsec" "$user")" wp_after_sectors="$wp1" wp_delta_sectors=$((wp1 - wp0))
         else
             emitw phase=fillrandom+readrandom status=fail seconds="$t_s" dev_sectors="$wsec"
-            tegula_log
+            fail_info
             rc=1
         fi
         ;;
     esac
     df -k "$MNT" 2>/dev/null | tail -n 1 | sed 's/^/  df: /'
     w0=$(sectors_written "$dev")
-    fs_unmount || rc=1
+    if fs_unmount; then ust=ok; else ust=fail rc=1; fi
     wu=$(($(sectors_written "$dev") - w0))
-    emit device="$d" fs="$fs" workload="$wl" phase=umount status="$([ "$rc" = 0 ] && echo ok || echo fail)" \
+    emit device="$d" fs="$fs" workload="$wl" phase=umount status="$ust" \
         seconds="$umount_s" dev_sectors="$wu" dev_bytes=$((wu * 512))
     return "$rc"
 }
@@ -475,14 +526,16 @@ zonefs_check() {
         return 1
     fi
     dmesg | grep -i zonefs | tail -n 3 | sed 's/^/  kernel: /'
-    echo "  cnv files: $(find /mnt/zonefs/cnv -type f | wc -l), seq files: $(find /mnt/zonefs/seq -type f | wc -l)"
+    files="$(find /mnt/zonefs/cnv -type f | wc -l) cnv + $(find /mnt/zonefs/seq -type f | wc -l) seq files"
+    echo "  mounted: the kernel accepted the superblock (magic, CRC): $files"
+    emit device="$d" fs=zonefs workload=zonefs phase=mount status=ok why="superblock accepted: $files"
     rc=0
     head -c 16777216 /dev/urandom >/tmp/z.bin
     start=$((4 * 131072)) # the first sequential zone: seq/0
-    # 64 KiB writes: below null_blk's zone-append limit (130560 bytes), which zonefs's direct
-    # writes to sequential files go through (zone append) on this kernel.
-    measured "$dev" dd if=/tmp/z.bin of=/mnt/zonefs/seq/0 bs=64k oflag=direct conv=notrunc 2>/dev/null || {
-        echo "  dd oflag=direct bs=64k into seq/0 failed"
+    # 64 KiB writes: below null_blk's zone-append limit (130560 bytes); zonefs turns synchronous
+    # direct writes into sequential files into zone appends.
+    measured "$dev" dd if=/tmp/z.bin of=/mnt/zonefs/seq/0 bs=64k oflag=direct conv=notrunc 2>"$LOGS/zonefs-dd.err" || {
+        echo "  dd oflag=direct bs=64k into seq/0 failed: $(tr '\n' ' ' <"$LOGS/zonefs-dd.err")"
         rc=1
     }
     wt=$t_s
@@ -494,19 +547,23 @@ zonefs_check() {
     wpz=$(blkzone report -o "$start" -c 1 "$dev" | sed -n 's/.*wptr 0x\([0-9a-f]*\).*/\1/p')
     echo "  zone at sector $start: write pointer +$((0x$wpz)) sectors"
     [ "$((0x$wpz))" -eq 32768 ] || { echo "  expected 32768"; rc=1; }
-    emit device="$d" fs=zonefs workload=zonefs phase=dd-direct-64k status="$([ "$rc" = 0 ] && echo ok || echo fail)" \
-        seconds="$wt" user_bytes=16777216 dev_sectors="$ws" dev_bytes=$((ws * 512)) wa="$(wa "$ws" 16777216)"
-    # For the record, not a pass/fail criterion: one 1 MiB O_DIRECT write into seq/1 (larger
-    # than the zone-append limit). Last, because an error makes zonefs remount read-only.
-    if dd if=/tmp/z.bin of=/mnt/zonefs/seq/1 bs=1M count=1 oflag=direct conv=notrunc 2>"$LOGS/zonefs-1m.err"; then
-        big=ok
-    else
-        big="fails: $(tr '\n' ' ' <"$LOGS/zonefs-1m.err")"
+    if [ "$rc" -ne 0 ] && [ "$((0x$wpz))" -gt 0 ]; then
+        # Where did the bytes the zone took land? Compare them with what dd wrote.
+        n=$((0x$wpz * 512))
+        on_dev=$(dd if="$dev" bs=512 skip="$start" count="$((0x$wpz))" iflag=direct 2>/dev/null | sha256sum)
+        if [ "$on_dev" = "$(head -c "$n" /tmp/z.bin | sha256sum)" ]; then
+            echo "  the zone's first $n bytes on the device equal the first $n bytes dd wrote: the write landed where it should and zonefs rejected its completion"
+        else
+            echo "  the zone's first $n bytes on the device differ from what dd wrote"
+        fi
     fi
-    echo "  (information) a 1 MiB O_DIRECT write into seq/1: $big; seq/1 is now $(wc -c </mnt/zonefs/seq/1) bytes"
-    dmesg | tail -n 5 | grep -i zonefs | sed 's/^/  kernel: /'
-    emit device="$d" fs=zonefs workload=zonefs phase=dd-direct-1M status=info result="$big" \
-        size_after="$(wc -c </mnt/zonefs/seq/1)"
+    why=""
+    if [ "$rc" -ne 0 ]; then
+        why="$(tr '\n' ' ' <"$LOGS/zonefs-dd.err")/ kernel: $(dmesg | grep -i 'zonefs.*WARNING' | sed 's/^\[[ 0-9.]*\] //' | head -n 3 | tr '\n' ';')"
+    fi
+    emit device="$d" fs=zonefs workload=zonefs phase=dd-direct-64k status="$([ "$rc" = 0 ] && echo ok || echo fail)" \
+        seconds="$wt" user_bytes=16777216 dev_sectors="$ws" dev_bytes=$((ws * 512)) wa="$(wa "$ws" 16777216)" \
+        why="$why"
     umount /mnt/zonefs || rc=1
     return "$rc"
 }

@@ -168,6 +168,7 @@ impl Fs {
             ..OpenFile::default()
         });
         let off = if append { f.size } else { off };
+        f.write_mtime = Some(now_ns());
         let before = f.buf.bytes();
         f.buf.write(off, data);
         f.size = f.size.max(off + data.len() as u64);
@@ -242,6 +243,14 @@ impl Fs {
         let Some((off, data)) = job.next_chunk(self.opts.max_extent) else {
             return Ok(None);
         };
+        // A file deleted while its data waited (no name, no handle): nothing can read the rest,
+        // so it is not written. (A writer waiting for room for it would wait for the space the
+        // file itself holds.)
+        let named = self.state.get(job.ino).is_some_and(|n| n.nlink > 0);
+        let open = self.files.get(&job.ino).is_some_and(|f| f.opens > 0);
+        if !named && !open {
+            return Ok(None);
+        }
         let stream = self.stream_of(job.ino, false);
         let zone = self.zone_for_new_data(stream, data.len() as u64)?;
         let len = (data.len() as u64).min(self.pool.max_put(zone));
@@ -286,11 +295,13 @@ impl Fs {
             None => piece.len,
         };
         if len > 0 && self.state.get(job.ino).is_some() {
+            // The time of the write, not of its flush; none when a setattr set the time since.
+            let mtime = self.files.get(&job.ino).and_then(|f| f.write_mtime);
             self.log(Op::Map {
                 ino: job.ino,
                 off: t.off,
                 piece: Piece { len, ..piece },
-                mtime: Some(now_ns()),
+                mtime,
             })?;
         }
         Ok(())

@@ -366,12 +366,42 @@ impl Journal {
         })?;
         j.gen = gen;
         j.tail = j.sb.log_lba;
+        j.refuse_a_lost_newer_checkpoint()?;
         let records = j.scan_log()?;
         Ok(Recovered {
             journal: j,
             checkpoint,
             records,
         })
+    }
+
+    /// Fails when the log proves that a checkpoint newer than the one recovery found was
+    /// written: the log restarts with the first record of a generation only after that
+    /// generation's checkpoint is durable, so a valid record of a later generation at the log's
+    /// start means the newer checkpoint was acknowledged and is now damaged. Recovering from
+    /// the older one would drop every change since (its records were overwritten), so this is
+    /// corruption, never a quiet rollback. Without such a record a damaged newer checkpoint was
+    /// torn by a power cut, or nothing followed it: the older checkpoint and its records, still
+    /// in the log, give the same state.
+    fn refuse_a_lost_newer_checkpoint(&self) -> Result<()> {
+        let first = self.read(self.sb.log_lba, 1)?;
+        let Some(h) = parse_header(&first, &LOG_MAGIC, self.sb.fs_id) else {
+            return Ok(());
+        };
+        if h.gen <= self.gen {
+            return Ok(());
+        }
+        let (newer, older) = if h.gen.is_multiple_of(2) {
+            (self.sb.slot0, self.sb.slot1)
+        } else {
+            (self.sb.slot1, self.sb.slot0)
+        };
+        Err(FsError::Corrupt(format!(
+            "checkpoint of generation {} at LBA {newer} is damaged, but the metadata log at LBA \
+             {} holds records of that generation, so it was written: mounting from the older \
+             checkpoint (generation {}, LBA {older}) would lose every change made between them",
+            h.gen, self.sb.log_lba, self.gen
+        )))
     }
 
     fn read_checkpoint(&self, slot: u64) -> Option<(u64, Vec<u8>)> {

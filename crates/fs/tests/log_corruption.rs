@@ -153,3 +153,68 @@ fn damaged_last_log_record_is_the_torn_end() {
     );
     assert!(!n.contains(&"doomed".to_string()), "{n:?}");
 }
+
+/// Files created and synced, a checkpoint, more files synced (log records of the checkpoint's
+/// generation); returns the drive and the LBA of that newest checkpoint.
+fn checkpoint_then_more() -> (Arc<Disk>, u64) {
+    let d = disk(8, 1);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    for n in ["a", "b"] {
+        fs.create(ROOT, n.as_bytes(), 0o644, 0, 0).unwrap();
+        fs.sync_all().unwrap();
+    }
+    fs.checkpoint().unwrap();
+    let ckp = fs.meta_stats().checkpoint_lba;
+    for n in ["c", "d", "e"] {
+        fs.create(ROOT, n.as_bytes(), 0o644, 0, 0).unwrap();
+        fs.sync_all().unwrap();
+    }
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    (d, ckp)
+}
+
+/// One byte flipped in the newest checkpoint, with log records written after it: the mount
+/// used to take the older checkpoint, ignore the newer records and lose the synced files
+/// without a word; it fails with `Corrupt` naming the damaged checkpoint instead.
+#[test]
+fn a_damaged_newest_checkpoint_with_records_after_it_fails_the_mount() {
+    for at in [HDR + 3, 20, 40] {
+        let (d, ckp) = checkpoint_then_more();
+        flip(&d, ckp, at);
+        match Fs::open(zoned(&d), small_opts()) {
+            Err(e @ FsError::Corrupt(_)) => {
+                let s = e.to_string();
+                assert!(s.contains(&format!("LBA {ckp}")), "{s}");
+                assert!(s.contains("would lose"), "{s}");
+            }
+            Err(e) => panic!("byte {at}: expected corruption, got {e}"),
+            Ok(fs) => panic!(
+                "byte {at}: mounted on the older checkpoint: {:?}",
+                names(&fs)
+            ),
+        }
+    }
+}
+
+/// The newest checkpoint damaged with nothing written after it (a clean unmount's checkpoint,
+/// or one a power cut tore): the older checkpoint and its records, still in the log, give the
+/// same files.
+#[test]
+fn a_damaged_newest_checkpoint_with_nothing_after_it_loses_nothing() {
+    let d = disk(8, 1);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    for n in ["a", "b", "c"] {
+        fs.create(ROOT, n.as_bytes(), 0o644, 0, 0).unwrap();
+        fs.sync_all().unwrap();
+    }
+    fs.checkpoint().unwrap();
+    let ckp = fs.meta_stats().checkpoint_lba;
+    d.power_cut();
+    drop(fs);
+    d.power_on();
+    flip(&d, ckp, HDR + 3);
+    let fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert_eq!(names(&fs), vec!["a", "b", "c"]);
+}

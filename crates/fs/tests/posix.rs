@@ -542,3 +542,40 @@ fn a_directory_replaced_while_the_kernel_holds_it_is_an_orphan_not_a_bad_link_co
     let r = fs.check(true).unwrap();
     assert!(r.problems.is_empty() && r.orphans == 0, "{r:?}");
 }
+
+/// `tar` sets a file's modification time while the file is open, before its data reaches the
+/// drive (FUSE's writeback cache sends the data at close): the time set outlives the data's
+/// flush and a remount (the flush used to stamp the flush time over it). A write after the
+/// setattr moves the time again.
+#[test]
+fn a_modification_time_set_before_the_data_is_flushed_is_kept() {
+    let d = disk(16, 2);
+    let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+    let f = fs.create(ROOT, b"f", 0o644, 0, 0).unwrap().ino;
+    let g = fs.create(ROOT, b"g", 0o644, 0, 0).unwrap().ino;
+    let set = 1_000_000_000_i64 * 1_600_000_000;
+    for ino in [f, g] {
+        // Less than a buffer: the data stays in memory until the fsync.
+        fs.write(ino, 0, &vec![7u8; 40_000], false).unwrap();
+        let a = tegula_fs::SetAttr {
+            mtime: Some(set),
+            ..Default::default()
+        };
+        fs.setattr(ino, &a).unwrap();
+    }
+    // g is written again after its time was set.
+    fs.write(g, 40_000, b"more", false).unwrap();
+    for ino in [f, g] {
+        fs.fsync(ino).unwrap();
+        fs.release(ino).unwrap();
+    }
+    assert_eq!(fs.getattr(f).unwrap().mtime, set);
+    fs.close().unwrap();
+    let fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert_eq!(fs.getattr(f).unwrap().mtime, set);
+    assert!(
+        fs.getattr(g).unwrap().mtime > set,
+        "a later write moves the time"
+    );
+    assert_eq!(fs.read(f, 0, 40_001).unwrap(), vec![7u8; 40_000]);
+}

@@ -97,6 +97,11 @@ impl Fs {
             }
             self.truncate(ino, size, time)?;
         }
+        if a.mtime.is_some() {
+            if let Some(f) = self.files.get_mut(&ino) {
+                f.write_mtime = None;
+            }
+        }
         if a.perm.is_some()
             || a.uid.is_some()
             || a.gid.is_some()

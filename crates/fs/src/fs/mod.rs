@@ -94,6 +94,10 @@ pub(crate) struct OpenFile {
     pub(crate) size: u64,
     /// Open handles.
     pub(crate) opens: u32,
+    /// When the file's data was last written, for the mapping records of its flushes: `None`
+    /// once a setattr set the modification time after it (a time set explicitly, as `tar`
+    /// sets it before the data reaches the drive, outlives the flush of earlier writes).
+    pub(crate) write_mtime: Option<i64>,
 }
 
 /// A mounted file system.
