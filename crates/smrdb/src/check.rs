@@ -28,6 +28,9 @@ pub struct CheckReport {
     pub log_records: u64,
     /// Everything found wrong (empty when the database is sound).
     pub problems: Vec<String>,
+    /// Damaged redundant copies (superblock, manifest) found when the database was opened
+    /// and rewritten from their good twins: nothing was lost, something was wrong.
+    pub repaired: Vec<String>,
 }
 
 impl CheckReport {

@@ -45,7 +45,7 @@ pub mod superblock;
 pub mod version;
 
 pub use check::CheckReport;
-pub use db::{detect_mode, Db, ScanIter, Snapshot, WriteBatch};
+pub use db::{Db, ScanIter, Snapshot, WriteBatch};
 pub use error::{Error, Result};
 pub use options::{FormatOptions, Mode, Options, WriteOptions};
 pub use stats::DbStats;

@@ -41,12 +41,26 @@ fn create_on_a_device_with_a_damaged_superblock_refuses() {
         .unwrap()
         .close()
         .unwrap();
-    // The superblock as SMRDB sees the device (on ZNS, in the emulated conventional zone).
+    // The superblock as SMRDB sees the device (on ZNS, in the emulated conventional zone):
+    // copy A at LBA 0, copy B in the conventional area's last sector.
     let seen = seen(disk.clone());
-    let mut sector = vec![0u8; seen.info().sector_size as usize];
-    seen.read(0, &mut sector).unwrap();
-    sector[20] ^= 0x01;
-    seen.write(0, &sector).unwrap();
+    let ss = seen.info().sector_size as usize;
+    let copy_b = u64::from(seen.info().conventional_zones) * seen.info().zone_sectors - 1;
+    let flip = |lba: u64| {
+        let mut sector = vec![0u8; ss];
+        seen.read(lba, &mut sector).unwrap();
+        sector[20] ^= 0x01;
+        seen.write(lba, &sector).unwrap();
+    };
+    // Copy A damaged: copy B says a database is there.
+    flip(0);
+    match Db::create(dev.clone(), format(Mode::Soc), tiny_opts()) {
+        Err(Error::AlreadyExists { .. }) => {}
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("create formatted over a damaged database"),
+    }
+    // Both damaged: corruption, and still no format over it.
+    flip(copy_b);
     drop(seen);
     match Db::create(dev.clone(), format(Mode::Soc), tiny_opts()) {
         Err(Error::Corruption { zone: 0, .. }) => {}

@@ -69,6 +69,11 @@ fn main() -> ExitCode {
     match cli.command.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<output::CheckExit>().is_some() => {
+            let code = e.downcast_ref::<output::CheckExit>().map_or(4, |c| c.code);
+            eprintln!("{}{}", if code >= 4 { "error: " } else { "" }, e);
+            ExitCode::from(code)
+        }
         Err(e) if e.downcast_ref::<interrupt::Interrupted>().is_some() => {
             eprintln!("{}", output::error_line(&e));
             ExitCode::from(interrupt::EXIT_CODE)

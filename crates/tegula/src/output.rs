@@ -503,3 +503,42 @@ mod tests {
         assert!((mb_s(1_000_000, 1_000_000_000) - 1.0).abs() < 1e-9);
     }
 }
+
+/// How a `check` command ended, with fsck's exit codes: 0 clean, 1 errors corrected, 4 errors
+/// left uncorrected. Returned as an error (the binary exits with its code after printing its
+/// message); a clean check returns `Ok`.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct CheckExit {
+    /// 1 (errors corrected) or 4 (errors left).
+    pub code: u8,
+    /// What the check says last.
+    pub message: String,
+}
+
+impl CheckExit {
+    /// The outcome of a check that found `problems` left and `repaired` corrected.
+    pub fn of(problems: usize, repaired: usize) -> anyhow::Result<()> {
+        if problems > 0 {
+            return Err(CheckExit {
+                code: 4,
+                message: format!(
+                    "{problems} problem{} left uncorrected",
+                    if problems == 1 { "" } else { "s" }
+                ),
+            }
+            .into());
+        }
+        if repaired > 0 {
+            return Err(CheckExit {
+                code: 1,
+                message: format!(
+                    "{repaired} error{} found and corrected",
+                    if repaired == 1 { "" } else { "s" }
+                ),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}

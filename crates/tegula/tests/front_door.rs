@@ -445,7 +445,9 @@ fn fs_check_reports_a_damaged_superblock_copy_and_repair_rewrites_it() {
     b[20] ^= 0x40;
     let o = run_in(&["disk", "write", &img, "--lba", "0"], &b);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let e = fails(&["fs", "check", &img], "inconsistencies found");
+    // fsck's exit codes: 4 for errors left, 1 for errors corrected, 0 for clean.
+    let e = fails(&["fs", "check", &img], "1 problem left uncorrected");
+    assert_eq!(run(&["fs", "check", &img]).status.code(), Some(4));
     let out = String::from_utf8_lossy(&run(&["fs", "check", &img]).stdout).into_owned();
     assert!(out.contains("superblock copy A"), "{out}{e}");
     let j = common::json(&run(&["fs", "check", &img, "--json"]));
@@ -453,10 +455,17 @@ fn fs_check_reports_a_damaged_superblock_copy_and_repair_rewrites_it() {
         j["problems"][0].as_str().unwrap().contains("superblock"),
         "{j}"
     );
-    let fixed = ok(&["fs", "check", "--repair", &img]);
+    let o = run(&["fs", "check", "--repair", &img]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let fixed = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(fixed.contains("repaired:"), "{fixed}");
-    assert!(fixed.contains("no inconsistencies"), "{fixed}");
-    ok(&["fs", "check", &img]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("1 error found and corrected"));
+    assert!(ok(&["fs", "check", &img]).contains("no inconsistencies"));
     // The copy on disk is the good bytes again.
     ok(&[
         "disk", "read", &img, "--lba", "0", "--len", "4096", "--out", &sb,

@@ -8,6 +8,7 @@ mod background;
 mod batch;
 mod compact;
 mod flush;
+mod metacopies;
 mod read;
 mod recovery;
 mod write;
@@ -16,7 +17,6 @@ mod zones;
 pub use api::Db;
 pub use batch::WriteBatch;
 pub use read::{ScanIter, Snapshot};
-pub use recovery::detect_mode;
 
 use crate::band::Band;
 use crate::cache::BlockCache;
@@ -100,6 +100,9 @@ pub(crate) struct Inner {
     /// Recovery stopped at this unlogged write (a gap marker): the log bands still hold
     /// records after it until `Db::open` flushes the replayed memtable.
     recovered_gap: Option<u64>,
+    /// Damaged redundant copies (superblock, manifest) that opening found and rewrote from
+    /// their good twins; `Db::check` reports them.
+    repaired_at_open: Vec<String>,
     pub(crate) counters: Counters,
 }
 
@@ -189,6 +192,8 @@ impl Inner {
         let manifest = ms.m.clone();
         let free: Vec<u32> = ms.free.iter().copied().collect();
         drop(ms);
-        crate::check::check(self, &sv, &manifest, &free, &self.seq_zones)
+        let mut rep = crate::check::check(self, &sv, &manifest, &free, &self.seq_zones)?;
+        rep.repaired.clone_from(&self.repaired_at_open);
+        Ok(rep)
     }
 }

@@ -1,6 +1,7 @@
 //! Opening a database: superblock, manifest, band footers and log replay (zones written but
 //! not recorded are reset).
 
+use super::metacopies;
 use super::{BgState, Inner, MetaState, WriteState};
 use crate::band::Band;
 use crate::cache::BlockCache;
@@ -25,6 +26,9 @@ struct Layout {
     info: DeviceInfo,
     zones: Vec<Zone>,
     seq_zones: Vec<u32>,
+    /// Sectors of the conventional area.
+    conv_sectors: u64,
+    /// Manifest slot size of a new database.
     slot_sectors: u64,
 }
 
@@ -58,8 +62,8 @@ impl Layout {
             )));
         }
         let conv_sectors = info.conventional_zones as u64 * info.zone_sectors;
-        let slot_sectors = (conv_sectors - 1) / 2;
-        if slot_sectors == 0 {
+        let slot_sectors = metacopies::slot_sectors_for(conv_sectors);
+        if slot_sectors < 2 {
             return Err(Error::Unsupported("conventional area too small".into()));
         }
         Ok(Layout {
@@ -67,15 +71,27 @@ impl Layout {
             info,
             zones,
             seq_zones,
+            conv_sectors,
             slot_sectors,
         })
     }
 
-    /// The superblock in sector 0: `None` on a device without one; a damaged one is
-    /// corruption.
-    fn superblock(&self) -> Result<Option<Superblock>> {
-        let sector0 = self.dev.read_lba(0, 1)?;
-        Superblock::decode(&sector0).map_err(|w| Error::corruption(0, 0, w))
+    /// The superblock (copy A at sector 0, else copy B at the area's last sector): `None` on a
+    /// device without one; both copies damaged is corruption. Also what is wrong with a copy.
+    fn superblock(&self) -> Result<(Option<Superblock>, Vec<String>)> {
+        metacopies::read_superblock(&self.dev, self.conv_sectors)
+    }
+
+    /// Writes both superblock copies (those the database's slot size leaves room for) and
+    /// flushes them.
+    fn write_superblock(&self, sb: &Superblock) -> Result<()> {
+        let mut b = sb.encode();
+        self.dev.pad(&mut b);
+        self.dev.dev.write(0, &b).map_err(Error::Device)?;
+        if let Some(lba) = metacopies::superblock_copy_b(self.conv_sectors, sb.slot_sectors) {
+            self.dev.dev.write(lba, &b).map_err(Error::Device)?;
+        }
+        self.dev.flush(IoKind::Meta)
     }
 }
 
@@ -88,7 +104,7 @@ impl Inner {
         opts: Options,
     ) -> Result<Inner> {
         let l = Layout::of(device, &opts)?;
-        if let Some(sb) = l.superblock()? {
+        if let (Some(sb), _) = l.superblock()? {
             return Err(Error::AlreadyExists { mode: sb.mode });
         }
         if l.zones
@@ -107,10 +123,7 @@ impl Inner {
             slot_sectors: l.slot_sectors,
             mode: format.mode,
         };
-        let mut b = sb.encode();
-        l.dev.pad(&mut b);
-        l.dev.dev.write(0, &b).map_err(Error::Device)?;
-        l.dev.flush(IoKind::Meta)?;
+        l.write_superblock(&sb)?;
         let inner = Self::recover(l, format.mode, Manifest::default(), opts)?;
         {
             let mut ms = inner.meta.lock();
@@ -123,7 +136,8 @@ impl Inner {
     /// Opens the database on the device with the organisation its superblock records.
     pub(super) fn open(device: Arc<dyn ZonedDevice>, opts: Options) -> Result<Inner> {
         let l = Layout::of(device, &opts)?;
-        let Some(sb) = l.superblock()? else {
+        let (sb, sb_notes) = l.superblock()?;
+        let Some(sb) = sb else {
             return Err(Error::NotFound(
                 "sector 0 holds no SMRDB superblock (create the database first)".into(),
             ));
@@ -137,8 +151,27 @@ impl Inner {
                 "database was laid out for another geometry: {sb:?}"
             )));
         }
-        let (m, version) = load_manifest(&l.dev, sb.slot_sectors)?;
+        let (m, version, manifest_notes) = metacopies::load_manifest(&l.dev, sb.slot_sectors)?;
+        // Every damaged copy is rewritten from its good twin (the same content: a repair,
+        // never a rollback) before anything else is written; what was done is reported.
+        let mut repaired = Vec::new();
+        if !sb_notes.is_empty() {
+            l.write_superblock(&sb)?;
+            for n in sb_notes {
+                tracing::warn!("smrdb: {n}; rewrote the superblock copies");
+                repaired.push(format!("{n}; rewrote the superblock copies"));
+            }
+        }
+        if !manifest_notes.is_empty() {
+            metacopies::write_manifest_copies(&l.dev, &m, sb.slot_sectors)?;
+            l.dev.flush(IoKind::Meta)?;
+            for n in manifest_notes {
+                tracing::warn!("smrdb: {n}; rewrote both copies of its slot");
+                repaired.push(format!("{n}; rewrote both copies of its slot"));
+            }
+        }
         let mut inner = Self::recover(l, sb.mode, m, opts)?;
+        inner.repaired_at_open = repaired;
         if version < crate::manifest::MANIFEST_VERSION {
             // Log bands written by an older engine hold "SLOG" chunks only: never append
             // version 2 chunks to one (the next log band is new, and starting it records a
@@ -323,59 +356,11 @@ impl Inner {
             closed: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
             recovered_gap: gap,
+            repaired_at_open: Vec::new(),
             counters: Counters::default(),
             mode,
             opts,
         };
         Ok(inner)
     }
-}
-
-/// The newer valid manifest copy and the format version it was written in.
-fn load_manifest(dev: &Dev, slot_sectors: u64) -> Result<(Manifest, u32)> {
-    let mut best: Option<(Manifest, u32)> = None;
-    let mut errors = Vec::new();
-    for slot in 0..2u64 {
-        let lba = 1 + slot * slot_sectors;
-        let first = dev.read_lba(lba, 1)?;
-        let Some(len) = Manifest::encoded_len(&first) else {
-            errors.push(format!("slot {slot}: no manifest"));
-            continue;
-        };
-        let secs = (len as u64).div_ceil(dev.ss);
-        if secs > slot_sectors {
-            errors.push(format!("slot {slot}: length {len} exceeds the slot"));
-            continue;
-        }
-        let buf = dev.read_lba(lba, secs)?;
-        match Manifest::decode(&buf) {
-            Ok(m) => {
-                if best
-                    .as_ref()
-                    .is_none_or(|(b, _)| m.generation > b.generation)
-                {
-                    let v = Manifest::version_of(&buf).unwrap_or(0);
-                    best = Some((m, v));
-                }
-            }
-            Err(e) => errors.push(format!("slot {slot}: {e}")),
-        }
-    }
-    best.ok_or_else(|| {
-        Error::corruption(
-            0,
-            dev.ss,
-            format!("no valid manifest copy ({})", errors.join("; ")),
-        )
-    })
-}
-
-/// The organisation recorded in the device's superblock, or `None` when the device holds no
-/// SMRDB database.
-pub fn detect_mode(device: &dyn ZonedDevice) -> Result<Option<Mode>> {
-    let ss = device.info().sector_size as usize;
-    let mut buf = vec![0u8; ss];
-    device.read(0, &mut buf).map_err(Error::Device)?;
-    let sb = Superblock::decode(&buf).map_err(|w| Error::corruption(0, 0, w))?;
-    Ok(sb.map(|s| s.mode))
 }

@@ -10,37 +10,28 @@ use std::sync::Arc;
 impl Inner {
     pub(super) fn commit(&self, ms: &mut MetaState) -> Result<()> {
         ms.m.generation += 1;
-        let mut enc = ms.m.encode();
-        self.dev.pad(&mut enc);
-        let secs = enc.len() as u64 / self.dev.ss;
-        if secs > ms.slot_sectors {
-            ms.m.generation -= 1;
-            return Err(Error::NoSpace(format!(
-                "manifest of {} sectors exceeds its slot of {}",
-                secs, ms.slot_sectors
-            )));
-        }
-        let lba = 1 + (ms.m.generation % 2) * ms.slot_sectors;
-        let r = self
-            .dev
-            .dev
-            .write(lba, &enc)
-            .map_err(Error::Device)
-            .and_then(|d| {
+        let r = super::metacopies::write_manifest_copies(&self.dev, &ms.m, ms.slot_sectors)
+            .and_then(|secs| {
+                let copies = if secs <= ms.slot_sectors / 2 { 2 } else { 1 };
                 self.dev
                     .counters
                     .meta_bytes
-                    .fetch_add(enc.len() as u64, Ordering::Relaxed);
-                let _ = d;
+                    .fetch_add(copies * secs * self.dev.ss, Ordering::Relaxed);
                 // The manifest's slot only: the bands it lists were flushed before it.
+                let lba = 1 + (ms.m.generation % 2) * ms.slot_sectors;
                 let zs = self.dev.zone_stride;
-                let slot: Vec<u32> = ((lba / zs) as u32..=((lba + secs - 1) / zs) as u32).collect();
+                let slot: Vec<u32> =
+                    ((lba / zs) as u32..=((lba + ms.slot_sectors - 1) / zs) as u32).collect();
                 self.dev.flush_zones(IoKind::Meta, &slot)
             });
-        if let Err(e) = r {
-            return self.fail(e);
+        match r {
+            Err(Error::NoSpace(m)) => {
+                ms.m.generation -= 1;
+                Err(Error::NoSpace(m))
+            }
+            Err(e) => self.fail(e),
+            Ok(()) => Ok(()),
         }
-        Ok(())
     }
 
     pub(super) fn pressure(&self) -> bool {

@@ -355,6 +355,8 @@ struct CheckJson {
     entries: u64,
     data_bytes: u64,
     problems: Vec<String>,
+    /// Damaged redundant copies found and rewritten from their twins when the database opened.
+    repaired: Vec<String>,
 }
 
 fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
@@ -368,6 +370,7 @@ fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
                 entries: r.entries,
                 data_bytes: r.data_bytes,
                 problems: r.problems.iter().map(ToString::to_string).collect(),
+                repaired: r.repaired.clone(),
             }
         }
         // A band or manifest that cannot even be opened is the first problem.
@@ -383,6 +386,7 @@ fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
                 entries: 0,
                 data_bytes: 0,
                 problems: vec![format!("the database cannot be opened: {e}")],
+                repaired: Vec::new(),
             }
         }
         Err(e) => return Err(e),
@@ -394,15 +398,15 @@ fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
             "{} bands, {} entries, {} data bytes checked",
             report.bands, report.entries, report.data_bytes
         );
-        for p in &report.problems {
-            println!("PROBLEM: {p}");
+        for r in &report.repaired {
+            println!("repaired: {r}");
         }
-        if report.ok {
+        for p in &report.problems {
+            println!("problem: {p}");
+        }
+        if report.ok && report.repaired.is_empty() {
             println!("ok");
         }
     }
-    if !report.ok {
-        bail!("{} problems found", report.problems.len());
-    }
-    Ok(())
+    output::CheckExit::of(report.problems.len(), report.repaired.len())
 }

@@ -8,7 +8,7 @@ mod stats;
 
 use crate::device::{self, Access, Spec};
 use crate::{output, signature};
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Subcommand;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -273,11 +273,8 @@ fn check(image: &Path, quick: bool, json: bool, repair: bool) -> Result<()> {
             println!("problem: {p}");
         }
     }
-    if !r.problems.is_empty() {
-        bail!("{} inconsistencies found", r.problems.len());
-    }
-    if !json {
+    if !json && r.problems.is_empty() && repaired.is_empty() {
         println!("no inconsistencies");
     }
-    Ok(())
+    output::CheckExit::of(r.problems.len(), repaired.len())
 }
