@@ -116,8 +116,8 @@ fn outcome(disk: &Arc<Disk>, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str, o: 
                 o.silent.push(format!(
                     "{what}: opened on another state ({} keys, late: {:?}, k005: {:?})",
                     got.len(),
-                    got.get(&b"late"[..]).is_some(),
-                    got.get(&key(5)).is_some()
+                    got.contains_key(&b"late"[..]),
+                    got.contains_key(&key(5))
                 ));
             } else if !rep.problems.is_empty() {
                 o.silent
@@ -134,7 +134,7 @@ fn outcome(disk: &Arc<Disk>, model: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str, o: 
 
 #[test]
 fn a_damaged_newest_manifest_copy_is_replaced_by_its_twin_and_reported() {
-    let (disk, model) = setup();
+    let (disk, _) = setup();
     let (_, manifests) = layout(&disk);
     let (lba, _) = manifests[0];
     flip(&disk, lba, 30);
