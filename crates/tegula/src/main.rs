@@ -39,12 +39,20 @@ fn init_logging(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    // fuser's session tries to unmount once more when it is dropped, after `fusermount3 -u`
+    // or tegula itself already unmounted it, and logs the EINVAL it gets as an error ("Unmount
+    // failed: Invalid argument"): tegula unmounts explicitly (crates/fs/src/mount.rs), so
+    // that message is noise; RUST_LOG still shows it.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{default},fuser::mnt::fuse_pure=off")));
+    use std::io::IsTerminal;
     // A second initialisation (never expected) is harmless: ignore its error.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        // Colour codes only on a terminal, not in a mount process's log file.
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

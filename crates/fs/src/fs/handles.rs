@@ -15,6 +15,9 @@ impl Fs {
                 ..OpenFile::default()
             })
             .opens += 1;
+        // A new handle starts without the ENOSPC an earlier writer was told about: its own
+        // writes are checked afresh (a reader must not inherit a failed writer's error).
+        self.out_of_space.remove(&ino);
         Ok(())
     }
 
@@ -32,6 +35,7 @@ impl Fs {
         if !last {
             return Ok(());
         }
+        self.out_of_space.remove(&ino);
         if self.state.get(ino).is_some_and(|n| n.nlink == 0) {
             self.maybe_free(ino)?;
         } else {
@@ -49,7 +53,16 @@ impl Fs {
         if !self.opts.write_behind {
             self.flush_file(ino)?;
         }
-        self.commit()
+        self.commit()?;
+        // Everything written so far is on the drive: an earlier ENOSPC is history.
+        if !self
+            .files
+            .get(&ino)
+            .is_some_and(|f| f.buf.bytes() > 0 || f.jobs > 0)
+        {
+            self.out_of_space.remove(&ino);
+        }
+        Ok(())
     }
 
     /// Commits metadata (fsync of a directory).
