@@ -51,6 +51,14 @@ pub(crate) struct Inner {
     pub poisoned: Option<String>,
     /// What opening noticed without failing.
     pub warnings: Vec<String>,
+    /// Sectors of one metadata record.
+    pub record_sectors: u64,
+    /// The format keeps two copies of each metadata record and superblock copy B.
+    pub twins: bool,
+    /// Damaged copies of the newest metadata record found by `load_meta`, to repair.
+    pub meta_damage: Vec<String>,
+    /// Damaged copies opening rewrote from their good twins.
+    pub repaired: Vec<String>,
 }
 
 /// A drive-managed IMR drive.
@@ -98,9 +106,21 @@ impl DmImr {
     }
 
     /// Problems opening noticed without failing (a damaged metadata or staging slot passed
-    /// over), for the caller to show.
+    /// over, a damaged copy rewritten from its twin), for the caller to show.
     pub fn open_warnings(&self) -> Vec<String> {
-        self.inner.lock().warnings.clone()
+        let g = self.inner.lock();
+        g.warnings
+            .iter()
+            .chain(g.repaired.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// Damaged copies (superblock, newest metadata record) that opening found and rewrote
+    /// from their good twins: nothing was lost, something was wrong (`disk check` reports
+    /// them).
+    pub fn repaired_at_open(&self) -> Vec<String> {
+        self.inner.lock().repaired.clone()
     }
 
     /// Top tracks that hold host data yet have destroyed sectors: always empty unless the

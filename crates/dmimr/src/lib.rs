@@ -41,6 +41,6 @@ mod write;
 
 pub use drive::DmImr;
 pub use error::{Error, Result};
-pub use open::Probe;
+pub use open::{MetaCheck, MetaLocations, Probe};
 pub use options::FormatOptions;
 pub use stats::DmImrStats;

@@ -56,8 +56,62 @@ fn layout_for(
     Ok(layout)
 }
 
-/// Reads the superblock from the first sector of the safe region.
-fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Superblock>> {
+/// Sectors of one metadata record of a drive of `tl`'s tracks.
+fn record_sectors(tl: &TrackLayout, ss: u64) -> u64 {
+    (MetaRecord::encoded_len(tl.track_count() as usize) as u64)
+        .div_ceil(ss)
+        .max(1)
+}
+
+/// Metadata slot bytes of a new format: two copies of the record and one spare sector (in
+/// slot 0, superblock copy B).
+fn twin_slot_bytes(tl: &TrackLayout, ss: u64) -> u64 {
+    (2 * record_sectors(tl, ss) + 1) * ss
+}
+
+/// Whether a drive formatted with `meta_slot_bytes` keeps twin records and superblock copy B
+/// (formats before them had slots of one record).
+fn has_twins(tl: &TrackLayout, ss: u64, meta_slot_bytes: u64) -> bool {
+    meta_slot_bytes >= twin_slot_bytes(tl, ss)
+}
+
+/// The LBA of safe-region sector `off` (the safe tracks in order; the first sectors lie where
+/// they lie whatever the region's size).
+fn safe_lba(tl: &TrackLayout, ss: u64, off: u64) -> Result<u64> {
+    let max_track = (0..tl.track_count())
+        .filter_map(|i| tl.track(i))
+        .map(|t| t.sectors)
+        .max()
+        .unwrap_or(0);
+    let fo = tegula_kvimr::FormatOptions {
+        map_slot_bytes: twin_slot_bytes(tl, ss),
+        // The least the layout accepts: two of the largest tracks.
+        staging_bytes: (2 * max_track + 2) * ss,
+        raw_bytes: 0,
+        safe_files: 0,
+        safe_file_bytes: 0,
+        file_bytes: 0,
+    };
+    let layout = Layout::new(tl, ss, &fo)?;
+    layout
+        .safe_extents(off, 1)
+        .first()
+        .map(|&(lba, _)| lba)
+        .ok_or_else(|| Error::Invalid(format!("safe-region sector {off} does not exist")))
+}
+
+/// The superblock as found: which copy served and what is wrong with the other.
+struct FoundSuperblock {
+    sb: Superblock,
+    /// Copy A when it was damaged and copy B served (its LBA, with why).
+    damaged: Vec<(u64, String)>,
+}
+
+/// Reads the superblock: copy A (the first sector of the safe region) or, when A is damaged
+/// or its magic is gone, copy B (the spare sector of metadata slot 0, on formats that have
+/// it). `None` when neither holds one (never formatted drive-managed); both damaged is
+/// corruption.
+fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<FoundSuperblock>> {
     let Some(first_top) = (0..tl.track_count())
         .filter_map(|i| tl.track(i))
         .find(|t| t.kind == tegula_device::TrackKind::Top)
@@ -66,7 +120,86 @@ fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Supe
     };
     let mut b = vec![0u8; ss as usize];
     disk.read(first_top.lba, &mut b)?;
-    Superblock::decode(&b).map_err(|p| Error::corrupt("superblock", p))
+    let a = Superblock::decode(&b);
+    if let Ok(Some(sb)) = a {
+        // Copy B is checked when the drive is opened (`check_copy_b`), not to tell whether it
+        // is formatted.
+        return Ok(Some(FoundSuperblock {
+            sb,
+            damaged: Vec::new(),
+        }));
+    }
+    let copy_b = read_copy_b(disk, tl, ss)?;
+    match (a, copy_b) {
+        (a, Some(sb)) => Ok(Some(FoundSuperblock {
+            sb,
+            damaged: vec![(
+                first_top.lba,
+                match a {
+                    Err(e) => format!("superblock copy A (LBA {}) is damaged: {e}", first_top.lba),
+                    _ => format!(
+                        "superblock copy A (LBA {}) has lost its magic; copy B was used",
+                        first_top.lba
+                    ),
+                },
+            )],
+        })),
+        (Err(p), None) => Err(Error::corrupt("superblock", p)),
+        (Ok(_), None) => Ok(None),
+    }
+}
+
+/// Superblock copy B, where a format with twins keeps it, if it holds a valid superblock of
+/// such a format. Its sector may be unreadable on a raw drive (destroyed by bottom writes):
+/// then there is no copy.
+fn read_copy_b(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Superblock>> {
+    let lba = safe_lba(tl, ss, 1 + 2 * record_sectors(tl, ss))?;
+    let mut b = vec![0u8; ss as usize];
+    Ok(match disk.read(lba, &mut b) {
+        Ok(_) => Superblock::decode(&b)
+            .ok()
+            .flatten()
+            .filter(|sb| has_twins(tl, ss, sb.meta_slot_bytes)),
+        Err(_) => None,
+    })
+}
+
+/// What is wrong with copy B of superblock `sb` (found through copy A), on a format with
+/// twins: missing, damaged or different.
+fn check_copy_b(disk: &Disk, tl: &TrackLayout, ss: u64, sb: &Superblock) -> Result<Option<String>> {
+    if !has_twins(tl, ss, sb.meta_slot_bytes) {
+        return Ok(None);
+    }
+    let lba = safe_lba(tl, ss, 1 + 2 * record_sectors(tl, ss))?;
+    Ok(match read_copy_b(disk, tl, ss)? {
+        Some(b) if b == *sb => None,
+        Some(_) => Some(format!("superblock copy B (LBA {lba}) differs from copy A")),
+        None => Some(format!(
+            "superblock copy B (LBA {lba}) is damaged or missing"
+        )),
+    })
+}
+
+/// Where a formatted drive keeps its metadata copies (raw-drive LBAs), for tools and tests
+/// that look at them: see `docs/formats/dm-imr.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetaLocations {
+    /// Superblock copy A, and copy B where the format has one.
+    pub superblock: Vec<u64>,
+    /// Per metadata slot, the first LBA of each copy of its record.
+    pub meta: [Vec<u64>; 2],
+    /// Sectors of one metadata record.
+    pub record_sectors: u64,
+}
+
+/// What [`DmImr::check_metadata`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaCheck {
+    /// Damaged copies of the superblock or of the newest metadata record (their twins hold
+    /// the content; opening rewrites them).
+    pub damaged: Vec<String>,
+    /// Damaged older records: what a power cut tearing a record's write leaves (not a loss).
+    pub torn: Vec<String>,
 }
 
 /// What [`DmImr::probe`] found on a raw interlaced drive.
@@ -91,16 +224,66 @@ impl DmImr {
         }
     }
 
+    /// Examines the superblock and metadata copies of the drive-managed drive on `disk`
+    /// without writing anything (`disk check`): a damaged copy, or a damaged older record
+    /// that a torn write could have left. Opening would rewrite damaged copies of the newest
+    /// from their twins; this only names them.
+    pub fn check_metadata(disk: Arc<Disk>) -> Result<MetaCheck> {
+        let (tl, ss) = raw_facts(&disk)?;
+        let found = read_superblock(&disk, &tl, ss)?.ok_or(Error::NotFormatted)?;
+        let sb = found.sb;
+        let mut problems: Vec<String> = found.damaged.into_iter().map(|(_, w)| w).collect();
+        if problems.is_empty() {
+            problems.extend(check_copy_b(&disk, &tl, ss, &sb)?);
+        }
+        let layout = layout_for(&tl, ss, sb.meta_slot_bytes, sb.staging_bytes)?;
+        let mut inner = Self::inner(disk, tl, layout, sb, ss);
+        inner.load_meta()?;
+        problems.append(&mut inner.meta_damage);
+        Ok(MetaCheck {
+            damaged: problems,
+            torn: std::mem::take(&mut inner.warnings),
+        })
+    }
+
+    /// Where the drive-managed drive on `disk` keeps its superblock and metadata copies.
+    pub fn metadata_locations(disk: &Disk) -> Result<MetaLocations> {
+        let (tl, ss) = raw_facts(disk)?;
+        let found = read_superblock(disk, &tl, ss)?.ok_or(Error::NotFormatted)?;
+        let sb = found.sb;
+        let layout = layout_for(&tl, ss, sb.meta_slot_bytes, sb.staging_bytes)?;
+        let rs = record_sectors(&tl, ss);
+        let twins = has_twins(&tl, ss, sb.meta_slot_bytes);
+        let lba = |off: u64| safe_lba(&tl, ss, off);
+        let mut superblock = vec![lba(0)?];
+        if twins {
+            superblock.push(lba(1 + 2 * rs)?);
+        }
+        let copies = |k: usize| -> Result<Vec<u64>> {
+            let off = layout.regions.map[k];
+            if twins {
+                Ok(vec![lba(off)?, lba(off + rs)?])
+            } else {
+                Ok(vec![lba(off)?])
+            }
+        };
+        Ok(MetaLocations {
+            superblock,
+            meta: [copies(0)?, copies(1)?],
+            record_sectors: rs,
+        })
+    }
+
     /// Formats the raw interlaced `disk` as a drive-managed drive: writes the superblock and
     /// an empty metadata record (every track without data), synced.
     pub fn format(disk: Arc<Disk>, opts: FormatOptions) -> Result<DmImr> {
         let (tl, ss) = raw_facts(&disk)?;
         let epoch = match read_superblock(&disk, &tl, ss) {
-            Ok(Some(sb)) => sb.epoch + 1,
+            Ok(Some(f)) => f.sb.epoch + 1,
             _ => 1,
         };
-        let meta_slot_bytes =
-            (MetaRecord::encoded_len(tl.track_count() as usize) as u64).div_ceil(ss) * ss;
+        // Two copies of each record, and a spare sector for superblock copy B.
+        let meta_slot_bytes = twin_slot_bytes(&tl, ss);
         let layout = layout_for(&tl, ss, meta_slot_bytes, opts.staging_bytes)?;
         let tracks_end = tl
             .track(tl.track_count().saturating_sub(1))
@@ -114,9 +297,7 @@ impl DmImr {
             staging_bytes: opts.staging_bytes,
         };
         let mut inner = Self::inner(disk, tl, layout, sb, ss);
-        let mut b = sb.encode();
-        b.resize(ss as usize, 0);
-        inner.safe_write(0, &b)?;
+        inner.write_superblocks()?;
         inner.meta_dirty = true;
         inner.sync_all()?;
         Ok(Self::assemble(inner))
@@ -126,8 +307,8 @@ impl DmImr {
     /// metadata record, and restores the tops of a read-modify-write a power cut interrupted.
     pub fn open(disk: Arc<Disk>) -> Result<DmImr> {
         let (tl, ss) = raw_facts(&disk)?;
-        let sb = read_superblock(&disk, &tl, ss)?.ok_or(Error::NotFormatted)?;
-        Self::open_with(disk, tl, ss, sb)
+        let found = read_superblock(&disk, &tl, ss)?.ok_or(Error::NotFormatted)?;
+        Self::open_with(disk, tl, ss, found)
     }
 
     /// Opens `disk` if it is formatted drive-managed ([`DmImr::is_formatted`]), and gives it
@@ -138,14 +319,24 @@ impl DmImr {
             return Ok(Probe::Raw(disk));
         };
         match read_superblock(&disk, &tl, ss) {
-            Ok(Some(sb)) => Self::open_with(disk, tl, ss, sb).map(|d| Probe::Opened(Box::new(d))),
+            Ok(Some(f)) => Self::open_with(disk, tl, ss, f).map(|d| Probe::Opened(Box::new(d))),
             Err(e @ Error::Corruption { .. }) => Err(e),
             Ok(None) | Err(_) => Ok(Probe::Raw(disk)),
         }
     }
 
     /// Opens the drive whose superblock `sb` was read from `disk`.
-    fn open_with(disk: Arc<Disk>, tl: TrackLayout, ss: u64, sb: Superblock) -> Result<DmImr> {
+    fn open_with(
+        disk: Arc<Disk>,
+        tl: TrackLayout,
+        ss: u64,
+        found: FoundSuperblock,
+    ) -> Result<DmImr> {
+        let sb = found.sb;
+        let mut damaged: Vec<String> = found.damaged.into_iter().map(|(_, w)| w).collect();
+        if damaged.is_empty() {
+            damaged.extend(check_copy_b(&disk, &tl, ss, &sb)?);
+        }
         let tracks_end = tl
             .track(tl.track_count().saturating_sub(1))
             .map_or(0, |t| t.end_lba());
@@ -169,6 +360,16 @@ impl DmImr {
         let layout = layout_for(&tl, ss, sb.meta_slot_bytes, sb.staging_bytes)?;
         let mut inner = Self::inner(disk, tl, layout, sb, ss);
         inner.load_meta()?;
+        // Damaged copies are rewritten from their good twins (the same content: a repair,
+        // never a rollback) and reported.
+        if !damaged.is_empty() {
+            inner.write_superblocks()?;
+            inner.sync()?;
+            for why in damaged {
+                inner.note_repair(format!("{why}; rewrote the superblock copies"));
+            }
+        }
+        inner.repair_meta_twins()?;
         inner.recover_rmw()?;
         Ok(Self::assemble(inner))
     }
@@ -176,8 +377,14 @@ impl DmImr {
     fn inner(disk: Arc<Disk>, tl: TrackLayout, layout: Layout, sb: Superblock, ss: u64) -> Inner {
         let map = Mapping::three_phase(&layout);
         let tracks = layout.tracks.len();
+        let record_sectors = record_sectors(&tl, ss);
+        let twins = has_twins(&tl, ss, sb.meta_slot_bytes);
         Inner {
             disk,
+            record_sectors,
+            twins,
+            meta_damage: Vec::new(),
+            repaired: Vec::new(),
             tl,
             layout,
             map,
@@ -220,45 +427,107 @@ impl DmImr {
 }
 
 impl Inner {
-    /// Takes the newer intact metadata record of this format's epoch.
-    fn load_meta(&mut self) -> Result<()> {
+    /// Where the copies of metadata slot `k` start (one copy on formats before twins).
+    fn meta_copies(&self, k: usize) -> Vec<u64> {
         let r = self.layout.regions;
+        let off = r.map[k];
+        if self.twins {
+            vec![off, off + self.record_sectors]
+        } else {
+            vec![off]
+        }
+    }
+
+    /// Takes the newest intact metadata record of this format's epoch, from any copy of
+    /// either slot. A damaged copy of the newest record is left to `repair_meta_twins`; a
+    /// damaged copy of anything older is what a torn write leaves, and is passed over.
+    fn load_meta(&mut self) -> Result<()> {
+        let room = if self.twins {
+            self.record_sectors
+        } else {
+            self.layout.regions.map_sectors
+        };
         let mut best: Option<MetaRecord> = None;
-        for (k, &off) in r.map.iter().enumerate() {
-            let mut b = vec![0u8; (r.map_sectors * self.ss) as usize];
-            self.safe_read(off, &mut b)?;
-            if b.iter().all(|&x| x == 0) {
-                continue;
-            }
-            match MetaRecord::decode(&b) {
-                Ok(m) if m.epoch == self.sb.epoch => {
-                    if m.valid.len() != self.layout.tracks.len() {
-                        return Err(Error::corrupt(
-                            "metadata",
-                            format!(
-                                "slot {k} has flags for {} tracks, the drive {}",
-                                m.valid.len(),
-                                self.layout.tracks.len()
-                            ),
-                        ));
-                    }
-                    if best.as_ref().is_none_or(|x| m.seq > x.seq) {
-                        best = Some(m);
+        let mut copies = Vec::new();
+        for k in 0..2 {
+            for (c, off) in self.meta_copies(k).into_iter().enumerate() {
+                let mut b = vec![0u8; (room * self.ss) as usize];
+                self.safe_read(off, &mut b)?;
+                let got = if b.iter().all(|&x| x == 0) {
+                    Err("never written".to_string())
+                } else {
+                    MetaRecord::decode(&b)
+                };
+                if let Ok(m) = &got {
+                    if m.epoch == self.sb.epoch {
+                        if m.valid.len() != self.layout.tracks.len() {
+                            return Err(Error::corrupt(
+                                "metadata",
+                                format!(
+                                    "slot {k} has flags for {} tracks, the drive {}",
+                                    m.valid.len(),
+                                    self.layout.tracks.len()
+                                ),
+                            ));
+                        }
+                        if best.as_ref().is_none_or(|x| m.seq > x.seq) {
+                            best = Some(m.clone());
+                        }
                     }
                 }
-                Ok(_) => {}
-                Err(e) => self.warnings.push(format!(
-                    "metadata slot {k} is damaged and was passed over (a write the power cut \
-                     tore): {e}"
-                )),
+                copies.push((k, c, off, got));
             }
         }
-        let m =
-            best.ok_or_else(|| Error::corrupt("metadata", "neither slot holds an intact record"))?;
+        let m = best.ok_or_else(|| Error::corrupt("metadata", "no slot holds an intact record"))?;
+        for (k, c, off, got) in copies {
+            let newest_slot = (m.seq % 2) as usize == k;
+            match got {
+                Ok(x) if x.seq == m.seq && x.epoch == m.epoch => {}
+                Err(e) if newest_slot && self.twins => self.meta_damage.push(format!(
+                    "metadata slot {k} copy {} (safe sector {off}) is damaged ({e}); its twin \
+                     holding record {} was used",
+                    c + 1,
+                    m.seq
+                )),
+                Ok(x) if newest_slot && self.twins && x.seq < m.seq && c == 0 => {
+                    self.meta_damage.push(format!(
+                        "metadata slot {k} copy 1 (safe sector {off}) holds record {}, its twin \
+                         the newest, {}, which was used",
+                        x.seq, m.seq
+                    ))
+                }
+                Err(e) if e != "never written" => self.warnings.push(format!(
+                    "metadata slot {k} copy {} is damaged and was passed over (a write the \
+                     power cut tore): {e}",
+                    c + 1
+                )),
+                _ => {}
+            }
+        }
         self.meta_seq = m.seq;
         self.applied = m.applied_rmw;
         self.rmw_seq = m.applied_rmw;
         self.valid = m.valid;
+        Ok(())
+    }
+
+    /// Rewrites both copies of the newest metadata record when one was found damaged, and
+    /// reports it.
+    fn repair_meta_twins(&mut self) -> Result<()> {
+        if self.meta_damage.is_empty() {
+            return Ok(());
+        }
+        let rec = MetaRecord {
+            seq: self.meta_seq,
+            epoch: self.sb.epoch,
+            applied_rmw: self.applied,
+            valid: self.valid.clone(),
+        };
+        self.write_meta_record(&rec)?;
+        self.sync()?;
+        for why in std::mem::take(&mut self.meta_damage) {
+            self.note_repair(format!("{why}; rewrote both copies"));
+        }
         Ok(())
     }
 

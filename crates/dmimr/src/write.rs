@@ -197,15 +197,47 @@ impl Inner {
             applied_rmw: self.applied,
             valid: self.valid.clone(),
         };
-        let mut b = rec.encode();
-        let r = self.layout.regions;
-        b.resize((r.map_sectors * self.ss) as usize, 0);
-        let off = r.map[(seq % 2) as usize];
-        self.safe_write(off, &b)?;
+        self.write_meta_record(&rec)?;
         self.meta_seq = seq;
         self.meta_dirty = false;
         self.stats.meta_writes += 1;
         Ok(())
+    }
+
+    /// Writes `rec` into slot `rec.seq % 2`: both copies where the format keeps twins (a
+    /// damaged copy of the newest record then leaves its twin, never an older record), the
+    /// first otherwise. The caller syncs.
+    pub fn write_meta_record(&mut self, rec: &MetaRecord) -> DevResult<()> {
+        let r = self.layout.regions;
+        let off = r.map[(rec.seq % 2) as usize];
+        let mut b = rec.encode();
+        if self.twins {
+            b.resize((self.record_sectors * self.ss) as usize, 0);
+            self.safe_write(off, &b)?;
+            self.safe_write(off + self.record_sectors, &b)?;
+        } else {
+            b.resize((r.map_sectors * self.ss) as usize, 0);
+            self.safe_write(off, &b)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the superblock's copies: A at safe sector 0 and, where the format keeps twins,
+    /// B in the spare sector of metadata slot 0. The caller syncs.
+    pub fn write_superblocks(&mut self) -> DevResult<()> {
+        let mut b = self.sb.encode();
+        b.resize(self.ss as usize, 0);
+        self.safe_write(0, &b)?;
+        if self.twins {
+            self.safe_write(1 + 2 * self.record_sectors, &b)?;
+        }
+        Ok(())
+    }
+
+    /// Notes a repair for `disk check` and the open warnings.
+    pub fn note_repair(&mut self, what: String) {
+        tracing::warn!("dm-imr: {what}");
+        self.repaired.push(what);
     }
 
     /// Writes whole sectors at sector `off` of the safe region.

@@ -159,3 +159,42 @@ fn serve_nbd_exports_a_drive_managed_imr_image() {
     assert_eq!(read_at(&img, 0, data.len(), d.path()), data);
     assert_eq!(read_at(&img, p1 / 4096, tops.len(), d.path()), tops);
 }
+
+/// Issue 33 item 3: one flipped byte in the newest metadata record used to make 1 MiB of
+/// flushed data read as zeros with exit 0, and `disk check` said clean. Now `disk check` names
+/// the damaged copy (exit 1), every flushed byte reads back (the twin record serves and the
+/// copy is rewritten), and `disk check` is clean again.
+#[test]
+fn a_damaged_newest_metadata_record_loses_nothing_and_disk_check_names_it() {
+    use tegula_device::{BlockDevice, Disk, OpenOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let img = dm_image(dir.path());
+    let data = pattern(7, 1 << 20);
+    write_at(&img, 4096, &data, dir.path());
+    // The newest metadata record's first copy, flipped on the raw drive.
+    {
+        let disk = Disk::open_image(Path::new(&img), OpenOptions::default()).unwrap();
+        let loc = tegula_dmimr::DmImr::metadata_locations(&disk).unwrap();
+        let seq = |lba: u64| {
+            let mut b = vec![0u8; 4096 * loc.record_sectors as usize];
+            disk.read(lba, &mut b).unwrap();
+            tegula_dmimr::meta::MetaRecord::decode(&b).map_or(0, |m| m.seq)
+        };
+        let newest = if seq(loc.meta[0][0]) > seq(loc.meta[1][0]) {
+            0
+        } else {
+            1
+        };
+        let lba = loc.meta[newest][0];
+        let mut s = vec![0u8; 4096];
+        disk.read(lba, &mut s).unwrap();
+        s[40] ^= 0x01;
+        disk.with_media(|m| m.write(lba, &s, true)).unwrap();
+        disk.close().unwrap();
+    }
+    let e = fails(&["disk", "check", &img]);
+    let out = stdout(&run(&["disk", "check", &img]));
+    assert!(out.contains("metadata slot"), "{out}{e}");
+    assert_eq!(read_at(&img, 4096, 1 << 20, dir.path()), data);
+    ok(&["disk", "check", &img]);
+}

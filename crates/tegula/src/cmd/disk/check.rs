@@ -34,6 +34,37 @@ struct CheckJson {
     findings: Vec<FindingJson>,
 }
 
+/// What is wrong with the drive-managed IMR layer of an interlaced image formatted
+/// drive-managed (a damaged superblock or metadata copy), read-only; nothing for other images.
+fn dm_imr_findings(path: &std::path::Path) -> Result<Vec<FindingJson>> {
+    let opts = tegula_device::OpenOptions {
+        read_only: true,
+        ..Default::default()
+    };
+    let disk = tegula_device::Disk::open_image(path, opts)?;
+    if !tegula_dmimr::DmImr::is_formatted(&disk) {
+        return Ok(Vec::new());
+    }
+    Ok(
+        match tegula_dmimr::DmImr::check_metadata(std::sync::Arc::new(disk)) {
+            Ok(c) => c
+                .damaged
+                .into_iter()
+                .map(|m| ("error", m))
+                .chain(c.torn.into_iter().map(|m| ("warning", m)))
+                .map(|(severity, m)| FindingJson {
+                    severity,
+                    message: format!("drive-managed IMR layer: {m}"),
+                })
+                .collect(),
+            Err(e) => vec![FindingJson {
+                severity: "error",
+                message: format!("drive-managed IMR layer: {e}"),
+            }],
+        },
+    )
+}
+
 /// Runs `disk check`; exits non-zero when an error was found.
 pub fn run(a: CheckArgs) -> Result<()> {
     let path = &a.img.image;
@@ -50,13 +81,17 @@ pub fn run(a: CheckArgs) -> Result<()> {
                 message: f.message,
             })
             .collect(),
-        PathKind::ZonedImage => tegula_device::Disk::check_image(path)?
-            .into_iter()
-            .map(|m| FindingJson {
-                severity: "warning",
-                message: m,
-            })
-            .collect(),
+        PathKind::ZonedImage => {
+            let mut f: Vec<FindingJson> = tegula_device::Disk::check_image(path)?
+                .into_iter()
+                .map(|m| FindingJson {
+                    severity: "warning",
+                    message: m,
+                })
+                .collect();
+            f.extend(dm_imr_findings(path)?);
+            f
+        }
         _ => bail!("{} is not a tegula disk or dm-smr image", path.display()),
     };
     let errors = findings.iter().filter(|f| f.severity == "error").count();
