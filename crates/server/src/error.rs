@@ -21,6 +21,9 @@ pub enum ServerError {
     /// An option is out of range.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// A `rename-command` option is refused.
+    #[error(transparent)]
+    RenameCommand(#[from] crate::commands::RenameError),
     /// The engine thread stopped unexpectedly.
     #[error("engine thread: {0}")]
     EngineThread(String),

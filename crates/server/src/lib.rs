@@ -7,7 +7,10 @@
 //! iteration's requests as one round whose writes are one engine batch, synced under
 //! `appendfsync always` before any of the round's replies is sent (group commit). The data
 //! model and key encoding are in [`keys`]; the command table in [`commands`]; the protocol in
-//! [`resp`]; engines behind [`Backend`]. `docs/cli/serve-resp.md` describes the command line.
+//! [`resp`]; engines behind [`Backend`]. Clients that should not be served at all (HTTP
+//! requests, outsiders in protected mode, large requests before `AUTH`) are turned away as
+//! [`security`] describes; what the loop reports as it runs are [`ServerEvent`]s.
+//! `docs/cli/serve-resp.md` describes the command line.
 //!
 //! ```no_run
 //! use std::sync::{atomic::AtomicBool, Arc};
@@ -28,17 +31,23 @@ pub mod backend;
 pub mod commands;
 mod engine;
 pub mod error;
+pub mod events;
 pub mod glob;
 pub mod keys;
 mod net;
 pub mod options;
 pub mod resp;
+pub mod secret;
+pub mod security;
 pub mod stats;
 pub mod store;
 
 pub use backend::{Backend, SmrdbBackend};
 #[cfg(feature = "compare")]
 pub use backend::{CapiBackend, CapiEngine};
+pub use commands::{CommandTable, RenameError};
 pub use error::{BackendError, ServerError};
+pub use events::{EventSink, ServerEvent};
 pub use net::{ServeReport, Server};
 pub use options::{AppendFsync, ServerOptions};
+pub use secret::Password;

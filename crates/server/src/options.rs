@@ -1,6 +1,7 @@
 //! Server configuration. `Default` is the one source of every default; each field says its
 //! default and the trade-off it controls.
 
+use crate::secret::Password;
 use std::time::Duration;
 
 /// When acknowledged writes reach stable storage (Redis's `appendfsync`).
@@ -73,8 +74,23 @@ pub struct ServerOptions {
     /// once; more wait for the next round). Default 1,024.
     pub max_pipeline: usize,
     /// Password clients must give with `AUTH` (or `HELLO ... AUTH`) before anything else
-    /// (Redis's `requirepass`). Default `None`: no authentication.
-    pub requirepass: Option<String>,
+    /// (Redis's `requirepass`). Default `None`: no authentication. Until a client has
+    /// authenticated, its requests may hold at most 10 arguments of at most 16 KiB each
+    /// (Redis 7's limits; past them the connection is closed with a protocol error).
+    pub requirepass: Option<Password>,
+    /// Protected mode (Redis's `protected-mode`): while no password is set, clients that do
+    /// not connect from the loopback interface are told `-DENIED ...` and closed. Default on.
+    pub protected_mode: bool,
+    /// Most bytes the buffers of all clients together may hold (Redis's
+    /// `maxmemory-clients`): query buffers (requests being received), pending replies and
+    /// each connection's spare buffers, counted as allocated. Past it the client holding the
+    /// most is closed, until the total is back under the limit. Default 256 MiB; 0: no limit
+    /// (each client is still held to `max_request` and `max_output`). It may be exceeded by
+    /// at most one read of one client (up to `max_request`) before that client's next check.
+    pub max_client_memory: usize,
+    /// Commands renamed (Redis's `rename-command NAME NEWNAME`), applied in order: the
+    /// command answers to NEWNAME only; an empty NEWNAME disables it. Default none.
+    pub rename_commands: Vec<(String, String)>,
     /// A round of at most this many requests is executed by the network loop itself when the
     /// engine thread is idle (under `appendfsync everysec` and `no`), as Redis's one event
     /// loop does: no hand-off, no thread wake-ups. Larger rounds (pipelining clients), and
@@ -98,6 +114,9 @@ impl Default for ServerOptions {
             output_pause: 256 << 10,
             max_pipeline: 1024,
             requirepass: None,
+            protected_mode: true,
+            max_client_memory: 256 << 20,
+            rename_commands: Vec::new(),
             inline_round_max: 64,
         }
     }

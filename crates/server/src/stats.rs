@@ -1,6 +1,7 @@
 //! Counters the network loop and the engine thread share, and the state `INFO` and `CONFIG`
 //! report.
 
+use crate::commands::CommandTable;
 use crate::options::ServerOptions;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -40,6 +41,14 @@ pub struct Stats {
     pub syncs: AtomicU64,
     /// Engine failures seen by the engine thread.
     pub engine_errors: AtomicU64,
+    /// Connections closed because they sent a `POST` or `Host:` line (an HTTP request).
+    pub cross_protocol_disconnections: AtomicU64,
+    /// Connections refused by protected mode (also counted in `rejected_connections`).
+    pub protected_mode_rejections: AtomicU64,
+    /// Connections closed because all clients' buffers passed `max_client_memory`.
+    pub evicted_clients: AtomicU64,
+    /// Bytes the buffers of all clients hold now (as the network loop last counted them).
+    pub client_memory: AtomicU64,
 }
 
 impl Stats {
@@ -67,4 +76,6 @@ pub struct Shared {
     pub addr: std::net::SocketAddr,
     /// Set by `SHUTDOWN`: the network loop stops as on SIGTERM.
     pub shutdown: AtomicBool,
+    /// The names commands answer to (after `rename-command`).
+    pub commands: CommandTable,
 }

@@ -1,6 +1,6 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, SELECT, CLIENT, COMMAND.
 
-use super::{err, errors, int_arg, is, CmdResult, Ctx, COMMANDS};
+use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::resp::Proto;
 
 /// The Redis version the server reports (the protocol level it emulates).
@@ -23,13 +23,15 @@ pub fn echo(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 }
 
 fn check_password(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> CmdResult {
-    let Some(want) = ctx.shared.opts.requirepass.as_deref() else {
+    let Some(want) = ctx.shared.opts.requirepass.as_ref() else {
         return err(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         );
     };
-    if user != b"default" || pass != want.as_bytes() {
+    // Both compared whatever the user name, in time independent of the password's bytes.
+    let pass_ok = want.matches(pass);
+    if user != b"default" || !pass_ok {
         return err("WRONGPASS invalid username-password pair or user is disabled.");
     }
     ctx.conn.authed = true;
@@ -156,10 +158,11 @@ pub fn client(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-fn command_entry(ctx: &mut Ctx<'_>, c: &super::CommandSpec) {
+/// One command's `COMMAND` entry, under the name it answers to (after `rename-command`).
+fn command_entry(ctx: &mut Ctx<'_>, name: &str, c: &super::CommandSpec) {
     let mut r = ctx.reply();
     r.array(6);
-    r.bulk(c.name.as_bytes());
+    r.bulk(name.as_bytes());
     r.int(i64::from(c.arity));
     r.set(c.flags.len());
     for f in c.flags {
@@ -172,26 +175,30 @@ fn command_entry(ctx: &mut Ctx<'_>, c: &super::CommandSpec) {
 
 /// `COMMAND`, `COMMAND COUNT`, `COMMAND INFO name...`, `COMMAND LIST`, `COMMAND DOCS` (an
 /// empty map: clients such as redis-cli then fall back to their built-in help).
+/// Commands are listed under the names they answer to: a renamed command under its new
+/// name, a disabled one not at all.
 pub fn command(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
+    let table = &ctx.shared.commands;
     let Some(sub) = args.get(1) else {
-        ctx.reply().array(COMMANDS.len());
-        for c in COMMANDS {
-            command_entry(ctx, c);
+        ctx.reply().array(table.commands().len());
+        for (name, c) in table.commands() {
+            command_entry(ctx, name, c);
         }
         return Ok(());
     };
     if is(sub, "count") {
-        ctx.reply().int(COMMANDS.len() as i64);
+        ctx.reply().int(table.commands().len() as i64);
     } else if is(sub, "list") {
-        ctx.reply().array(COMMANDS.len());
-        for c in COMMANDS {
-            ctx.reply().bulk(c.name.as_bytes());
+        ctx.reply().array(table.commands().len());
+        for (name, _) in table.commands() {
+            ctx.reply().bulk(name.as_bytes());
         }
     } else if is(sub, "info") {
         ctx.reply().array(args.len() - 2);
         for name in &args[2..] {
-            match super::lookup(name) {
-                Some(c) => command_entry(ctx, c),
+            let found = table.lookup(name).zip(std::str::from_utf8(name).ok());
+            match found {
+                Some((c, n)) => command_entry(ctx, &n.to_ascii_lowercase(), c),
                 None => ctx.reply().null_array(),
             }
         }

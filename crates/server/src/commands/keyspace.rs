@@ -1,6 +1,7 @@
 //! Key space commands: DEL/UNLINK, EXISTS, TYPE, KEYS, SCAN, EXPIRE/PEXPIRE, TTL/PTTL,
 //! PERSIST. Every key has one `'k'` record, so listing keys is a range scan of `'k'`.
 
+use super::cursors::Resume;
 use super::{err, errors, int_arg, is, CmdResult, Ctx};
 use crate::glob;
 use crate::keys::{self, Record};
@@ -58,9 +59,10 @@ pub fn type_(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     Ok(())
 }
 
-/// Walks the key space from engine key `from`, calling `visit` with each live key and its
-/// record, `chunk` pairs per engine scan, until `visit` returns false or `max` pairs have been
-/// examined. Returns the engine key to resume from, `None` when the walk reached the end.
+/// Walks the key space from engine key `from` (inclusive), calling `visit` with each live
+/// key and its record, `chunk` pairs per engine scan, until `visit` returns false or `max`
+/// pairs have been examined. Returns the engine key examined last (the walk goes on after
+/// it), `None` when the walk reached the end.
 pub(crate) fn walk(
     ctx: &mut Ctx<'_>,
     from: &[u8],
@@ -82,22 +84,54 @@ pub(crate) fn walk(
                 continue;
             }
             if !visit(k, &rec) {
-                let mut next = ek.clone();
-                next.push(0);
-                return Ok(Some(next));
+                return Ok(Some(ek.clone()));
             }
         }
         seen += part.len();
         let Some((last, _)) = part.last() else {
             return Ok(None);
         };
-        from = last.clone();
-        from.push(0);
         if !full {
             return Ok(None);
         }
         if seen >= max {
-            return Ok(Some(from));
+            return Ok(Some(last.clone()));
+        }
+        from = last.clone();
+        from.push(0);
+    }
+}
+
+/// Engine keys examined per engine scan while a cursor's long key is looked for (few: a scan
+/// returns each key's record, which holds a string's value).
+const FIND_CHUNK: usize = 4;
+
+/// The engine key an iteration resumes at, from a cursor's position: exact for a key kept
+/// whole; for a long key, after the key among those sharing its prefix that has its length
+/// and hash, or at the prefix when that key is gone (keys sharing the prefix may then come
+/// twice, never none).
+fn resume_at(ctx: &mut Ctx<'_>, resume: Resume<'_>) -> Result<Vec<u8>, super::CmdError> {
+    let (prefix, len, hash) = match resume {
+        Resume::From(k) => return Ok(k),
+        Resume::Find { prefix, len, hash } => (prefix, len, hash),
+    };
+    let end = keys::prefix_end(prefix);
+    let mut from = prefix.to_vec();
+    loop {
+        let part = ctx.store.scan(&from, end.as_deref(), FIND_CHUNK)?;
+        for (ek, _) in &part {
+            if ctx.cursors.is_key(ek, len, hash) {
+                let mut next = ek.clone();
+                next.push(0);
+                return Ok(next);
+            }
+        }
+        match part.last() {
+            Some((last, _)) if part.len() == FIND_CHUNK => {
+                from = last.clone();
+                from.push(0);
+            }
+            _ => return Ok(prefix.to_vec()),
         }
     }
 }
@@ -135,7 +169,8 @@ pub fn keys(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
 
 /// `SCAN cursor [MATCH pattern] [COUNT n] [TYPE type]`. Cursor numbers name a position kept
 /// by the server (see [`super::Cursors`]); 0 starts and ends an iteration. Every key present
-/// for the whole iteration is returned exactly once (keys are visited in order).
+/// for the whole iteration is returned (keys are visited in order): once, except that keys
+/// sharing their first 256 bytes with a long key deleted mid-iteration may come twice.
 pub fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
     let cursor = std::str::from_utf8(args[1])
         .ok()
@@ -165,7 +200,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         KEYS_START.to_vec()
     } else {
         match ctx.cursors.get(cursor) {
-            Some(f) => f.clone(),
+            Some(pos) => resume_at(ctx, pos.resume())?,
             None => return err("ERR invalid cursor"),
         }
     };
@@ -181,7 +216,7 @@ pub fn scan(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         true
     })?;
     let next_id = match next {
-        Some(from) => ctx.cursors.insert(from),
+        Some(after) => ctx.cursors.insert(&after),
         None => 0,
     };
     let mut r = ctx.reply();

@@ -1,14 +1,20 @@
 //! The command table: each command's name, arity, flags and handler, the dispatch that checks
-//! arity and authentication before calling the handler, and the helpers handlers share. One
-//! file per family: connection ([`conn`]), server ([`server`]), strings ([`strings`]), the
+//! arity and authentication before calling the handler, and the helpers handlers share. The
+//! names a server answers to (after `rename-command`) are its [`CommandTable`]; SCAN's
+//! positions are kept by [`Cursors`]. One file per family: connection ([`conn`]), server ([`server`]), strings ([`strings`]), the
 //! key space ([`keyspace`]), hashes ([`hashes`]) and sorted sets ([`sorted_sets`]).
 
 pub mod conn;
+pub mod cursors;
 pub mod hashes;
 pub mod keyspace;
 pub mod server;
 pub mod sorted_sets;
 pub mod strings;
+pub mod table;
+
+pub use cursors::Cursors;
+pub use table::{CommandTable, RenameError};
 
 use crate::backend::OP_OVERHEAD;
 use crate::error::BackendError;
@@ -16,8 +22,6 @@ use crate::keys::Record;
 use crate::resp::{Proto, Reply};
 use crate::stats::{Shared, Stats};
 use crate::store::Store;
-use std::collections::{HashMap, VecDeque};
-use std::sync::OnceLock;
 
 /// A connection's session state, carried with its requests to the engine thread and back.
 #[derive(Debug, Clone, Default)]
@@ -166,56 +170,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zrangebyscore", -4, R, 1, 1, 1, sorted_sets::zrangebyscore),
 ];
 
-/// The entry of command `name` (any case).
-pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static CommandSpec>> = OnceLock::new();
-    let index = INDEX.get_or_init(|| COMMANDS.iter().map(|c| (c.name, c)).collect());
-    if name.len() > 16 {
-        return None;
-    }
-    let mut buf = [0u8; 16];
-    let lower = &mut buf[..name.len()];
-    for (d, s) in lower.iter_mut().zip(name) {
-        *d = s.to_ascii_lowercase();
-    }
-    std::str::from_utf8(lower)
-        .ok()
-        .and_then(|n| index.get(n).copied())
-}
-
-/// SCAN cursors: the engine key each live cursor resumes from. Cursor numbers are handed
-/// out in order; the oldest are forgotten past [`Cursors::CAPACITY`] (`ERR invalid cursor`).
-#[derive(Debug, Default)]
-pub struct Cursors {
-    next: u64,
-    map: HashMap<u64, Vec<u8>>,
-    order: VecDeque<u64>,
-}
-
-impl Cursors {
-    /// Live cursors kept.
-    pub const CAPACITY: usize = 1 << 16;
-
-    /// A new cursor that resumes at `from`.
-    pub fn insert(&mut self, from: Vec<u8>) -> u64 {
-        self.next += 1;
-        let id = self.next;
-        self.map.insert(id, from);
-        self.order.push_back(id);
-        while self.order.len() > Self::CAPACITY {
-            if let Some(old) = self.order.pop_front() {
-                self.map.remove(&old);
-            }
-        }
-        id
-    }
-
-    /// Where cursor `id` resumes.
-    pub fn get(&self, id: u64) -> Option<&Vec<u8>> {
-        self.map.get(&id)
-    }
-}
-
 /// What a handler works with.
 pub struct Ctx<'a> {
     /// The data.
@@ -318,7 +272,7 @@ pub fn execute(ctx: &mut Ctx<'_>, args: &[&[u8]]) {
         return;
     };
     Stats::add(&ctx.shared.stats.commands_processed, 1);
-    let Some(spec) = lookup(name) else {
+    let Some(spec) = ctx.shared.commands.lookup(name) else {
         let mut msg = format!(
             "ERR unknown command '{}', with args beginning with: ",
             printable(name)

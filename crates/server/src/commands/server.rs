@@ -88,7 +88,13 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
         let rss = rss_bytes();
         let _ = write!(
             s,
-            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\n\r\n"
+            "# Memory\r\nused_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\n\
+             mem_clients_normal:{}\r\nmaxmemory_clients:{}\r\nscan_cursors:{}\r\n\
+             scan_cursors_memory:{}\r\n\r\n",
+            g(&st.client_memory),
+            sh.opts.max_client_memory,
+            ctx.cursors.len(),
+            ctx.cursors.memory()
         );
     }
     if want("persistence") {
@@ -109,7 +115,9 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              protocol_error_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\
-             timeout_disconnections:{}\r\nengine_rounds:{}\r\nengine_inline_rounds:{}\r\n\
+             timeout_disconnections:{}\r\nevicted_clients:{}\r\n\
+             cross_protocol_disconnections:{}\r\nprotected_mode_rejections:{}\r\n\
+             engine_rounds:{}\r\nengine_inline_rounds:{}\r\n\
              engine_errors:{}\r\ncomposite_keys:{}\r\n\r\n",
             g(&st.connections_received),
             g(&st.commands_processed),
@@ -122,6 +130,9 @@ pub fn info(ctx: &mut Ctx<'_>, args: &[&[u8]]) -> CmdResult {
             g(&st.protocol_errors),
             g(&st.output_limit_disconnections),
             g(&st.timeout_disconnections),
+            g(&st.evicted_clients),
+            g(&st.cross_protocol_disconnections),
+            g(&st.protected_mode_rejections),
             g(&st.rounds),
             g(&st.inline_rounds),
             g(&st.engine_errors),
@@ -181,7 +192,17 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ),
         ("port", ctx.shared.addr.port().to_string()),
         ("bind", ctx.shared.addr.ip().to_string()),
-        ("requirepass", o.requirepass.clone().unwrap_or_default()),
+        (
+            "requirepass",
+            o.requirepass
+                .as_ref()
+                .map_or_else(String::new, |p| p.expose().to_string()),
+        ),
+        (
+            "protected-mode",
+            if o.protected_mode { "yes" } else { "no" }.into(),
+        ),
+        ("maxmemory-clients", o.max_client_memory.to_string()),
         ("maxmemory", "0".into()),
         ("io-threads", "1".into()),
     ]

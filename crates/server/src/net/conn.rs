@@ -2,13 +2,20 @@
 //! (replies not yet sent) and the limits on both.
 
 use crate::commands::ConnState;
-use crate::resp::{parse_request, Batch, Limits, Parse, Partial, ProtocolError, Reply, Request};
+use crate::resp::{
+    parse_request, parse_request_unauthenticated, Batch, Limits, Parse, Partial, ProtocolError,
+    Reply, Request,
+};
+use crate::security::is_http_request_name;
 use mio::net::TcpStream;
 use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
 use std::time::Instant;
 
 /// Bytes read ahead of the parser when no partial request needs more.
 const READ_AHEAD: usize = 64 << 10;
+/// Most bytes of arguments a parse reserves room for before it knows what is complete.
+const RESERVE_AHEAD: usize = 256 << 10;
 /// Size of the network loop's read buffer.
 pub(crate) const SCRATCH: usize = 256 << 10;
 /// Buffers larger than this are given back to the allocator once empty.
@@ -26,10 +33,21 @@ pub(crate) enum ReadOutcome {
     Closed,
 }
 
+/// Why parsing stopped before the end of the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ParseEnd {
+    /// The input is not RESP: answer with the error, then close.
+    Protocol(ProtocolError),
+    /// A request named `POST` or `Host:`: an HTTP request. Close at once; execute nothing.
+    CrossProtocol,
+}
+
 /// A client connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
     pub stream: TcpStream,
+    /// The client's address.
+    pub peer: SocketAddr,
     pub gen: u64,
     pub state: ConnState,
     inbuf: Vec<u8>,
@@ -63,13 +81,17 @@ pub(crate) struct Conn {
     pub last_active: Instant,
     /// Last time output went out (or the output buffer was empty).
     pub last_write: Instant,
+    /// Bytes of buffers counted against the server's client memory (see [`Conn::memory`]),
+    /// as last counted.
+    pub accounted: usize,
 }
 
 impl Conn {
-    pub fn new(stream: TcpStream, gen: u64, state: ConnState) -> Self {
+    pub fn new(stream: TcpStream, peer: SocketAddr, gen: u64, state: ConnState) -> Self {
         let now = Instant::now();
         Conn {
             stream,
+            peer,
             gen,
             state,
             inbuf: Vec::new(),
@@ -88,7 +110,18 @@ impl Conn {
             error_after: None,
             last_active: now,
             last_write: now,
+            accounted: 0,
         }
+    }
+
+    /// Bytes its buffers hold allocated: input, output, the parser's state and the spare
+    /// buffers kept for the next round.
+    pub fn memory(&self) -> usize {
+        self.inbuf.capacity()
+            + self.out.capacity()
+            + self.partial.capacity_bytes()
+            + self.spare_cmds.capacity_bytes()
+            + self.spare_out.capacity()
     }
 
     /// Unparsed input bytes.
@@ -145,29 +178,57 @@ impl Conn {
         (total, outcome)
     }
 
-    /// Parses up to `max` complete requests from the input. A protocol error ends the list
-    /// (the requests before it are still returned).
-    pub fn parse(&mut self, lim: &Limits, max: usize) -> (Batch, Option<ProtocolError>) {
+    /// Parses up to `max` complete requests from the input, with the limits of a client that
+    /// has not authenticated unless `authed`. A protocol error ends the list (the requests
+    /// before it are still returned); a request named `POST` or `Host:` ends it too, and then
+    /// the requests before it must not be executed either (the connection is to be closed).
+    pub fn parse(&mut self, lim: &Limits, max: usize, authed: bool) -> (Batch, Option<ParseEnd>) {
         if self.unparsed() < self.need {
             return (Batch::default(), None);
         }
         // The arguments are at most the unparsed bytes, each at least 5 of them (`$0\r\n\r\n`):
-        // room for all at once, rather than growing the buffers step by step.
-        let n = self.unparsed();
+        // room for a round of pipelined requests at once, rather than growing the buffers
+        // step by step; a larger request gets room for itself once complete (a partial one
+        // gets none: memory only for bytes that arrived, and only once).
+        let n = self.unparsed().min(RESERVE_AHEAD);
         let mut cmds = std::mem::take(&mut self.spare_cmds);
         cmds.reserve(n, (n / 5).min(1 << 12));
         while cmds.len() < max {
             // A partly parsed request resumes where it stopped: linear in its length.
             let buf = &self.inbuf[self.in_start..];
-            match parse_request(buf, lim, &mut self.partial) {
+            let parsed = if authed {
+                parse_request(buf, lim, &mut self.partial)
+            } else {
+                parse_request_unauthenticated(buf, lim, &mut self.partial)
+            };
+            match parsed {
                 Ok(Parse::Done(req, n)) => {
+                    let name = match &req {
+                        Request::Array => self
+                            .partial
+                            .spans()
+                            .first()
+                            .and_then(|&(s, e)| buf.get(s..e)),
+                        Request::Inline(args) => args.first().map(Vec::as_slice),
+                    };
+                    if name.is_some_and(is_http_request_name) {
+                        // Nothing from this client is executed any more: drop its input.
+                        self.inbuf = Vec::new();
+                        self.in_start = 0;
+                        self.eof = true;
+                        return (cmds, Some(ParseEnd::CrossProtocol));
+                    }
                     match req {
-                        Request::Array => cmds.push(
-                            self.partial
-                                .spans()
-                                .iter()
-                                .map(|&(s, e)| buf.get(s..e).unwrap_or_default()),
-                        ),
+                        Request::Array => {
+                            let spans = self.partial.spans();
+                            let bytes = spans.iter().map(|&(s, e)| e - s).sum();
+                            cmds.reserve(bytes, spans.len());
+                            cmds.push(
+                                spans
+                                    .iter()
+                                    .map(|&(s, e)| buf.get(s..e).unwrap_or_default()),
+                            )
+                        }
                         Request::Inline(args) => cmds.push(args.iter().map(Vec::as_slice)),
                     }
                     self.in_start += n;
@@ -177,7 +238,7 @@ impl Conn {
                     self.need = need;
                     break;
                 }
-                Err(e) => return (cmds, Some(e)),
+                Err(e) => return (cmds, Some(ParseEnd::Protocol(e))),
             }
         }
         if self.in_start == self.inbuf.len() {

@@ -4,20 +4,25 @@
 //! itself while the engine thread is idle (no hand-off), a larger one it hands to the engine
 //! thread, and it writes the replies back when the engine thread wakes it. Limits: `max_clients`
 //! connections, `max_request` bytes of unparsed input and `max_output` bytes of pending
-//! replies per connection, `idle_timeout`, `output_stall_timeout`.
+//! replies per connection, `max_client_memory` for all of them together ([`memory`]),
+//! `idle_timeout`, `output_stall_timeout`; before `AUTH`, small requests one at a time;
+//! protected mode at accept; a request named `POST` or `Host:` closes its connection.
 
 mod conn;
+mod memory;
 
 pub(crate) use conn::KEEP_SPARE;
 
 use crate::backend::Backend;
-use crate::commands::ConnState;
+use crate::commands::{CommandTable, ConnState};
 use crate::engine::{self, Done, Engine, Job, ToEngine};
 use crate::error::ServerError;
+use crate::events::{EventSink, ServerEvent};
 use crate::options::{AppendFsync, ServerOptions};
 use crate::resp::{Limits, Proto};
+use crate::security;
 use crate::stats::{Shared, Stats};
-use conn::{Conn, ReadOutcome};
+use conn::{Conn, ParseEnd, ReadOutcome};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use std::io::Write;
@@ -35,11 +40,22 @@ const TICK: Duration = Duration::from_millis(100);
 const DRAIN: Duration = Duration::from_secs(5);
 
 /// A bound, not yet running server.
-#[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
     addr: SocketAddr,
     opts: ServerOptions,
+    commands: CommandTable,
+    events: Option<Arc<dyn EventSink>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("opts", &self.opts)
+            .field("events", &self.events.is_some())
+            .finish()
+    }
 }
 
 /// What a server did, returned when it stops.
@@ -73,6 +89,12 @@ impl Server {
                 "max_pipeline must be at least 1".into(),
             ));
         }
+        if opts.requirepass.as_ref().is_some_and(|p| p.is_empty()) {
+            return Err(ServerError::InvalidOption(
+                "the password (requirepass) is empty".into(),
+            ));
+        }
+        let commands = CommandTable::with_renames(&opts.rename_commands)?;
         let bind_err = |source| ServerError::Bind {
             addr: addr.to_string(),
             source,
@@ -84,7 +106,23 @@ impl Server {
             listener: TcpListener::from_std(std_listener),
             addr,
             opts,
+            commands,
+            events: None,
         })
+    }
+
+    /// Reports [`ServerEvent`]s (attacks seen, clients refused or evicted) to `sink`.
+    pub fn with_events(mut self, sink: Arc<dyn EventSink>) -> Server {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Whether clients from outside the loopback interface are refused (protected mode on,
+    /// no password) while the server listens on an address they can reach (not loopback).
+    pub fn protected_mode_refuses_outsiders(&self) -> bool {
+        self.opts.protected_mode
+            && self.opts.requirepass.is_none()
+            && !security::is_local(self.addr.ip())
     }
 
     /// The address it listens on.
@@ -106,6 +144,7 @@ impl Server {
             started: Instant::now(),
             addr: self.addr,
             shutdown: AtomicBool::new(false),
+            commands: self.commands,
         });
         let poll = Poll::new()?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
@@ -144,6 +183,9 @@ impl Server {
             scratch: vec![0; conn::SCRATCH],
             accept_pending: false,
             stopping: false,
+            client_memory: 0,
+            trim_pending: false,
+            events: self.events,
         };
         let served = lp.serve(stop);
         // Stop the engine whatever happened: it commits, syncs and closes the backend (once
@@ -185,6 +227,12 @@ struct Loop {
     scratch: Vec<u8>,
     /// An accept failed for lack of descriptors: retry at the next tick.
     accept_pending: bool,
+    /// Bytes the buffers of all connections hold, as last counted ([`memory`]).
+    client_memory: usize,
+    /// Large buffers were freed since the last sweep: give free memory back to the system.
+    trim_pending: bool,
+    /// Where events go.
+    events: Option<Arc<dyn EventSink>>,
     stopping: bool,
 }
 
@@ -254,6 +302,7 @@ impl Loop {
             if last_sweep.elapsed() >= TICK {
                 last_sweep = Instant::now();
                 self.sweep();
+                self.trim_if_freed();
             }
         }
     }
@@ -266,7 +315,7 @@ impl Loop {
         }
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => self.admit(stream),
+                Ok((stream, peer)) => self.admit(stream, peer),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(_) => {
@@ -279,8 +328,24 @@ impl Loop {
         }
     }
 
-    fn admit(&mut self, mut stream: TcpStream) {
+    /// Reports an event to the sink, if any.
+    fn report(&self, e: ServerEvent) {
+        if let Some(sink) = &self.events {
+            sink.event(&e);
+        }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
         let st = &self.shared.stats;
+        let opts = &self.shared.opts;
+        if opts.protected_mode && opts.requirepass.is_none() && !security::is_local(peer.ip()) {
+            Stats::add(&st.rejected_connections, 1);
+            Stats::add(&st.protected_mode_rejections, 1);
+            // Best effort, as Redis: the socket is new, its buffer empty.
+            let _ = stream.write(security::DENIED.as_bytes());
+            self.report(ServerEvent::ProtectedModeDenied { peer });
+            return;
+        }
         if self.live >= self.shared.opts.max_clients {
             Stats::add(&st.rejected_connections, 1);
             // Best effort, as Redis: the socket is new, its buffer empty.
@@ -317,7 +382,7 @@ impl Loop {
             name: None,
             close: false,
         };
-        self.conns[slot] = Some(Conn::new(stream, self.next_gen, state));
+        self.conns[slot] = Some(Conn::new(stream, peer, self.next_gen, state));
         self.live += 1;
         Stats::add(&st.connections_received, 1);
         Stats::add(&st.connected_clients, 1);
@@ -325,6 +390,7 @@ impl Loop {
 
     fn close(&mut self, t: usize) {
         if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
+            self.forget_memory(&c);
             let _ = self.poll.registry().deregister(&mut c.stream);
             self.free.push(t);
             self.live -= 1;
@@ -346,15 +412,27 @@ impl Loop {
                 Stats::add(&self.shared.stats.net_output_bytes, n as u64);
                 if c.closing && c.pending_output() == 0 && !c.in_flight {
                     self.close(t);
+                } else {
+                    self.account(t);
                 }
             }
             Err(_) => self.close(t),
         }
     }
 
-    /// Reads and parses what a connection sent, queueing a job when it has requests and none
-    /// is under way.
+    /// Reads and parses what a connection sent (see [`Loop::read_requests`]), then counts
+    /// its buffers and closes the biggest clients if all together hold too much.
     fn pump(&mut self, t: usize) {
+        self.read_requests(t);
+        self.account(t);
+        self.enforce_client_memory();
+    }
+
+    /// Reads and parses what a connection sent, queueing a job when it has requests and none
+    /// is under way. A client that has not authenticated is held to small requests and has
+    /// them executed one at a time (its `AUTH` takes effect before the next is parsed with
+    /// the limits it then has); a request named `POST` or `Host:` closes the connection.
+    fn read_requests(&mut self, t: usize) {
         let opts = &self.shared.opts;
         let Some(Some(c)) = self.conns.get_mut(t) else {
             return;
@@ -367,10 +445,12 @@ impl Loop {
         }
         // Read and parse until there are requests, the socket is drained, or a request
         // outgrows the limit (edge-triggered: bytes left in the socket raise no new event).
+        let authed = c.state.authed;
+        let max = if authed { opts.max_pipeline } else { 1 };
         let (cmds, perr, outcome) = loop {
             let (n, outcome) = c.read_input(&mut self.scratch, opts.max_request);
             Stats::add(&self.shared.stats.net_input_bytes, n as u64);
-            let (cmds, perr) = c.parse(&self.limits, opts.max_pipeline);
+            let (cmds, perr) = c.parse(&self.limits, max, authed);
             let more = cmds.is_empty()
                 && perr.is_none()
                 && outcome == ReadOutcome::Open
@@ -380,7 +460,19 @@ impl Loop {
                 break (cmds, perr, outcome);
             }
         };
-        let mut protocol_error = perr.map(|e| format!("ERR {e}"));
+        let mut protocol_error = match perr {
+            None => None,
+            Some(ParseEnd::Protocol(e)) => Some(format!("ERR {e}")),
+            Some(ParseEnd::CrossProtocol) => {
+                // An HTTP request: as Redis, close at once, executing nothing it sent (not
+                // even requests parsed before the line) and replying nothing.
+                let peer = c.peer;
+                Stats::add(&self.shared.stats.cross_protocol_disconnections, 1);
+                self.close(t);
+                self.report(ServerEvent::CrossProtocol { peer });
+                return;
+            }
+        };
         if protocol_error.is_none() && cmds.is_empty() && c.unparsed() > opts.max_request {
             protocol_error = Some(
                 "ERR Protocol error: request larger than client-query-buffer-limit".to_string(),

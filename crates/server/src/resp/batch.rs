@@ -54,6 +54,13 @@ impl Batch {
         }
     }
 
+    /// Bytes its buffers hold allocated (for the accounting of client memory).
+    pub fn capacity_bytes(&self) -> usize {
+        self.data.capacity()
+            + self.spans.capacity() * std::mem::size_of::<(usize, usize)>()
+            + self.starts.capacity() * std::mem::size_of::<usize>()
+    }
+
     /// Requests held.
     pub fn len(&self) -> usize {
         self.starts.len()

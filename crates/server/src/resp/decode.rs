@@ -6,6 +6,7 @@
 //! reserved.
 
 use super::ProtocolError;
+use crate::security::{PREAUTH_MAX_ARGS, PREAUTH_MAX_BULK};
 
 /// Limits a request must respect (see [`crate::ServerOptions`] for their defaults).
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +131,11 @@ impl Partial {
     pub fn spans(&self) -> &[(usize, usize)] {
         &self.spans
     }
+
+    /// Bytes it holds allocated (for the accounting of client memory).
+    pub fn capacity_bytes(&self) -> usize {
+        self.spans.capacity() * std::mem::size_of::<(usize, usize)>()
+    }
 }
 
 /// A complete request found by [`parse_request`].
@@ -150,7 +156,30 @@ pub fn parse_request(
     lim: &Limits,
     p: &mut Partial,
 ) -> Result<Parse<Request>, ProtocolError> {
-    let r = parse_request_inner(buf, lim, p);
+    parse_request_as(buf, lim, p, false)
+}
+
+/// [`parse_request`] for a client that has not authenticated yet: as Redis 7 (which closed
+/// CVE-2021-32675 so), a request array of more than [`PREAUTH_MAX_ARGS`] arguments or an
+/// argument longer than [`PREAUTH_MAX_BULK`] bytes is a protocol error
+/// ([`ProtocolError::UnauthenticatedMultibulkLength`],
+/// [`ProtocolError::UnauthenticatedBulkLength`]) before its bytes are read, so such a client
+/// cannot make the server hold more than a few hundred KiB.
+pub fn parse_request_unauthenticated(
+    buf: &[u8],
+    lim: &Limits,
+    p: &mut Partial,
+) -> Result<Parse<Request>, ProtocolError> {
+    parse_request_as(buf, lim, p, true)
+}
+
+fn parse_request_as(
+    buf: &[u8],
+    lim: &Limits,
+    p: &mut Partial,
+    preauth: bool,
+) -> Result<Parse<Request>, ProtocolError> {
+    let r = parse_request_inner(buf, lim, p, preauth);
     if !matches!(r, Ok(Parse::Incomplete(_))) {
         p.active = false;
     }
@@ -161,6 +190,7 @@ fn parse_request_inner(
     buf: &[u8],
     lim: &Limits,
     p: &mut Partial,
+    preauth: bool,
 ) -> Result<Parse<Request>, ProtocolError> {
     if !p.active {
         match buf.first() {
@@ -178,6 +208,9 @@ fn parse_request_inner(
                 }
                 if n as u64 > lim.max_args as u64 {
                     return Err(ProtocolError::InvalidMultibulkLength);
+                }
+                if preauth && n as u64 > PREAUTH_MAX_ARGS as u64 {
+                    return Err(ProtocolError::UnauthenticatedMultibulkLength);
                 }
                 let n = n as usize;
                 // Every argument takes at least 5 bytes (`$0\r\n\r\n`): reserve no more
@@ -211,6 +244,9 @@ fn parse_request_inner(
         let len = parse_int(line).ok_or(ProtocolError::InvalidBulkLength)?;
         if len < 0 || len as u64 > lim.max_bulk as u64 {
             return Err(ProtocolError::InvalidBulkLength);
+        }
+        if preauth && len as u64 > PREAUTH_MAX_BULK as u64 {
+            return Err(ProtocolError::UnauthenticatedBulkLength);
         }
         let len = len as usize;
         match bulk_body(buf, next, len)? {
@@ -617,6 +653,36 @@ mod tests {
         assert_eq!(
             parse_command(b"set \"a\"b\n", &lim),
             Err(ProtocolError::UnbalancedQuotes)
+        );
+    }
+
+    #[test]
+    fn unauthenticated_requests_are_held_to_ten_arguments_of_16_kib() {
+        let lim = Limits::default();
+        let pre = |b: &[u8]| parse_request_unauthenticated(b, &lim, &mut Partial::default());
+        let ok = |b: &[u8]| parse_request(b, &lim, &mut Partial::default());
+        let eleven = b"*11\r\n";
+        assert_eq!(
+            pre(eleven),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        assert!(matches!(ok(eleven), Ok(Parse::Incomplete(_))));
+        assert!(matches!(pre(b"*10\r\n"), Ok(Parse::Incomplete(_))));
+        let big = b"*2\r\n$4\r\nAUTH\r\n$16385\r\n";
+        assert_eq!(pre(big), Err(ProtocolError::UnauthenticatedBulkLength));
+        assert!(matches!(ok(big), Ok(Parse::Incomplete(_))));
+        assert!(matches!(
+            pre(b"*2\r\n$4\r\nAUTH\r\n$16384\r\n"),
+            Ok(Parse::Incomplete(_))
+        ));
+        // Past the server's own limits the usual error comes first, as in Redis.
+        assert_eq!(
+            pre(b"*99999999999\r\n"),
+            Err(ProtocolError::InvalidMultibulkLength)
+        );
+        assert_eq!(
+            ProtocolError::UnauthenticatedBulkLength.to_string(),
+            "Protocol error: unauthenticated bulk length"
         );
     }
 

@@ -7,8 +7,8 @@ pub mod encode;
 
 pub use batch::Batch;
 pub use decode::{
-    parse_command, parse_command_resume, parse_request, parse_value, split_args, Args, Limits,
-    Parse, Partial, Request, Value,
+    parse_command, parse_command_resume, parse_request, parse_request_unauthenticated, parse_value,
+    split_args, Args, Limits, Parse, Partial, Request, Value,
 };
 pub use encode::{encode_command, Proto, Reply};
 
@@ -23,6 +23,12 @@ pub enum ProtocolError {
     /// `$` followed by something other than a length within the limits.
     #[error("Protocol error: invalid bulk length")]
     InvalidBulkLength,
+    /// A request array of more arguments than a client that has not authenticated may send.
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    /// An argument longer than a client that has not authenticated may send.
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
     /// An element of a request array that is not a bulk string.
     #[error("Protocol error: expected '$', got '{}'", char::from(*.0))]
     ExpectedDollar(u8),

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 use tegula_server::resp::{encode_command, parse_value, Parse, Value};
-use tegula_server::{Backend, ServeReport, Server, ServerError, ServerOptions, SmrdbBackend};
+use tegula_server::{
+    Backend, EventSink, ServeReport, Server, ServerError, ServerOptions, SmrdbBackend,
+};
 
 /// A running server; stops (and joins) on drop.
 pub struct TestServer {
@@ -33,7 +35,20 @@ impl TestServer {
     }
 
     pub fn start_with(opts: ServerOptions, backend: Box<dyn Backend>) -> TestServer {
-        let server = Server::bind("127.0.0.1:0", opts).unwrap();
+        Self::start_on("127.0.0.1:0", opts, backend, None)
+    }
+
+    /// A server on `addr` (e.g. `0.0.0.0:0`), reporting its events to `events`.
+    pub fn start_on(
+        addr: &str,
+        opts: ServerOptions,
+        backend: Box<dyn Backend>,
+        events: Option<Arc<dyn EventSink>>,
+    ) -> TestServer {
+        let mut server = Server::bind(addr, opts).unwrap();
+        if let Some(e) = events {
+            server = server.with_events(e);
+        }
         let addr = server.local_addr();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();

@@ -7,6 +7,8 @@ use anyhow::Result;
 use clap::Subcommand;
 
 /// `tegula serve` subcommands.
+// Parsed once per run: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ServeCommand {
     /// Serve a drive over NBD (Unix socket or loopback TCP).

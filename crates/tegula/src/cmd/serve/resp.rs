@@ -7,10 +7,19 @@ use crate::device::{self, Access};
 use crate::interrupt;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use std::collections::HashMap;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-use tegula_server::{AppendFsync, Backend, Server, ServerOptions, SmrdbBackend};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tegula_server::{
+    AppendFsync, Backend, EventSink, Password, Server, ServerEvent, ServerOptions, SmrdbBackend,
+};
 use tegula_smrdb::{Db, Error as DbError, FormatOptions, Options};
+
+/// The environment variable a password may be given in (not visible to other users, unlike
+/// the command line).
+pub const PASSWORD_ENV: &str = "TEGULA_REQUIREPASS";
 
 /// The storage engine behind the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,6 +43,15 @@ pub enum FsyncArg {
     No,
 }
 
+/// `yes` or `no`, as Redis spells its boolean options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum YesNo {
+    /// On.
+    Yes,
+    /// Off.
+    No,
+}
+
 /// Serve a key-value database over the Redis protocol (RESP2, RESP3 via HELLO): redis-cli,
 /// redis-benchmark and YCSB's redis binding work unmodified.
 #[derive(Debug, Clone, Args)]
@@ -48,9 +66,13 @@ pub struct ServeResp {
     #[arg(long, default_value_t = 6379)]
     pub port: u16,
     /// Address to listen on (loopback by default; anything else exposes the data to the
-    /// network, so give --requirepass too).
+    /// network: give a password, or protected mode serves loopback clients only).
     #[arg(long, default_value = "127.0.0.1")]
     pub bind: String,
+    /// Protected mode: while no password is set, clients that do not connect from the
+    /// loopback interface are refused with -DENIED.
+    #[arg(long, value_enum, default_value_t = YesNo::Yes)]
+    pub protected_mode: YesNo,
     /// Storage engine.
     #[arg(long, value_enum, default_value_t = EngineArg::Smrdb)]
     pub engine: EngineArg,
@@ -67,9 +89,29 @@ pub struct ServeResp {
     /// host I/O error kills the server with SIGBUS instead of failing the read.
     #[arg(long)]
     pub mmap_reads: bool,
-    /// Password clients must give with AUTH (or HELLO ... AUTH) first.
-    #[arg(long)]
-    pub requirepass: Option<String>,
+    /// Password clients must give with AUTH (or HELLO ... AUTH) first. Every local user can
+    /// read it in the process list: prefer --requirepass-file or TEGULA_REQUIREPASS.
+    #[arg(long, allow_hyphen_values = true, value_name = "PASSWORD")]
+    pub requirepass: Option<Password>,
+    /// Read the password from FILE (its one line; keep the file mode 600). Without this flag
+    /// or --requirepass, the environment variable TEGULA_REQUIREPASS is used if set.
+    #[arg(long, value_name = "FILE", conflicts_with = "requirepass")]
+    pub requirepass_file: Option<PathBuf>,
+    /// Rename command NAME to NEWNAME (an empty NEWNAME disables it), as Redis's
+    /// rename-command: e.g. --rename-command FLUSHALL "" --rename-command SHUTDOWN x-stop-7.
+    /// Repeatable.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["NAME", "NEWNAME"],
+        action = clap::ArgAction::Append,
+        allow_hyphen_values = true
+    )]
+    pub rename_command: Vec<String>,
+    /// Most bytes the buffers of all clients together may hold (e.g. 256MiB); past it the
+    /// client holding the most is closed. 0: no limit.
+    #[arg(long, value_name = "SIZE")]
+    pub maxmemory_clients: Option<String>,
     /// Most connections at once.
     #[arg(long, default_value_t = ServerOptions::default().max_clients)]
     pub maxclients: usize,
@@ -87,7 +129,85 @@ pub struct ServeResp {
     pub client_output_buffer_limit: Option<String>,
 }
 
-fn options(a: &ServeResp) -> Result<ServerOptions> {
+/// Where the password came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PasswordSource {
+    None,
+    CommandLine,
+    File,
+    Environment,
+}
+
+/// The password from --requirepass, --requirepass-file or TEGULA_REQUIREPASS (in that
+/// order). No error names the password: only where it came from.
+fn password(a: &ServeResp) -> Result<(Option<Password>, PasswordSource)> {
+    if let Some(p) = &a.requirepass {
+        if p.is_empty() {
+            bail!("--requirepass is empty");
+        }
+        return Ok((Some(p.clone()), PasswordSource::CommandLine));
+    }
+    if let Some(f) = &a.requirepass_file {
+        return Ok((Some(password_file(f)?), PasswordSource::File));
+    }
+    match std::env::var_os(PASSWORD_ENV) {
+        None => Ok((None, PasswordSource::None)),
+        Some(v) => {
+            let Some(v) = v.to_str() else {
+                bail!("{PASSWORD_ENV} is not valid UTF-8");
+            };
+            if v.is_empty() {
+                bail!("{PASSWORD_ENV} is set but empty (unset it to run without a password)");
+            }
+            Ok((Some(Password::new(v)), PasswordSource::Environment))
+        }
+    }
+}
+
+/// Reads a password file: one line (a final line break is not part of the password). Warns
+/// when other users may read the file.
+fn password_file(f: &Path) -> Result<Password> {
+    let bytes =
+        std::fs::read(f).with_context(|| format!("reading the password file {}", f.display()))?;
+    let Ok(text) = String::from_utf8(bytes) else {
+        bail!("the password file {} is not valid UTF-8", f.display());
+    };
+    let line = text
+        .strip_suffix("\r\n")
+        .or_else(|| text.strip_suffix('\n'))
+        .unwrap_or(&text);
+    if line.is_empty() {
+        bail!("the password file {} is empty", f.display());
+    }
+    if line.contains(['\n', '\r']) {
+        bail!(
+            "the password file {} holds more than one line (the password is its one line)",
+            f.display()
+        );
+    }
+    if let Ok(meta) = std::fs::metadata(f) {
+        let mode = meta.permissions().mode();
+        if mode & 0o044 != 0 {
+            eprintln!(
+                "warning: the password file {} can be read by other users (mode {:o}): \
+                 chmod 600 it",
+                f.display(),
+                mode & 0o777
+            );
+        }
+    }
+    Ok(Password::new(line))
+}
+
+/// `--rename-command NAME NEWNAME ...` as pairs.
+fn renames(a: &ServeResp) -> Vec<(String, String)> {
+    a.rename_command
+        .chunks_exact(2)
+        .map(|p| (p[0].clone(), p[1].clone()))
+        .collect()
+}
+
+fn options(a: &ServeResp, requirepass: Option<Password>) -> Result<ServerOptions> {
     let mut o = ServerOptions {
         appendfsync: match a.appendfsync {
             FsyncArg::Always => AppendFsync::Always,
@@ -96,7 +216,9 @@ fn options(a: &ServeResp) -> Result<ServerOptions> {
         },
         max_clients: a.maxclients,
         idle_timeout: (a.timeout > 0).then(|| Duration::from_secs(a.timeout)),
-        requirepass: a.requirepass.clone(),
+        requirepass,
+        protected_mode: a.protected_mode == YesNo::Yes,
+        rename_commands: renames(a),
         ..ServerOptions::default()
     };
     let size = |flag: &str, v: &Option<String>| -> Result<Option<usize>> {
@@ -114,7 +236,79 @@ fn options(a: &ServeResp) -> Result<ServerOptions> {
     )? {
         o.max_output = n;
     }
+    if let Some(n) = size("--maxmemory-clients", &a.maxmemory_clients)? {
+        o.max_client_memory = n;
+    }
+    // Refused names are refused before the database is opened.
+    tegula_server::CommandTable::with_renames(&o.rename_commands)?;
     Ok(o)
+}
+
+/// How often a line is logged per kind of event: the first at once, then at most one per
+/// this period with the count of those not logged (a web page, or a crowd of clients, cannot
+/// flood the log).
+const LOG_PERIOD: Duration = Duration::from_secs(10);
+
+/// Logs the server's events on stderr, rate-limited per kind.
+#[derive(Debug, Default)]
+struct StderrEvents {
+    /// Per kind: when a line was last logged, and events since not logged.
+    last: Mutex<HashMap<&'static str, (Instant, u64)>>,
+}
+
+impl EventSink for StderrEvents {
+    fn event(&self, e: &ServerEvent) {
+        let mut last = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        match last.get_mut(e.kind()) {
+            Some((at, skipped)) if now.duration_since(*at) < LOG_PERIOD => *skipped += 1,
+            Some((at, skipped)) => {
+                let more = std::mem::take(skipped);
+                *at = now;
+                if more > 0 {
+                    eprintln!("warning: {e} (and {more} more such events not logged)");
+                } else {
+                    eprintln!("warning: {e}");
+                }
+            }
+            None => {
+                last.insert(e.kind(), (now, 0));
+                eprintln!("warning: {e}");
+            }
+        }
+    }
+}
+
+/// What the server says at start-up about who can reach it.
+fn exposure_notes(a: &ServeResp, server: &Server, source: PasswordSource) {
+    let addr = server.local_addr();
+    if source == PasswordSource::CommandLine {
+        eprintln!(
+            "warning: --requirepass puts the password on the command line, where every local \
+             user can read it (ps, /proc/{}/cmdline, and the lock error any other tegula \
+             command on this database prints); use --requirepass-file FILE or the {PASSWORD_ENV} \
+             environment variable",
+            std::process::id()
+        );
+    }
+    if server.protected_mode_refuses_outsiders() {
+        eprintln!(
+            "protected mode is on: no password is set, so only clients connecting from the \
+             loopback interface are served at {addr} (others are told -DENIED); set a password \
+             (--requirepass-file FILE or {PASSWORD_ENV}) or give --protected-mode no"
+        );
+    } else if source == PasswordSource::None
+        && a.protected_mode == YesNo::No
+        && !tegula_server::security::is_local(addr.ip())
+    {
+        eprintln!(
+            "warning: listening at {addr} without a password and with protected mode off: \
+             anyone who can reach this port can read, change and delete the data"
+        );
+    }
 }
 
 fn open_smrdb(a: &ServeResp) -> Result<Box<dyn Backend>> {
@@ -174,7 +368,8 @@ fn open_capi(engine: EngineArg, _path: &Path) -> Result<Box<dyn Backend>> {
 
 /// Runs the server until SIGINT/SIGTERM or SHUTDOWN.
 pub fn run(a: &ServeResp) -> Result<()> {
-    let opts = options(a)?;
+    let (requirepass, source) = password(a)?;
+    let opts = options(a, requirepass)?;
     let stop = interrupt::install()?;
     let backend = match a.engine {
         EngineArg::Smrdb => open_smrdb(a)?,
@@ -192,7 +387,7 @@ pub fn run(a: &ServeResp) -> Result<()> {
         }
     };
     let addr = format!("{}:{}", a.bind, a.port);
-    let server = Server::bind(&addr, opts.clone())?;
+    let server = Server::bind(&addr, opts.clone())?.with_events(Arc::new(StderrEvents::default()));
     eprintln!(
         "serving {} ({}) over RESP at {}, appendfsync {}",
         a.path.display(),
@@ -200,6 +395,7 @@ pub fn run(a: &ServeResp) -> Result<()> {
         server.local_addr(),
         opts.appendfsync.name()
     );
+    exposure_notes(a, &server, source);
     let report = server.run(backend, &stop)?;
     eprintln!(
         "stopped: {} connections, {} commands; every acknowledged write is durable",
