@@ -14,8 +14,13 @@ use tegula_device::ZonedDevice;
 pub const SB_MAGIC: [u8; 8] = *b"TGLFSSB1";
 const CKP_MAGIC: [u8; 8] = *b"TGLFSCKP";
 const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
-/// Format version of the superblock, checkpoints and log.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format version of the superblock, checkpoints and log a new file system gets. Version 2
+/// ends every log record with a copy of its header (the trailer), so that a damaged last
+/// record is told from one a power cut tore; version 1 file systems are read and written as
+/// before (no trailers).
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version still read.
+pub const MIN_FORMAT_VERSION: u32 = 1;
 const HDR: usize = 48;
 /// The two superblock copies: name and LBA (`docs/formats/fs.md`).
 pub const SUPERBLOCK_COPIES: [(char, u64); 2] = [('A', 0), ('B', 1)];
@@ -23,6 +28,8 @@ pub const SUPERBLOCK_COPIES: [(char, u64); 2] = [('A', 0), ('B', 1)];
 /// Where things are; written once by mkfs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Superblock {
+    /// Format version ([`FORMAT_VERSION`] for a new file system).
+    pub version: u32,
     /// Sector size in bytes.
     pub sector: u32,
     /// Number of zones of the device.
@@ -57,7 +64,7 @@ impl Superblock {
             p += v.len();
         };
         put(&SB_MAGIC);
-        put(&FORMAT_VERSION.to_le_bytes());
+        put(&self.version.to_le_bytes());
         put(&self.sector.to_le_bytes());
         put(&self.zones.to_le_bytes());
         put(&self.first_seq_zone.to_le_bytes());
@@ -88,10 +95,11 @@ impl Superblock {
             return Err("superblock checksum mismatch".into());
         }
         let version = le32(b, 8);
-        if version != FORMAT_VERSION {
+        if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(format!("unknown format version {version}"));
         }
         Ok(Superblock {
+            version,
             sector: le32(b, 12),
             zones: le32(b, 16),
             first_seq_zone: le32(b, 20),
@@ -245,6 +253,69 @@ impl Journal {
         Ok(())
     }
 
+    /// Whether log records end with a trailer (format version 2 and later).
+    fn trailers(&self) -> bool {
+        self.sb.version >= 2
+    }
+
+    /// Sectors of a log record of `len` payload bytes: header and payload, and on version 2
+    /// a trailer (a copy of the header) in the last 48 bytes of its last sector.
+    fn record_sectors(&self, len: u64) -> u64 {
+        let trailer = if self.trailers() { HDR as u64 } else { 0 };
+        (HDR as u64)
+            .saturating_add(len)
+            .saturating_add(trailer)
+            .div_ceil(self.sb.sector as u64)
+    }
+
+    /// Whether the record at `lba` whose header is `head` was written whole: its trailer,
+    /// read back, is the same header. Under the device's write model (a power cut keeps a
+    /// prefix of a write's sectors) a torn record lacks its last sector, so a record whose
+    /// trailer is there and whose payload fails its checksum was damaged after it was written.
+    fn trailer_matches(&self, lba: u64, head: &[u8]) -> Result<bool> {
+        if !self.trailers() || head.len() < HDR {
+            return Ok(false);
+        }
+        let Some(h) = parse_any_header(head, &LOG_MAGIC) else {
+            return Ok(false);
+        };
+        let sectors = self.record_sectors(h.len);
+        let last = self.read(lba + sectors - 1, 1)?;
+        let at = last.len() - HDR;
+        Ok(last[at..] == head[..HDR])
+    }
+
+    /// On version 2, the trailer of a whole record `next_seq` of this generation that starts
+    /// at `lba` although the header there does not decode: proof that the record was written
+    /// and its header damaged since. Searched within the log's end.
+    fn trailer_of_damaged_header(&self, lba: u64) -> Result<Option<u64>> {
+        if !self.trailers() {
+            return Ok(None);
+        }
+        let ss = self.sb.sector as u64;
+        let end = self.sb.log_lba + self.sb.log_sectors;
+        let window = ((4u64 << 20) / ss).max(1);
+        let mut at = lba;
+        while at < end {
+            let n = window.min(end - at);
+            let buf = self.read(at, n)?;
+            for i in 0..n {
+                let sector = &buf[(i * ss) as usize..((i + 1) * ss) as usize];
+                let Some(h) = parse_any_header(&sector[sector.len() - HDR..], &LOG_MAGIC) else {
+                    continue;
+                };
+                if h.fs_id != self.sb.fs_id || h.gen != self.gen {
+                    continue;
+                }
+                if h.seq == self.next_seq && at + i + 1 == lba + self.record_sectors(h.len) {
+                    return Ok(Some(at + i));
+                }
+            }
+            at += n;
+        }
+        Ok(None)
+    }
+
     /// Log sectors in use since the last checkpoint.
     pub fn log_used(&self) -> u64 {
         self.tail - self.sb.log_lba
@@ -283,6 +354,7 @@ impl Journal {
         }
         let slot_sectors = (conv - 2) / 4;
         let sb = Superblock {
+            version: FORMAT_VERSION,
             sector: info.sector_size,
             zones: info.zones,
             zone_sectors: info.zone_sectors,
@@ -444,6 +516,15 @@ impl Journal {
                 Some(h) if h.gen != self.gen || h.fs_id != self.sb.fs_id => break,
                 None if head.iter().all(|&b| b == 0) => break,
                 None => {
+                    if let Some(t) = self.trailer_of_damaged_header(self.tail)? {
+                        return Err(self.corrupt(
+                            self.tail,
+                            &format!(
+                                "has a damaged header, but the record's trailer at LBA {t} \
+                                 shows it was written whole"
+                            ),
+                        ));
+                    }
                     self.end_or_corrupt(self.tail, "no valid record header")?;
                     break;
                 }
@@ -455,7 +536,7 @@ impl Journal {
                     &format!("holds record {} of this generation", h.seq),
                 ));
             }
-            let sectors = (HDR as u64).saturating_add(h.len).div_ceil(ss);
+            let sectors = self.record_sectors(h.len);
             if sectors > end - self.tail {
                 self.end_or_corrupt(self.tail, "record runs past the end of the log")?;
                 break;
@@ -467,6 +548,14 @@ impl Journal {
             let off = ((self.tail - buf_lba) * ss) as usize;
             let payload = &buf[off + HDR..off + HDR + h.len as usize];
             if crc32c::crc32c(payload) != h.payload_crc {
+                let head = buf[off..off + HDR].to_vec();
+                if self.trailer_matches(self.tail, &head)? {
+                    return Err(self.corrupt(
+                        self.tail,
+                        "fails its payload checksum, but its trailer shows it was written \
+                         whole (not a torn write)",
+                    ));
+                }
                 self.end_or_corrupt(self.tail, "payload checksum mismatch")?;
                 break;
             }
@@ -525,7 +614,7 @@ impl Journal {
                 if h.seq <= self.next_seq {
                     continue;
                 }
-                let sectors = (HDR as u64).saturating_add(h.len).div_ceil(ss);
+                let sectors = self.record_sectors(h.len);
                 if sectors > end - (lba + i) {
                     continue;
                 }
@@ -561,21 +650,20 @@ impl Journal {
     /// the log has no room: the caller then writes a checkpoint instead.
     pub fn append(&mut self, payload: &[u8]) -> Result<bool> {
         let ss = self.sb.sector as u64;
-        let sectors = (HDR as u64 + payload.len() as u64).div_ceil(ss);
+        let sectors = self.record_sectors(payload.len() as u64);
         // Keep one sector free so that a stale header never follows the last record.
         if self.tail + sectors >= self.sb.log_lba + self.sb.log_sectors {
             return Ok(false);
         }
+        let h = header(&LOG_MAGIC, self.gen, self.next_seq, payload, self.sb.fs_id);
         let mut b = Vec::with_capacity((sectors * ss) as usize);
-        b.extend_from_slice(&header(
-            &LOG_MAGIC,
-            self.gen,
-            self.next_seq,
-            payload,
-            self.sb.fs_id,
-        ));
+        b.extend_from_slice(&h);
         b.extend_from_slice(payload);
         b.resize((sectors * ss) as usize, 0);
+        if self.trailers() {
+            let at = b.len() - HDR;
+            b[at..].copy_from_slice(&h);
+        }
         self.dev.write(self.tail, &b)?;
         self.dev.flush()?;
         self.tail += sectors;
