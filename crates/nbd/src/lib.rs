@@ -4,14 +4,18 @@
 //! run on emulated drives. Fixed newstyle negotiation (NBD_OPT_GO, EXPORT_NAME, INFO, LIST,
 //! ABORT), simple replies, READ, WRITE with FUA, FLUSH, TRIM, WRITE_ZEROES and DISC; malformed
 //! requests get an error reply or end the connection, never the server. Three threads per
-//! connection (reader, executor, writer), with a connection limit, handshake and write timeouts and bounded buffers
+//! connection (reader, executor, writer), with a connection limit, handshake, idle and write
+//! timeouts, eviction of idle connections when the server is full, and bounded buffers
 //! ([`ServerOptions`]). See `docs/cli/serve-nbd.md`.
 
+mod accept;
 mod bytes;
 pub mod client;
 mod negotiate;
 pub mod proto;
 pub mod server;
+mod socket;
+mod table;
 mod transmission;
 
 pub use client::{ClientError, Command, NbdClient};

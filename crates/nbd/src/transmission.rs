@@ -4,11 +4,14 @@
 //! FLUSH covers every write before it), and a writer sends the replies. Queues between them
 //! are bounded, so a connection holds at most a few MiB whatever its client does: a client
 //! that stops reading blocks the writer (until the write timeout ends the connection), then
-//! the executor, then the reader.
+//! the executor, then the reader. The connection's [`Activity`] follows the requests in flight
+//! (the reader counts them in, the writer out once a reply's last byte is written), which is
+//! what the idle timeout and the eviction of idle connections go by.
 
 use crate::bytes::{dev_errno, read_bytes, write_buffer, write_bytes};
 use crate::proto::{self, cmd, errno, RequestHeader};
 use crate::server::{ServerOptions, MAX_REQUEST};
+use crate::table::Activity;
 use parking_lot::Mutex;
 use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
@@ -68,12 +71,12 @@ enum Job {
     Disconnect,
 }
 
-/// What the writer sends.
+/// What the writer sends; `done` marks the last piece of a reply.
 enum Out {
     /// A simple reply header.
-    Reply { error: u32, handle: u64 },
+    Reply { error: u32, handle: u64, done: bool },
     /// Data following a successful READ's header.
-    Data(Vec<u8>),
+    Data { data: Vec<u8>, done: bool },
     /// End the connection now (a READ failed after its reply had started).
     Abort,
 }
@@ -104,6 +107,7 @@ pub(crate) fn transmission(
     w: impl Write + Send,
     dev: &dyn BlockDevice,
     opts: &ServerOptions,
+    activity: &Activity,
     wake_reader: &dyn Fn(),
 ) -> io::Result<()> {
     let info = dev.info();
@@ -113,8 +117,13 @@ pub(crate) fn transmission(
     let (job_tx, job_rx) = sync_channel::<Job>(QUEUE);
     let (out_tx, out_rx) = sync_channel::<Out>(QUEUE);
     std::thread::scope(|s| {
-        let reader = s.spawn(|| read_requests(r, job_tx, opts, size, &pool));
-        let writer = s.spawn(|| write_replies(w, out_rx, &pool));
+        let reader = s.spawn(|| {
+            let r = read_requests(r, job_tx, opts, size, &pool, activity);
+            // No request comes any more: the connection is ending.
+            activity.ending();
+            r
+        });
+        let writer = s.spawn(|| write_replies(w, out_rx, &pool, activity));
         let executed = execute(job_rx, out_tx, dev, ss, &pool);
         wake_reader();
         let read = reader
@@ -123,8 +132,10 @@ pub(crate) fn transmission(
         let written = writer
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("writer panicked")));
-        // The first failure in pipeline order is the one that ended the connection.
-        read.and(executed).and(written)
+        // The error that ended the connection: the writer's if it failed (the executor then
+        // fails for want of a writer, and the reader sees its socket shut), else the
+        // reader's; the executor only fails when the writer has.
+        written.and(read).and(executed)
     })
 }
 
@@ -135,6 +146,7 @@ fn read_requests(
     opts: &ServerOptions,
     size: u64,
     pool: &Pool,
+    activity: &Activity,
 ) -> io::Result<()> {
     let send = |j: Job| jobs.send(j).is_ok();
     loop {
@@ -149,6 +161,9 @@ fn read_requests(
             tracing::warn!("nbd: bad request magic, disconnecting");
             return Ok(());
         };
+        if kind != cmd::DISC {
+            activity.request_received();
+        }
         let in_range = offset.checked_add(length as u64).is_some_and(|e| e <= size);
         let fua = flags & proto::CMD_FLAG_FUA != 0;
         let write_error = if opts.readonly {
@@ -176,6 +191,8 @@ fn read_requests(
                 }
                 let mut done = 0usize;
                 let mut sent = true;
+                // The payload must keep coming (the stall timeout applies while it is read).
+                activity.set_in_payload(true);
                 // A zero-length write still gets its reply, with the "last" piece.
                 loop {
                     let n = (length as usize - done).min(WRITE_PIECE);
@@ -196,6 +213,7 @@ fn read_requests(
                         break;
                     }
                 }
+                activity.set_in_payload(false);
                 sent
             }
             cmd::WRITE_ZEROES => send(Job::Zeroes {
@@ -238,9 +256,19 @@ fn execute(
 ) -> io::Result<()> {
     let gone = || io::Error::new(io::ErrorKind::BrokenPipe, "the reply writer stopped");
     let send = |o: Out| out.send(o).map_err(|_| gone());
-    let reply = |error: u32, handle: u64| send(Out::Reply { error, handle });
+    let reply = |error: u32, handle: u64| {
+        send(Out::Reply {
+            error,
+            handle,
+            done: true,
+        })
+    };
     // The first device error of the write being received (its reply carries it).
     let mut write_error = 0u32;
+    // This connection changed the device since its last FLUSH: NBD_CMD_DISC flushes then.
+    // (A connection that wrote nothing ends at once: quick connect/disconnect cycles used to
+    // queue a flush each, and their connections outlived their clients.)
+    let mut dirty = false;
     while let Ok(job) = jobs.recv() {
         match job {
             Job::Read {
@@ -262,10 +290,17 @@ fn execute(
                         return Ok(());
                     }
                     if done == 0 {
-                        reply(0, handle)?;
+                        send(Out::Reply {
+                            error: 0,
+                            handle,
+                            done: false,
+                        })?;
                     }
-                    send(Out::Data(buf))?;
                     done += n;
+                    send(Out::Data {
+                        data: buf,
+                        done: done >= length,
+                    })?;
                 }
                 if length == 0 {
                     reply(0, handle)?;
@@ -280,6 +315,7 @@ fn execute(
                 last,
             } => {
                 if error == 0 && write_error == 0 && !data.is_empty() {
+                    dirty = true;
                     // The device may keep the buffer (a write cache's extent) and hand back
                     // another one: the payload is not copied again.
                     let (r, back) = write_buffer(dev, ss, offset, data, fua);
@@ -306,6 +342,7 @@ fn execute(
                 error,
             } => {
                 let mut e = error;
+                dirty |= error == 0;
                 let mut pos = offset;
                 let end = offset + length;
                 let zeros = vec![0u8; (length.min(4 << 20)) as usize];
@@ -331,6 +368,7 @@ fn execute(
                     let a = offset.div_ceil(ss);
                     let b = (offset + length) / ss;
                     if b > a {
+                        dirty = true;
                         dev.discard(a, b - a).map_or_else(|e| dev_errno(&e), |_| 0)
                     } else {
                         0
@@ -340,11 +378,14 @@ fn execute(
             }
             Job::Flush { handle } => {
                 let e = dev.flush().map_or_else(|e| dev_errno(&e), |_| 0);
+                dirty = false;
                 reply(e, handle)?;
             }
             Job::Reject { handle, error } => reply(error, handle)?,
             Job::Disconnect => {
-                let _ = dev.flush();
+                if dirty {
+                    let _ = dev.flush();
+                }
                 return Ok(());
             }
         }
@@ -353,7 +394,12 @@ fn execute(
 }
 
 /// The writer: replies onto the socket, flushed whenever no further reply is waiting.
-fn write_replies(mut w: impl Write, out: Receiver<Out>, pool: &Pool) -> io::Result<()> {
+fn write_replies(
+    mut w: impl Write,
+    out: Receiver<Out>,
+    pool: &Pool,
+    activity: &Activity,
+) -> io::Result<()> {
     loop {
         let o = match out.try_recv() {
             Ok(o) => o,
@@ -367,10 +413,22 @@ fn write_replies(mut w: impl Write, out: Receiver<Out>, pool: &Pool) -> io::Resu
             Err(TryRecvError::Disconnected) => return w.flush(),
         };
         match o {
-            Out::Reply { error, handle } => proto::simple_reply(&mut w, error, handle)?,
-            Out::Data(b) => {
-                w.write_all(&b)?;
-                pool.give(b);
+            Out::Reply {
+                error,
+                handle,
+                done,
+            } => {
+                proto::simple_reply(&mut w, error, handle)?;
+                if done {
+                    activity.reply_sent();
+                }
+            }
+            Out::Data { data, done } => {
+                w.write_all(&data)?;
+                pool.give(data);
+                if done {
+                    activity.reply_sent();
+                }
             }
             Out::Abort => {
                 w.flush()?;

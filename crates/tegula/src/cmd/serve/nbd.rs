@@ -6,6 +6,7 @@ use crate::interrupt;
 use anyhow::{bail, Result};
 use clap::Args;
 use std::path::PathBuf;
+use std::time::Duration;
 use tegula_device::ClockMode;
 use tegula_nbd::{Listener, ServerOptions};
 
@@ -29,13 +30,54 @@ pub struct ServeNbd {
     /// Refuse writes.
     #[arg(long)]
     pub readonly: bool,
-    /// Most connections served at once.
+    /// Most connections served at once. When all are taken, a new client waits for a
+    /// connection whose client disconnected to finish, else the connection idle the longest is
+    /// closed for it if idle for --evict-idle seconds, else the new client is turned away.
     #[arg(long, default_value_t = ServerOptions::default().max_connections)]
     pub max_connections: usize,
-    /// Close a connection idle for this many seconds (default: never; a mounted file system
-    /// may idle for hours).
-    #[arg(long, value_name = "SECONDS")]
-    pub idle_timeout: Option<u64>,
+    /// Close a connection with no request in flight for this many seconds (0: never; a
+    /// mounted file system or any client that keeps a connection idle needs 0).
+    #[arg(long, value_name = "SECONDS", default_value_t = secs(ServerOptions::default().idle_timeout))]
+    pub idle_timeout: u64,
+    /// When --max-connections are taken and a new client connects, close the connection idle
+    /// the longest if it has been idle for this many seconds (0: never).
+    #[arg(long, value_name = "SECONDS", default_value_t = secs(ServerOptions::default().evict_idle))]
+    pub evict_idle: u64,
+}
+
+/// The connection limits in one line, so that whoever starts the server sees that idle
+/// connections are closed (a mount needs `--idle-timeout 0`).
+fn limits(o: &ServerOptions) -> String {
+    let idle = match o.idle_timeout {
+        Some(d) => format!(
+            "closed after {} s idle (--idle-timeout 0: never)",
+            d.as_secs()
+        ),
+        None => "idle connections kept".into(),
+    };
+    let evict = match o.evict_idle {
+        Some(d) => format!(
+            "when all are taken, one idle for {} s or more is closed for a new client",
+            d.as_secs()
+        ),
+        None => "when all are taken, new clients are turned away".into(),
+    };
+    format!(
+        "connections: at most {}, {idle}; {evict}; a client not reading its replies is \
+         dropped after {} s",
+        o.max_connections,
+        o.write_timeout.as_secs()
+    )
+}
+
+/// Whole seconds of an optional duration, 0 for none (the command line's "never").
+fn secs(d: Option<Duration>) -> u64 {
+    d.map_or(0, |d| d.as_secs())
+}
+
+/// An optional duration from whole seconds, none for 0.
+fn never_if_zero(s: u64) -> Option<Duration> {
+    (s > 0).then(|| Duration::from_secs(s))
 }
 
 /// Runs the server until SIGINT/SIGTERM.
@@ -85,9 +127,11 @@ pub fn run(args: &ServeNbd) -> Result<()> {
         readonly: args.readonly,
         name: String::new(),
         max_connections: args.max_connections,
-        idle_timeout: args.idle_timeout.map(std::time::Duration::from_secs),
+        idle_timeout: never_if_zero(args.idle_timeout),
+        evict_idle: never_if_zero(args.evict_idle),
         ..ServerOptions::default()
     };
+    eprintln!("{}", limits(&opts));
     listener.serve_until(dev.clone(), opts, &stop)?;
     // Every connection has ended: what was acknowledged is in the drive. Make it durable
     // (the volatile cache too, as a drive does on an orderly shutdown); a flush also saves the
