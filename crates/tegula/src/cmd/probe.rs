@@ -1,7 +1,11 @@
 //! `tegula probe`: Skylight's TESTs 1-14 on a drive — an emulated drive (a built-in dm-smr
 //! profile name, a TOML configuration or a disk image; virtual time), an NBD export (wall
 //! time) or a real file or block device with `O_DIRECT` (wall time, `--destroys-data` only) —
-//! and the Table III report, with JSON and plots. See `docs/guides/probe.md`.
+//! and the Table III report, with JSON and plots. An image that holds data needs
+//! `--destroys-data` too (the probe writes all over the drive); a fresh one does not. See
+//! `docs/guides/probe.md`.
+
+mod image_data;
 
 use crate::device::{self, Access, Opened, PathKind, Spec};
 use crate::interrupt;
@@ -22,9 +26,9 @@ use tegula_stl::{DmConfig, DmDrive};
 #[derive(Debug, Clone, Args)]
 pub struct ProbeArgs {
     /// What to probe: a built-in drive-managed profile (`seagate-5tb`, `emulated-smr-1`, …;
-    /// `tegula disk profiles`), a TOML drive configuration, a disk image (its contents change),
-    /// `nbd://HOST[:PORT]` or `nbd+unix:///?socket=PATH`, or a plain file or block device
-    /// (with `--destroys-data`).
+    /// `tegula disk profiles`), a TOML drive configuration, a disk image (its contents change:
+    /// one that holds data needs `--destroys-data`), `nbd://HOST[:PORT]` or
+    /// `nbd+unix:///?socket=PATH`, or a plain file or block device (with `--destroys-data`).
     pub target: String,
     /// Write the report as JSON to this file (`-` for stdout).
     #[arg(long, value_name = "FILE")]
@@ -36,7 +40,8 @@ pub struct ProbeArgs {
     /// all. Tests whose findings a selected test needs run too.
     #[arg(long, value_name = "LIST")]
     pub tests: Option<String>,
-    /// Allow probing a plain file or block device: the probe overwrites its contents.
+    /// Allow probing a plain file or block device, or an image that holds data: the probe
+    /// overwrites its contents.
     #[arg(long)]
     pub destroys_data: bool,
     /// With `--destroys-data`: create the file with this size if it does not exist.
@@ -167,6 +172,9 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
             Ok(Subject::Plain(Box::new(config_target(t, text)?)))
         }
         PathKind::DmImage | PathKind::ZonedImage => {
+            if !args.destroys_data {
+                refuse_image_with_data(path, t)?;
+            }
             match device::open(&Spec::new(path, Access::ReadWrite))? {
                 Opened::Dm(d) => {
                     let d = Arc::new(d);
@@ -223,6 +231,19 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
             Ok(Subject::Plain(Box::new(d)))
         }
     }
+}
+
+/// Fails when the image at `path` holds data, which the probe would overwrite: before, a CMR
+/// image had 840 KB of its data rewritten without a word (issue 33). Nothing is written to
+/// the image.
+fn refuse_image_with_data(path: &Path, t: &str) -> Result<()> {
+    let Some(data) = image_data::first_written(path)? else {
+        return Ok(());
+    };
+    bail!(
+        "{t} holds data ({data}); the probe writes all over the drive and would destroy it: add \
+         --destroys-data to probe it anyway, or probe a copy, a fresh image or a profile"
+    )
 }
 
 /// One progress bar per test.
