@@ -24,13 +24,21 @@ pub const FRAME_VERSION_V1: u8 = 1;
 pub const KIND_CHECKPOINT: u8 = 1;
 /// Frame kind: one committed record.
 pub const KIND_RECORD: u8 = 2;
+/// Frame kind: a copy of the last record, written right after it (the next record is written
+/// over it). It tells a damaged last record, written whole, from one a crash tore, and
+/// recovers it.
+pub const KIND_TAIL_COPY: u8 = 3;
+/// Frame kind: a seal, written after the old slot's records once the next generation's
+/// checkpoint is synced; its payload is that generation (u64 LE). It proves the checkpoint
+/// complete, so a damaged one is corruption, never a torn write to fall back from.
+pub const KIND_SEAL: u8 = 4;
 /// The metadata frame as written: a record frame (magic, version, kind, generation, length,
 /// CRC-32C) of version 2.
 pub const FRAME_FORMAT: Format = Format::record(
     "frame",
     &FRAME_MAGIC,
     FRAME_VERSION,
-    &[KIND_CHECKPOINT, KIND_RECORD],
+    &[KIND_CHECKPOINT, KIND_RECORD, KIND_TAIL_COPY, KIND_SEAL],
 );
 /// The same frame of version 1 (written by builds before the damage moved into the log).
 pub const FRAME_FORMAT_V1: Format = Format::record(
@@ -56,7 +64,7 @@ const SCAN_CHUNK: usize = 1 << 20;
 pub struct FrameHeader {
     /// Frame format version ([`FRAME_VERSION_V1`] or [`FRAME_VERSION`]).
     pub version: u8,
-    /// [`KIND_CHECKPOINT`] or [`KIND_RECORD`].
+    /// [`KIND_CHECKPOINT`], [`KIND_RECORD`], [`KIND_TAIL_COPY`] or [`KIND_SEAL`].
     pub kind: u8,
     /// Generation: the checkpoint's, shared by the records after it.
     pub gen: u64,
@@ -281,6 +289,9 @@ pub(crate) struct MetaLog {
     rec_bytes: u64,
     fresh: bool,
     notes: Vec<Finding>,
+    /// A damaged last record recovered from its tail copy by `load`: (slot, offset, frame),
+    /// written back before the next record (never by a read-only `load`).
+    repair: Option<(usize, u64, Vec<u8>)>,
 }
 
 fn io_err(what: &str, e: io::Error) -> StlError {
@@ -301,6 +312,7 @@ impl MetaLog {
             rec_bytes: 0,
             fresh,
             notes: Vec::new(),
+            repair: None,
         }
     }
 
@@ -350,6 +362,15 @@ impl MetaLog {
         self.backend
             .sync()
             .map_err(|e| io_err("syncing a metadata checkpoint", e))?;
+        // A recovered record of the old slot is superseded by this checkpoint.
+        self.repair = None;
+        // Seal the old slot: its records end here, and generation `gen` is complete.
+        let seal = encode_frame(KIND_SEAL, self.gen, &gen.to_le_bytes());
+        if !self.fresh && self.write_off + seal.len() as u64 <= self.slot_size {
+            self.backend
+                .write_at(self.cur, self.write_off, &seal)
+                .map_err(|e| io_err("sealing the old metadata slot", e))?;
+        }
         self.cur = slot;
         self.gen = gen;
         self.write_off = f.len() as u64;
@@ -363,7 +384,7 @@ impl MetaLog {
     /// and is no larger than [`MAX_RECORD_PAYLOAD`]).
     pub fn fits(&self, len: usize) -> bool {
         len <= MAX_RECORD_PAYLOAD
-            && self.write_off + FRAME_FORMAT.frame_len(len) as u64 <= self.slot_size
+            && self.write_off + 2 * FRAME_FORMAT.frame_len(len) as u64 <= self.slot_size
     }
 
     /// Whether the records have grown past the checkpoint (time to compact).
@@ -380,9 +401,17 @@ impl MetaLog {
                 self.slot_size
             )));
         }
+        if let Some((slot, off, frame)) = self.repair.take() {
+            self.backend
+                .write_at(slot, off, &frame)
+                .map_err(|e| io_err("rewriting a recovered metadata record", e))?;
+        }
         let f = encode_frame(KIND_RECORD, self.gen, payload);
+        // The record, then its tail copy right after it (the next record goes over the copy).
+        let mut both = f.clone();
+        both.extend_from_slice(&encode_frame(KIND_TAIL_COPY, self.gen, payload));
         self.backend
-            .write_at(self.cur, self.write_off, &f)
+            .write_at(self.cur, self.write_off, &both)
             .map_err(|e| io_err("appending a metadata record", e))?;
         self.write_off += f.len() as u64;
         self.rec_bytes += f.len() as u64;
@@ -463,6 +492,37 @@ impl MetaLog {
             Ok((h, _, _)) if h.gen != gen => format!("a frame of generation {}", h.gen),
             Ok((h, _, _)) => format!("a frame of kind {}", h.kind),
         }
+    }
+
+    /// The payload of a valid tail copy of generation `gen` that starts exactly one frame of
+    /// its own length after `off`: the copy of a record written whole at `off`.
+    fn tail_copy_after(&mut self, slot: usize, off: u64, gen: u64) -> Option<Vec<u8>> {
+        let to = self
+            .record_limit(off)
+            .min(self.backend.written_end(slot).unwrap_or(u64::MAX));
+        let mut chunk = vec![0u8; SCAN_CHUNK + FRAME_MAGIC.len()];
+        let mut frame = Vec::new();
+        let mut base = off + 1;
+        while base < to {
+            let n = ((to - base) as usize + FRAME_MAGIC.len() - 1).min(chunk.len());
+            self.backend.read_at(slot, base, &mut chunk[..n]).ok()?;
+            let hits: Vec<u64> = chunk[..n]
+                .windows(FRAME_MAGIC.len())
+                .enumerate()
+                .filter(|(_, w)| *w == FRAME_MAGIC)
+                .map(|(i, _)| base + i as u64)
+                .filter(|&at| at < to)
+                .collect();
+            for at in hits {
+                if let Some(h) = self.read_frame(slot, at, &mut frame) {
+                    if h.kind == KIND_TAIL_COPY && h.gen == gen && at == off + frame.len() as u64 {
+                        return Some(frame[FRAME_HEADER..frame.len() - CHECKSUM_LEN].to_vec());
+                    }
+                }
+            }
+            base += SCAN_CHUNK as u64;
+        }
+        None
     }
 
     /// The first offset in `[from, to)` of `slot` holding a valid record frame of generation
@@ -546,7 +606,28 @@ impl MetaLog {
     /// A damaged checkpoint in the slot not chosen is a torn checkpoint write (a crash while
     /// the next generation was being written) only if no record of that next generation
     /// follows it: records are appended only after their checkpoint was synced.
-    fn check_other_slot(&mut self, other: usize, chosen_gen: u64) -> Result<()> {
+    ///
+    /// `sealed` is the offset of a seal in the chosen slot naming the next generation: then
+    /// that checkpoint was synced, and anything but it in the other slot is corruption.
+    fn check_other_slot(
+        &mut self,
+        other: usize,
+        chosen_gen: u64,
+        sealed: Option<u64>,
+    ) -> Result<()> {
+        let next = chosen_gen + 1;
+        if let Some(at) = sealed {
+            let why = self.why_bad(other, 0, next);
+            return Err(self.corrupt(
+                other,
+                0,
+                format!(
+                    "the checkpoint of generation {next} is damaged ({why}), yet the seal at \
+                     byte {at} of slot {} proves it was written and synced",
+                    1 - other
+                ),
+            ));
+        }
         let mut hb = [0u8; FRAME_HEADER];
         if self.backend.read_at(other, 0, &mut hb).is_err() || hb.iter().all(|&b| b == 0) {
             return Ok(());
@@ -558,7 +639,6 @@ impl MetaLog {
             }
         }
         let why = self.why_bad(other, 0, chosen_gen);
-        let next = chosen_gen + 1;
         let claimed = decode_frame_header(&hb).ok();
         let (from, to) = match claimed {
             Some(h) if FRAME_FORMAT.frame_len(h.len as usize) as u64 <= self.slot_size => {
@@ -615,7 +695,6 @@ impl MetaLog {
                 "no valid metadata checkpoint in either slot".into(),
             ));
         };
-        self.check_other_slot(1 - slot, gen)?;
         let checkpoint = (
             format_of(&frame).0,
             frame[FRAME_HEADER..frame.len() - CHECKSUM_LEN].to_vec(),
@@ -633,8 +712,47 @@ impl MetaLog {
             ));
             off += buf.len() as u64;
         }
+        // The frame at `off` is not a record of this generation. A valid tail copy there is
+        // the last record's (already read). A tail copy right after a damaged frame of its own
+        // length proves that frame was a record written whole: recover it from the copy.
+        // A seal there ends the slot's records: the next generation was written.
+        let mut copy_here = false;
+        let mut sealed = None;
+        if let Some(h) = self.read_frame(slot, off, &mut buf) {
+            copy_here = h.kind == KIND_TAIL_COPY && h.gen == gen;
+            if h.kind == KIND_SEAL
+                && h.gen == gen
+                && buf[FRAME_HEADER..buf.len() - CHECKSUM_LEN] == (gen + 1).to_le_bytes()
+            {
+                sealed = Some(off);
+                copy_here = true;
+            }
+        }
+        if !copy_here {
+            if let Some(payload) = self.tail_copy_after(slot, off, gen) {
+                let frame = encode_frame(KIND_RECORD, gen, &payload);
+                let why = self.why_bad(slot, off, gen);
+                self.notes.push(Finding::new(
+                    Severity::Warning,
+                    format!(
+                        "metadata slot {slot}: record {} of generation {gen} at byte {off} is \
+                         damaged ({}); recovered from its tail copy, and rewritten before the \
+                         next record",
+                        records.len(),
+                        why
+                    ),
+                ));
+                off += frame.len() as u64;
+                self.repair = Some((slot, off - frame.len() as u64, frame));
+                records.push((FRAME_VERSION, payload));
+                copy_here = true;
+            }
+        }
         let limit = self.record_limit(ckpt_len);
-        if let Some(at) = self.find_record(slot, off + 1, limit, gen) {
+        if let Some(at) = self
+            .find_record(slot, off + 1, limit, gen)
+            .filter(|_| !copy_here)
+        {
             let why = self.why_bad(slot, off, gen);
             return Err(self.corrupt(
                 slot,
@@ -648,7 +766,8 @@ impl MetaLog {
             ));
         }
         let mut hb = [0u8; FRAME_HEADER];
-        let tail_written = off + (FRAME_HEADER as u64) <= self.slot_size
+        let tail_written = !copy_here
+            && off + (FRAME_HEADER as u64) <= self.slot_size
             && self.backend.read_at(slot, off, &mut hb).is_ok()
             && hb.iter().any(|&b| b != 0);
         if tail_written {
@@ -665,6 +784,7 @@ impl MetaLog {
                 ));
             }
         }
+        self.check_other_slot(1 - slot, gen, sealed)?;
         self.cur = slot;
         self.gen = gen;
         self.write_off = off;
@@ -710,9 +830,25 @@ mod tests {
         log.write_checkpoint(b"c1").expect("ckpt");
         log.append(b"r1").expect("append");
         log.append(b"r2").expect("append");
-        // A new checkpoint in slot 1, then tear it: slot 0 still holds c1 + r1 + r2.
+        // A new checkpoint in slot 1 that a crash tore (the seal after it in slot 0 was never
+        // written): slot 0 still holds c1 + r1 + r2.
+        let sealed_at = log.write_off;
         log.write_checkpoint(b"c2").expect("ckpt");
         log.backend.write_at(1, 10, &[0xff]).expect("tear");
+        // Sealed, the damaged checkpoint is corruption.
+        match log.load() {
+            Err(StlError::LogCorrupt {
+                slot: 1,
+                offset: 0,
+                problem,
+                ..
+            }) => assert!(problem.contains("seal"), "{problem}"),
+            other => panic!("{other:?}"),
+        }
+        let seal_len = FRAME_FORMAT.frame_len(8);
+        log.backend
+            .write_at(0, sealed_at, &vec![0; seal_len])
+            .expect("unseal");
         let got = log.load().expect("load");
         assert_eq!(got.checkpoint, (FRAME_VERSION, b"c1".to_vec()));
         assert_eq!(payloads(&got), vec![b"r1".to_vec(), b"r2".to_vec()]);
@@ -721,9 +857,13 @@ mod tests {
             "{:?}",
             log.notes()
         );
-        // Tear the last record: replay stops before it, appends continue there.
+        // Tear the last record (its end and the tail copy after it never reached the media):
+        // replay stops before it, appends continue there.
         let off = log.write_off - 3;
-        log.backend.write_at(0, off, &[0, 0, 0]).expect("tear");
+        let copy_len = FRAME_FORMAT.frame_len(b"r2".len());
+        log.backend
+            .write_at(0, off, &vec![0; 3 + copy_len])
+            .expect("tear");
         let got = log.load().expect("load");
         assert_eq!(payloads(&got), vec![b"r1".to_vec()]);
         log.append(b"r3").expect("append");
@@ -762,10 +902,61 @@ mod tests {
                 other => panic!("flip at byte {i} of the second record: {other:?}"),
             }
         }
-        // The same flip in the last record is a torn tail.
+        // The same flip in the last record, written whole (its tail copy follows it), is
+        // recovered from the copy, reported, and written back before the next record.
         log.backend.write_at(0, offs[3] + 22, b"X").expect("flip");
-        let got = log.load().expect("a damaged last record is a torn tail");
-        assert_eq!(got.records.len(), 3);
+        let got = log
+            .load()
+            .expect("a damaged last record with its copy is recovered");
+        assert_eq!(payloads(&got).last(), Some(&b"fourth".to_vec()));
+        assert_eq!(got.records.len(), 4);
+        assert!(
+            log.notes()
+                .iter()
+                .any(|n| n.severity == Severity::Warning && n.message.contains("tail copy")),
+            "{:?}",
+            log.notes()
+        );
+        log.append(b"fifth").expect("append");
+        let got = log.load().expect("load after the repair");
+        assert_eq!(
+            payloads(&got),
+            vec![
+                b"first".to_vec(),
+                b"second".to_vec(),
+                b"third".to_vec(),
+                b"fourth".to_vec(),
+                b"fifth".to_vec()
+            ]
+        );
+        assert!(!log.notes().iter().any(|n| n.message.contains("tail copy")));
+    }
+
+    #[test]
+    fn every_flip_in_the_last_record_or_its_copy_loses_nothing_and_none_is_silent() {
+        let (log, offs) = four_records();
+        let end = log.write_off + FRAME_FORMAT.frame_len(b"fourth".len()) as u64;
+        let mut flips = 0;
+        for at in offs[3]..end {
+            let (mut log2, _) = four_records();
+            let mut b = [0u8];
+            log2.backend.read_at(0, at, &mut b).expect("read");
+            log2.backend.write_at(0, at, &[b[0] ^ 0x04]).expect("flip");
+            let got = log2
+                .load()
+                .unwrap_or_else(|e| panic!("flip at byte {at}: {e}"));
+            assert_eq!(got.records.len(), 4, "flip at byte {at}");
+            assert_eq!(payloads(&got)[3], b"fourth".to_vec(), "flip at byte {at}");
+            if at < log.write_off {
+                assert!(
+                    log2.notes().iter().any(|n| n.message.contains("tail copy")),
+                    "flip at byte {at}: {:?}",
+                    log2.notes()
+                );
+            }
+            flips += 1;
+        }
+        assert_eq!(flips, 2 * FRAME_FORMAT.frame_len(b"fourth".len()));
     }
 
     #[test]

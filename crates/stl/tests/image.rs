@@ -336,7 +336,10 @@ fn frames_of(path: &Path) -> (usize, Vec<u64>) {
     let base = (h.meta_offset + slot as u64 * h.meta_slot) as usize;
     let mut offs = Vec::new();
     let mut off = 0usize;
-    while let Ok((_, _, n)) = tegula_stl::metalog::decode_frame(&bytes[base + off..]) {
+    while let Ok((h, _, n)) = tegula_stl::metalog::decode_frame(&bytes[base + off..]) {
+        if h.kind == tegula_stl::metalog::KIND_TAIL_COPY {
+            break;
+        }
         offs.push(off as u64);
         off += n;
     }
@@ -395,9 +398,27 @@ fn a_flipped_byte_in_a_metadata_record_is_corruption_not_a_torn_tail() {
         "{}",
         errors[0].message
     );
-    // The same flip in the last record: a torn tail, the drive opens without it.
+    // The same flip in the last record, whose tail copy follows it: recovered from the copy,
+    // reported, every write there.
     std::fs::write(&path, &good).unwrap();
     let last = *offs.last().unwrap();
+    f.write_all_at(&[good[(at + last + 24) as usize] ^ 0x08], at + last + 24)
+        .unwrap();
+    check_clean_noting(&path, "recovered from its tail copy");
+    let d = DmDrive::open_image(&path, false).unwrap();
+    for i in 0..12u64 {
+        let mut b = vec![0u8; SS];
+        d.read(i * 9, &mut b).unwrap();
+        assert_eq!(b, vec![i as u8 + 1; SS], "write {i}");
+    }
+    d.close().unwrap();
+    // A flip in the last record with its copy gone too (a write torn by a crash): a torn
+    // tail, the drive opens without it.
+    std::fs::write(&path, &good).unwrap();
+    let (_, _, last_len) =
+        tegula_stl::metalog::decode_frame(&good[(at + last) as usize..]).unwrap();
+    f.write_all_at(&vec![0u8; last_len], at + last + last_len as u64)
+        .unwrap();
     f.write_all_at(&[good[(at + last + 24) as usize] ^ 0x08], at + last + 24)
         .unwrap();
     check_clean_noting(&path, "torn by a crash");
