@@ -140,7 +140,23 @@ fn on_a_zns_drive_one_sector_past_the_capacity_fails_and_fills_the_zone() {
     let f = pattern_file(dir.path(), "over", left + 4096);
     let e = fails(&["disk", "write", &img, "--zone", "2", "--file", &f]);
     assert!(e.contains("lies past zone 2's capacity"), "{e}");
+    assert!(e.contains("wrote 50327552 bytes at LBA"), "{e}");
     // (A full zone reports its write pointer at the zone's end, past the capacity.)
     let z2 = zone(&img, 2);
     assert_eq!(z2["condition"], "full", "{z2}");
+}
+
+/// The last zone: a file one sector longer than the drive has left is refused before anything
+/// is written (it used to fill 15 of the zone's 16 MiB and fail mid-way without saying so).
+#[test]
+fn a_file_past_the_end_of_the_drive_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = hm_image(dir.path());
+    nudge(dir.path(), &img, 63);
+    let before = u(&zone(&img, 63), "write_pointer_lba");
+    let f = pattern_file(dir.path(), "over", remaining(&img, 63) + 4096);
+    let e = fails(&["disk", "write", &img, "--zone", "63", "--file", &f]);
+    assert!(e.contains("lies beyond the end of the drive"), "{e}");
+    assert!(!e.contains("before the failure"), "{e}");
+    assert_eq!(u(&zone(&img, 63), "write_pointer_lba"), before);
 }

@@ -260,6 +260,10 @@ fn write_all(
     let info = dev.info();
     let ss = info.sector_size as usize;
     check_range(first, 1, info.capacity_sectors)?;
+    // A sized input that cannot fit is refused before anything is written.
+    if let Some(bytes) = total.filter(|&b| b > 0) {
+        check_range(first, bytes.div_ceil(ss as u64), info.capacity_sectors)?;
+    }
     let flags = WriteFlags { fua: a.fua };
     let pb = progress(total, "writing");
     let mut buf = vec![0u8; CHUNK];
@@ -283,34 +287,35 @@ fn write_all(
             t.padded_bytes = (len - n) as u64;
             buf[n..len].fill(0);
         }
-        check_range(t.lba_end, (len / ss) as u64, info.capacity_sectors)?;
+        // Any failure from here on says what the drive already holds.
+        let failed = |t: &Transfer, e: anyhow::Error| {
+            pb.finish_and_clear();
+            if t.bytes > 0 {
+                eprintln!(
+                    "wrote {} bytes at LBA {first}..{} before the failure",
+                    t.bytes, t.lba_end
+                );
+            }
+            e
+        };
+        check_range(t.lba_end, (len / ss) as u64, info.capacity_sectors)
+            .map_err(|e| failed(&t, e))?;
         let mut off = 0;
         while off < len {
             let room = room_at(zoned, t.lba_end)
-                .inspect_err(|_| pb.finish_and_clear())?
+                .map_err(|e| failed(&t, e))?
                 .saturating_mul(ss as u64);
             let take = (len - off).min(usize::try_from(room).unwrap_or(usize::MAX));
-            match dev.write_with(t.lba_end, &buf[off..off + take], flags) {
-                Ok(d) => {
-                    t.service_ns += d.service();
-                    t.commands += 1;
-                    let real = take.min(n.saturating_sub(off));
-                    t.bytes += real as u64;
-                    t.lba_end += (take / ss) as u64;
-                    pb.inc(real as u64);
-                    off += take;
-                }
-                Err(e) => {
-                    pb.finish_and_clear();
-                    if t.bytes > 0 {
-                        eprintln!(
-                            "wrote {} bytes at LBA {first}..{} before the failure",
-                            t.bytes, t.lba_end
-                        );
-                    }
-                    return Err(e.into());
-                }
-            }
+            let d = dev
+                .write_with(t.lba_end, &buf[off..off + take], flags)
+                .map_err(|e| failed(&t, e.into()))?;
+            t.service_ns += d.service();
+            t.commands += 1;
+            let real = take.min(n.saturating_sub(off));
+            t.bytes += real as u64;
+            t.lba_end += (take / ss) as u64;
+            pb.inc(real as u64);
+            off += take;
         }
         if n < CHUNK {
             break;
