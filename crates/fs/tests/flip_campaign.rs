@@ -44,7 +44,10 @@ fn workload() -> (Arc<Disk>, u64, BTreeMap<String, Option<Vec<u8>>>) {
     }
     fs.checkpoint().unwrap();
     let ckp = fs.meta_stats().checkpoint_lba;
-    for (i, n) in ["keep", "doomed", "x1", "x2", "x3", "x4"].iter().enumerate() {
+    for (i, n) in ["keep", "doomed", "x1", "x2", "x3", "x4"]
+        .iter()
+        .enumerate()
+    {
         put(&mut fs, n, 300 * (i + 1));
     }
     fs.unlink(ROOT, b"doomed").unwrap();
