@@ -154,6 +154,9 @@ pub(crate) trait LogOps {
     fn rewrite_checkpoint(&mut self, m: &mut Media) -> Result<()>;
     /// What loading the log noticed without failing (for warnings and checks).
     fn notes(&self) -> Vec<Finding>;
+    /// Writes back, and syncs, a damaged last record that loading recovered from its tail
+    /// copy (a writable open); whether there was one.
+    fn write_repair(&mut self) -> Result<bool>;
 }
 
 /// The live state plus its durable image.
@@ -296,6 +299,10 @@ impl<S: Replay> LogOps for Durable<S> {
 
     fn notes(&self) -> Vec<Finding> {
         self.log.notes().to_vec()
+    }
+
+    fn write_repair(&mut self) -> Result<bool> {
+        self.log.write_repair()
     }
 }
 

@@ -418,6 +418,19 @@ impl MetaLog {
         Ok(())
     }
 
+    /// Writes back and syncs a damaged last record that [`Self::load`] recovered from its
+    /// tail copy; whether there was one. (Otherwise the next append writes it back.)
+    pub fn write_repair(&mut self) -> Result<bool> {
+        let Some((slot, off, frame)) = self.repair.take() else {
+            return Ok(false);
+        };
+        self.backend
+            .write_at(slot, off, &frame)
+            .map_err(|e| io_err("rewriting a recovered metadata record", e))?;
+        self.sync()?;
+        Ok(true)
+    }
+
     /// Makes the log durable on the host.
     pub fn sync(&mut self) -> Result<()> {
         self.backend
@@ -736,8 +749,8 @@ impl MetaLog {
                     Severity::Warning,
                     format!(
                         "metadata slot {slot}: record {} of generation {gen} at byte {off} is \
-                         damaged ({}); recovered from its tail copy, and rewritten before the \
-                         next record",
+                         damaged ({}); recovered from its tail copy (a writable open rewrites \
+                         it)",
                         records.len(),
                         why
                     ),

@@ -411,7 +411,24 @@ fn a_flipped_byte_in_a_metadata_record_is_corruption_not_a_torn_tail() {
         d.read(i * 9, &mut b).unwrap();
         assert_eq!(b, vec![i as u8 + 1; SS], "write {i}");
     }
+    assert!(
+        d.open_warnings()
+            .iter()
+            .any(|w| w.contains("rewrote the damaged last metadata record")),
+        "{:?}",
+        d.open_warnings()
+    );
     d.close().unwrap();
+    // The writable open wrote the record back: nothing left to report.
+    let report = DmDrive::check(&path).unwrap();
+    assert!(
+        !report
+            .findings
+            .iter()
+            .any(|f| f.message.contains("tail copy")),
+        "{:?}",
+        report.findings
+    );
     // A flip in the last record with its copy gone too (a write torn by a crash): a torn
     // tail, the drive opens without it.
     std::fs::write(&path, &good).unwrap();

@@ -192,6 +192,12 @@ impl DmDrive {
             .map(|w| Finding::new(Severity::Warning, w.clone()))
             .collect();
         warnings.extend(layer.log().notes());
+        if !read_only && layer.log().write_repair()? {
+            warnings.push(Finding::new(
+                Severity::Warning,
+                "rewrote the damaged last metadata record from its tail copy",
+            ));
+        }
         if !read_only && (img.header.version < DM_IMAGE_VERSION || layer.log().is_v1()) {
             // An image of format version 1 keeps the damage only in the drive state: move it
             // into the log (header first, so that an older build refuses the image from now on).

@@ -65,7 +65,8 @@ fn dm_imr_findings(path: &std::path::Path) -> Result<Vec<FindingJson>> {
     )
 }
 
-/// Runs `disk check`; exits non-zero when an error was found.
+/// Runs `disk check`; exits with status 4 (fsck's "errors left uncorrected") when an error
+/// was found.
 pub fn run(a: CheckArgs) -> Result<()> {
     let path = &a.img.image;
     let findings: Vec<FindingJson> = match kind_of(path) {
@@ -109,8 +110,6 @@ pub fn run(a: CheckArgs) -> Result<()> {
             println!("{}: clean", path.display());
         }
     }
-    if errors > 0 {
-        bail!("{errors} error{} found", if errors == 1 { "" } else { "s" });
-    }
-    Ok(())
+    // Read-only: whatever it found is left (fsck's exit status 4).
+    output::CheckExit::of(errors, 0)
 }
