@@ -295,8 +295,13 @@ impl Fs {
             None => piece.len,
         };
         if len > 0 && self.state.get(job.ino).is_some() {
-            // The time of the write, not of its flush; none when a setattr set the time since.
-            let mtime = self.files.get(&job.ino).and_then(|f| f.write_mtime);
+            // The time of the write, not of its flush (or the one a setattr set since).
+            let mtime = Some(
+                self.files
+                    .get(&job.ino)
+                    .and_then(|f| f.write_mtime)
+                    .unwrap_or_else(now_ns),
+            );
             self.log(Op::Map {
                 ino: job.ino,
                 off: t.off,

@@ -565,6 +565,7 @@ fn profiles_are_listed() {
         "smr-5900",
         "imr",
         "imr-paper",
+        "zns",
     ] {
         assert!(out.contains(p), "{out}");
     }
@@ -578,7 +579,7 @@ fn profiles_are_listed() {
         assert!(out.contains(p), "{out}");
     }
     let j = json(&ok(&["disk", "profiles", "--json"]));
-    assert_eq!(j["zoned"].as_array().expect("array").len(), 6);
+    assert_eq!(j["zoned"].as_array().expect("array").len(), 7);
     assert_eq!(j["dm_smr"].as_array().expect("array").len(), 6);
 }
 

@@ -97,9 +97,11 @@ impl Fs {
             }
             self.truncate(ino, size, time)?;
         }
-        if a.mtime.is_some() {
+        if let Some(t) = a.mtime {
+            // The flush of data written before keeps this time (a time set explicitly, as tar
+            // sets it while the data still waits in memory, outlives the flush).
             if let Some(f) = self.files.get_mut(&ino) {
-                f.write_mtime = None;
+                f.write_mtime = Some(t);
             }
         }
         if a.perm.is_some()

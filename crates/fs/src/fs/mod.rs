@@ -94,9 +94,9 @@ pub(crate) struct OpenFile {
     pub(crate) size: u64,
     /// Open handles.
     pub(crate) opens: u32,
-    /// When the file's data was last written, for the mapping records of its flushes: `None`
-    /// once a setattr set the modification time after it (a time set explicitly, as `tar`
-    /// sets it before the data reaches the drive, outlives the flush of earlier writes).
+    /// The modification time the mapping records of the file's flushes carry: when its data
+    /// was last written, or the time a later setattr set explicitly (as `tar` sets it before
+    /// the data reaches the drive; it outlives the flush of earlier writes).
     pub(crate) write_mtime: Option<i64>,
 }
 

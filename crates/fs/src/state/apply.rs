@@ -251,8 +251,10 @@ impl State {
                 n.map.insert(*off, *piece);
                 n.size = n.size.max(end);
                 if let Some(t) = mtime {
+                    // (A modification time set explicitly before the flush may be older than
+                    // the status change that set it.)
                     n.times.mtime = *t;
-                    n.times.ctime = *t;
+                    n.times.ctime = n.times.ctime.max(*t);
                 }
                 self.unmapped(&removed)?;
                 self.live_add(piece.zone, piece.len);
