@@ -239,10 +239,19 @@ pub fn wipe(dev: &dyn ZonedDevice) -> Result<()> {
     dev.zone_action(ZoneAction::Reset, ZoneTarget::All)?;
     let info = dev.info();
     let ss = info.sector_size as u64;
-    let zone0 = dev.report_zones(ZoneFilter::All);
-    if let Some(z) = zone0.first().filter(|z| !z.zone_type.is_sequential()) {
+    let zones = dev.report_zones(ZoneFilter::All);
+    if let Some(z) = zones.first().filter(|z| !z.zone_type.is_sequential()) {
         let n = (0x10048u64.div_ceil(ss)).min(z.len_lba);
         dev.write(0, &vec![0u8; (n * ss) as usize])?;
+        // SMRDB keeps a second superblock in the conventional area's last sector.
+        let conv_end: u64 = zones
+            .iter()
+            .take_while(|z| !z.zone_type.is_sequential())
+            .map(|z| z.len_lba)
+            .sum();
+        if conv_end > n {
+            dev.write(conv_end - 1, &vec![0u8; ss as usize])?;
+        }
     }
     dev.flush()?;
     Ok(())

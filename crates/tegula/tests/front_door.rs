@@ -98,6 +98,17 @@ fn mkfs_refuses_an_image_that_holds_a_database_a_file_system_or_data() {
     fails(&["fs", "mkfs", &img], "a tegula file system");
     fails(&["db", "create", &img], "a tegula file system");
     ok(&["fs", "check", &img]);
+    // --force erases a database completely (both superblock copies): a new one goes on, with
+    // none of the old keys, and over a file system too.
+    let db = image(dir.path(), "db.img", &[]);
+    ok(&["db", "create", &db]);
+    ok(&["db", "put", &db, "old", "1"]);
+    fails(&["db", "create", &db], "already holds a database");
+    ok(&["db", "create", "--force", &db]);
+    fails_any(&["db", "get", &db, "old"]);
+    ok(&["db", "create", "--force", "--loc", &db]);
+    ok(&["fs", "mkfs", "--force", &db]);
+    ok(&["db", "create", "--force", &db]);
     // Data written straight to a zone counts too.
     let raw = image(dir.path(), "raw.img", &[]);
     write_zone(&raw, "5", &[1u8; 4096]);
