@@ -264,6 +264,43 @@ fn statfs_free_space_can_be_written_after_fill_delete_refill() {
     );
 }
 
+/// A write that fits only once a deleted file still held open is freed waits for its
+/// release instead of failing with `ENOSPC`: the kernel sends a file's last release in the
+/// background, after an `unlink` and a `write` that a program issued later (the fill,
+/// delete, refill test above failed this way under load).
+#[test]
+fn a_write_waits_for_the_space_of_a_deleted_file_being_closed() {
+    on_fresh_mount(
+        "a_write_waits_for_the_space_of_a_deleted_file_being_closed",
+        256,
+        |mp, _| {
+            let chunk = vec![0x5au8; 1 << 20];
+            let mut big = std::fs::File::create(mp.join("big")).unwrap();
+            let mut filled = 0u64;
+            while big.write_all(&chunk).is_ok() {
+                filled += chunk.len() as u64;
+            }
+            assert!(filled > 100 << 20, "only {filled} bytes fitted");
+            std::fs::remove_file(mp.join("big")).unwrap();
+            // The deleted file is still open: its space is not free until it is closed.
+            // Less than one chunk was left, so two chunks fit only in the freed space.
+            let two = [&chunk[..], &chunk[..]].concat();
+            let closer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(500));
+                drop(big);
+            });
+            let start = std::time::Instant::now();
+            std::fs::write(mp.join("after"), &two).unwrap();
+            closer.join().unwrap();
+            assert!(
+                start.elapsed() >= Duration::from_millis(400),
+                "the write found room before the deleted file was closed"
+            );
+            assert_eq!(std::fs::read(mp.join("after")).unwrap(), two);
+        },
+    );
+}
+
 /// (block size, free blocks) of the file system at `p`.
 fn nix_statvfs(p: &Path) -> (u64, u64) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();

@@ -62,6 +62,26 @@ impl Fs {
         self.free_estimate() < (4 * self.opts.dirty_limit as u64).max(cap / 20)
     }
 
+    /// Bytes held by files that no name refers to any more but that are not freed yet (a
+    /// handle is still open, or a flush job is in flight): space that comes back by itself
+    /// once the kernel's release (sent after an `unlink` it may overtake) or the job ends.
+    pub fn orphan_bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .filter_map(|(ino, f)| {
+                let n = self.state.get(*ino)?;
+                (n.nlink == 0).then(|| n.size.max(f.size))
+            })
+            .sum()
+    }
+
+    /// Whether a write of `len` bytes does not fit now but would once the unlinked files
+    /// still held open or being written are freed (see [`Fs::orphan_bytes`]).
+    pub fn fits_after_orphans(&self, len: u64) -> bool {
+        let free = self.free_estimate();
+        len > free && len <= free.saturating_add(self.orphan_bytes())
+    }
+
     /// Whether a write to `ino` failed for lack of space since it was last truncated.
     pub fn is_out_of_space(&self, ino: u64) -> bool {
         self.out_of_space.contains(&ino)

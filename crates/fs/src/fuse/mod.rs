@@ -46,6 +46,9 @@ const KEEP_CACHE: u32 = fuser::consts::FOPEN_KEEP_CACHE;
 /// Worker threads that serve requests that may wait for the drive (default of
 /// [`FuseFs::with_threads`]).
 pub const DEFAULT_THREADS: usize = 4;
+/// Longest a write waits for deleted files that are still open or being written to free
+/// their space before it fails with `ENOSPC`.
+const ORPHAN_WAIT: Duration = Duration::from_secs(10);
 
 struct Handle {
     ino: u64,
@@ -174,6 +177,25 @@ impl Shared {
             }
             let seen = self.progress.now();
             self.progress.wait_past(seen, Duration::from_millis(100));
+        }
+    }
+
+    /// Waits (up to [`ORPHAN_WAIT`]) while a write of `len` bytes fits only once unlinked
+    /// files are freed: the kernel sends a file's last release in the background, so a
+    /// program that closes, deletes and writes again can see its `unlink` and `write` arrive
+    /// before the release, and the writer thread may still be writing the deleted data.
+    fn wait_for_orphans(&self, len: u64) {
+        let start = Instant::now();
+        while start.elapsed() < ORPHAN_WAIT {
+            let seen = self.progress.now();
+            let wait = self
+                .r()
+                .as_ref()
+                .is_some_and(|fs| fs.fits_after_orphans(len));
+            if !wait {
+                return;
+            }
+            self.progress.wait_past(seen, Duration::from_millis(20));
         }
     }
 

@@ -327,10 +327,12 @@ impl Filesystem for FuseFs {
         let off = offset.max(0) as u64;
         // Buffering costs only memory; when the writer falls behind (twice the dirty limit
         // buffered) or the cleaner must free space first, the write waits on a worker.
+        let len = data.len() as u64;
         let must_wait = {
             let g = self.shared.r();
-            g.as_ref()
-                .is_some_and(|fs| fs.writers_must_wait(&self.shared.triggers()))
+            g.as_ref().is_some_and(|fs| {
+                fs.writers_must_wait(&self.shared.triggers()) || fs.fits_after_orphans(len)
+            })
         };
         if !must_wait {
             with_write!(self, inline, op::WRITE, reply, |sh, fs| {
@@ -344,6 +346,7 @@ impl Filesystem for FuseFs {
         let data = data.to_vec();
         self.lanes.worker(op::WRITE, move |sh: &Shared| {
             sh.wait_until_writable();
+            sh.wait_for_orphans(len);
             let mut g = sh.w();
             let fs: &mut Fs = try_reply!(reply, g.as_mut().ok_or_else(unmounted));
             let append = sh.handles().get(&fh).is_some_and(|h| h.append);
@@ -377,6 +380,7 @@ impl Filesystem for FuseFs {
                 return (true, 0);
             };
             try_reply!(reply, fs.release(h.ino));
+            sh.progress.tick();
             reply.ok();
             (true, 0)
         });
