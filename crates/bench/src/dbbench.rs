@@ -15,8 +15,6 @@
 //! With several threads the operations are split between them (db_bench gives each thread
 //! `num` operations); `fillseq` gives each thread a contiguous key range.
 
-use crate::durability::SyncPolicy;
-use crate::engine::{BatchOp, EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::keys::{format_key, ValueGen};
 use crate::media::MediaCheck;
@@ -26,6 +24,8 @@ use crate::runner::{report_result, run_phase, Phase, ThreadCtx};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
+use tegula_kv::SyncPolicy;
+use tegula_kv::{BatchOp, EngineFactory, KvEngine};
 
 /// Every benchmark name accepted by `--benchmarks`.
 pub const BENCHMARKS: [&str; 9] = [
@@ -253,9 +253,7 @@ pub fn run_one(
                     let mut len = 0;
                     let hit = engine.get_with(&key, &mut |v| len = v.len())?;
                     ctx.done(0, (key.len() + len) as u64)?;
-                    if hit {
-                        ctx.found();
-                    }
+                    ctx.lookup(hit);
                 }
                 Ok(())
             }
@@ -274,9 +272,7 @@ pub fn run_one(
                         true
                     })?;
                     ctx.done(0, bytes)?;
-                    if hit {
-                        ctx.found();
-                    }
+                    ctx.lookup(hit);
                 }
                 Ok(())
             }

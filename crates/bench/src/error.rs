@@ -143,6 +143,23 @@ impl Error {
     }
 }
 
+impl From<tegula_kv::Error> for Error {
+    /// The engine layer's errors keep their kind: a bad option stays
+    /// [`Error::InvalidArgument`], a missing feature [`Error::Unavailable`].
+    fn from(e: tegula_kv::Error) -> Self {
+        use tegula_kv::Error as Kv;
+        match e {
+            Kv::InvalidArgument(m) => Error::InvalidArgument(m),
+            Kv::Unavailable(m) => Error::Unavailable(m),
+            Kv::Io { what, source } => Error::Io { what, source },
+            Kv::Device { what, source } => Error::Device { what, source },
+            Kv::Engine { what, source } => Error::Engine { what, source },
+            Kv::Internal(m) => Error::Internal(m),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+}
+
 /// Result alias of the harness.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

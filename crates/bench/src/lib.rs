@@ -1,6 +1,7 @@
 //! tegula's benchmark harness (issue 3, "Benchmarks"): db_bench-style named benchmarks and
 //! YCSB's core workloads, run over SMRDB (feature `smrdb`), RocksDB and LevelDB (feature
-//! `compare`, through their C APIs) and an in-memory reference engine, side by side in one run,
+//! `compare`) and an in-memory reference engine (the engines of `tegula-kv`, which the server
+//! also stands on), side by side in one run,
 //! with db_bench-like result lines, JSON results, HDR latency percentiles, modelled device
 //! time for engines on an emulated drive, and throughput-over-time plots; and the seed
 //! papers' figures ([`paper`]); and the cleaning experiment of tegula fs ([`fs_cleaning`]).
@@ -13,9 +14,6 @@
 
 pub mod dbbench;
 pub mod drive;
-pub mod durability;
-pub mod engine;
-pub mod engines;
 pub mod error;
 pub mod fs_cleaning;
 pub mod generators;
@@ -34,14 +32,14 @@ pub mod storage;
 pub mod ycsb;
 
 pub use dbbench::DbBenchConfig;
-pub use durability::{Durability, Loss, SyncPolicy};
-pub use engine::{
-    BatchOp, DeviceCounters, EngineFactory, EngineKind, EngineOptions, KvEngine, Target,
-};
 pub use error::{Error, Result};
 pub use observer::{Observer, Quiet};
 pub use report::BenchResult;
 pub use setup::EngineSetup;
 pub use side_by_side::Lineup;
-pub use storage::{RunDir, Storage, StorageLabel};
+pub use storage::{RunDir, Storage};
+pub use tegula_kv::{
+    BatchOp, DeviceCounters, Durability, EngineFactory, EngineKind, EngineOptions, KvEngine, Loss,
+    StorageLabel, SyncPolicy, Target,
+};
 pub use ycsb::YcsbConfig;

@@ -398,8 +398,7 @@ fn bars_inner(
 /// device time (if any engine ran on an emulated device), and cumulative compaction bytes (if
 /// any engine reports them). Returns the files written.
 pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    crate::report::output_dir(dir)?;
     let mut benches: Vec<&str> = Vec::new();
     for r in results {
         if !benches.contains(&r.benchmark.as_str()) {

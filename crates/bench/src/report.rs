@@ -1,14 +1,14 @@
 //! Results: one [`BenchResult`] per benchmark run, printed as a fixed db_bench-like line and
 //! written as JSON; and the side-by-side ratio table of a multi-engine run.
 
-use crate::durability::Durability;
 use crate::error::{Error, Result};
 use crate::media::MediaCheck;
-use crate::storage::StorageLabel;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
+use tegula_kv::Durability;
+use tegula_kv::StorageLabel;
 
 /// The JSON keys every result object carries (null where a key does not apply).
 pub const REQUIRED_KEYS: [&str; 16] = [
@@ -108,6 +108,9 @@ pub struct BenchResult {
     pub bytes: u64,
     /// Lookups that found their key (read benchmarks).
     pub found: Option<u64>,
+    /// Lookups made (reads, seeks, scans; in a YCSB mix fewer than the operations).
+    #[serde(default)]
+    pub lookups: Option<u64>,
     /// Mean latency in microseconds.
     pub mean_us: f64,
     /// Maximum latency in microseconds (of the timed operations: see `latency_samples`).
@@ -170,7 +173,7 @@ impl BenchResult {
             self.mb_per_sec
         );
         if let Some(f) = self.found {
-            let _ = write!(s, " ({f} of {} found)", self.ops);
+            let _ = write!(s, " ({f} of {} found)", self.lookups.unwrap_or(self.ops));
         }
         let tag = match self.storage {
             Some(st) => format!("{} on {}", self.engine, st.name()),
@@ -285,11 +288,28 @@ pub fn write_json_value<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result
     write_text(path, &(text + "\n"))
 }
 
-/// Writes `text` to `path` (creating the directory).
+/// Makes sure the output directory `dir` exists: creates it when its parent exists, and
+/// refuses otherwise, so that a mistyped path does not silently grow a directory tree.
+pub fn output_dir(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            return Err(Error::invalid(format!(
+                "cannot create {}: the directory {} does not exist (create it first)",
+                dir.display(),
+                parent.display()
+            )));
+        }
+    }
+    std::fs::create_dir(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+}
+
+/// Writes `text` to `path` (creating its directory if that directory's parent exists).
 pub fn write_text(path: &Path, text: &str) -> Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        output_dir(dir)?;
     }
     std::fs::write(path, text).map_err(|e| Error::io(format!("writing {}", path.display()), e))
 }
@@ -463,6 +483,7 @@ pub(crate) fn sample_result(engine: &str, bench: &str, ops_per_sec: f64) -> Benc
         value_size: 100,
         bytes: 1160,
         found: None,
+        lookups: None,
         mean_us: 1.0,
         max_us: 4.0,
         latency_samples: 10,
@@ -522,8 +543,8 @@ mod tests {
 
     #[test]
     fn unequal_durability_is_named_and_equal_durability_said() {
-        use crate::durability::{Durability, SyncPolicy};
-        use crate::engine::EngineKind;
+        use tegula_kv::EngineKind;
+        use tegula_kv::{Durability, SyncPolicy};
         let with = |e: &str, k, st, sync| BenchResult {
             durability: Some(Durability::of(k, st, sync, false, Some(32 << 20))),
             ..sample_result(e, "fillseq", 1.0)

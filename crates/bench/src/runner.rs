@@ -2,8 +2,6 @@
 //! in an HDR histogram, samples throughput (wall and device time) and compaction bytes over
 //! time, reports progress to the [`Observer`], and turns it all into a [`BenchResult`].
 
-use crate::durability::SyncPolicy;
-use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::latency::LatencyHist;
 use crate::observer::Observer;
@@ -13,6 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tegula_kv::SyncPolicy;
+use tegula_kv::{EngineFactory, KvEngine};
 
 /// How often the monitor samples throughput for plots and the progress bar.
 pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
@@ -35,6 +35,7 @@ pub struct ThreadCtx<'a> {
     ops: u64,
     bytes: u64,
     found: u64,
+    lookups: u64,
     unreported: u64,
     clock: OpClock,
     stopped: bool,
@@ -123,9 +124,10 @@ impl ThreadCtx<'_> {
         self.clock.restart();
     }
 
-    /// Counts a lookup that found its key.
-    pub fn found(&mut self) {
-        self.found += 1;
+    /// Counts a lookup (a read, a seek, a scan), and whether it found its key.
+    pub fn lookup(&mut self, hit: bool) {
+        self.lookups += 1;
+        self.found += u64::from(hit);
     }
 }
 
@@ -228,6 +230,7 @@ where
         ops: 0,
         bytes: 0,
         found: 0,
+        lookups: 0,
         unreported: 0,
         clock: OpClock::new(0x5eed_0c10_c000 + t as u64),
         stopped: false,
@@ -298,7 +301,7 @@ where
 
     let mut all = LatencyHist::default();
     let mut kinds = vec![LatencyHist::default(); kinds_len];
-    let (mut ops, mut bytes, mut found) = (0u64, 0u64, 0u64);
+    let (mut ops, mut bytes, mut found, mut lookups) = (0u64, 0u64, 0u64, 0u64);
     for r in results {
         let ctx = match r {
             Err(Error::Interrupted) => return Err(Error::Interrupted),
@@ -311,6 +314,7 @@ where
         ops += ctx.ops;
         bytes += ctx.bytes;
         found += ctx.found;
+        lookups += ctx.lookups;
     }
     if stop.load(Ordering::Relaxed) {
         return Err(Error::Interrupted);
@@ -374,6 +378,7 @@ where
         value_size: phase.value_size,
         bytes,
         found: phase.counts_found.then_some(found),
+        lookups: phase.counts_found.then_some(lookups),
         mean_us: all.mean_ns() / 1000.0,
         max_us: all.max_ns() as f64 / 1000.0,
         latency_samples: all.len(),
@@ -392,8 +397,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::memory::MemoryEngine;
     use crate::observer::Quiet;
+    use tegula_kv::engines::memory::MemoryEngine;
 
     #[test]
     fn a_phase_counts_every_operation_of_every_thread() {
@@ -414,14 +419,15 @@ mod tests {
                 let s = Instant::now();
                 e.put(&[t as u8, i as u8], b"12345678")?;
                 ctx.record(0, s, 10)?;
-                ctx.found();
+                ctx.lookup(i % 2 == 0);
             }
             Ok(())
         })
         .expect("run");
         assert_eq!(r.ops, 300);
         assert_eq!(r.bytes, 3000);
-        assert_eq!(r.found, Some(300));
+        assert_eq!(r.found, Some(150));
+        assert_eq!(r.lookups, Some(300));
         assert_eq!(e.len(), 300);
         assert_eq!(r.latency_by_op["PUT"].count, 300);
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.p999_us);

@@ -3,12 +3,12 @@
 //! [`EngineFactory`] per engine.
 
 use crate::drive::zoned_for_smrdb;
-use crate::engine::{EngineFactory, EngineKind, EngineOptions, Target};
 use crate::error::{Error, Result};
 use crate::storage::{RunDir, Storage};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tegula_device::{profile, Disk, DiskConfig, DriveKind};
+use tegula_kv::{EngineFactory, EngineKind, EngineOptions, Target};
 
 /// Engines, targets and the settings every engine shares (the same memory budget for all).
 /// [`EngineSetup::default`] is the one source of the defaults documented on each field.
@@ -256,7 +256,7 @@ impl EngineSetup {
             .map(|&k| {
                 let f = EngineFactory::new(k, self.target(k, dir.as_deref())?, opts.clone())?;
                 Ok(match &dir {
-                    Some(d) => f.in_run_dir(d.clone()),
+                    Some(d) => f.keep_alive(d.clone()),
                     None => f,
                 })
             })

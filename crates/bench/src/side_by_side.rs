@@ -2,12 +2,12 @@
 //! after the other in this process, with the same settings and seed.
 
 use crate::dbbench::{self, DbBenchConfig};
-use crate::engine::{EngineFactory, EngineKind};
 use crate::error::{Error, Result};
 use crate::observer::Observer;
 use crate::report::BenchResult;
 use crate::setup::EngineSetup;
 use crate::ycsb::{self, YcsbConfig};
+use tegula_kv::{EngineFactory, EngineKind};
 
 /// The engines of a run, checked and ready to open.
 #[derive(Debug)]

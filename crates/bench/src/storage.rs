@@ -13,11 +13,10 @@
 //! | `tegula`, `tegula-loc` banded | `DIR/tegula.banded` and its `DIR/tegula.banded.zones` (or `--disk PATH`) |
 //! | `tegula`, `tegula-loc` on zone files | the directory `DIR/tegula.zones/` (or `--disk PATH`) |
 
-use crate::engine::EngineKind;
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use tegula_kv::{EngineKind, StorageLabel};
 
 /// Where the tegula engines keep their data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,40 +46,6 @@ impl Storage {
             Storage::Memory => StorageLabel::Memory,
             Storage::Banded(_) => StorageLabel::Banded,
             Storage::ZoneFiles(_) => StorageLabel::ZoneFiles,
-        }
-    }
-}
-
-/// What an engine's data lived on during a result, as printed and written to JSON.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StorageLabel {
-    /// Process memory (an in-memory emulated drive, or the `memory` reference engine).
-    Memory,
-    /// A disk image file behind the drive emulator.
-    Image,
-    /// A banded plain file, no emulator.
-    Banded,
-    /// A directory of one file per zone, no emulator.
-    #[serde(rename = "zone-files")]
-    ZoneFiles,
-    /// A Linux zoned block device, no emulator.
-    #[serde(rename = "zoned-device")]
-    ZonedDevice,
-    /// A database directory of the host file system (RocksDB, LevelDB).
-    Dir,
-}
-
-impl StorageLabel {
-    /// `memory`, `image`, `banded`, `zone-files`, `zoned-device` or `dir`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StorageLabel::Memory => "memory",
-            StorageLabel::Image => "image",
-            StorageLabel::Banded => "banded",
-            StorageLabel::ZoneFiles => "zone-files",
-            StorageLabel::ZonedDevice => "zoned-device",
-            StorageLabel::Dir => "dir",
         }
     }
 }

@@ -16,8 +16,6 @@
 //! record and then updates it. The zipfian key chooser is YCSB's scrambled zipfian over
 //! `recordcount + 2 × expected inserts` items, redrawing keys not inserted yet.
 
-use crate::durability::SyncPolicy;
-use crate::engine::{EngineFactory, KvEngine};
 use crate::error::{Error, Result};
 use crate::generators::{fnvhash64, AckCounter, ScrambledZipfian, SkewedLatest};
 use crate::keys::ValueGen;
@@ -28,6 +26,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
+use tegula_kv::SyncPolicy;
+use tegula_kv::{EngineFactory, KvEngine};
 
 /// A request distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -555,9 +555,7 @@ fn one_op(
             let r = read_record(engine, &key)?;
             let bytes = key.len() as u64 + r.as_deref().map_or(0, record_bytes);
             ctx.record(op.index(), s, bytes)?;
-            if r.is_some() {
-                ctx.found();
-            }
+            ctx.lookup(r.is_some());
         }
         Op::Update => {
             let key = key_name(ch.next_keynum(rng));
@@ -596,9 +594,7 @@ fn one_op(
                 )));
             }
             ctx.record(op.index(), s, bytes)?;
-            if n > 0 {
-                ctx.found();
-            }
+            ctx.lookup(n > 0);
         }
         Op::ReadModifyWrite => {
             let key = key_name(ch.next_keynum(rng));
@@ -613,9 +609,7 @@ fn one_op(
                 s,
                 bytes + key.len() as u64 + r.as_deref().map_or(0, record_bytes),
             )?;
-            if r.is_some() {
-                ctx.found();
-            }
+            ctx.lookup(r.is_some());
         }
     }
     Ok(())

@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tegula_bench::dbbench::{self, DbBenchConfig};
-use tegula_bench::engines::memory::MemoryEngine;
 use tegula_bench::report::{write_json, REQUIRED_KEYS};
 use tegula_bench::ycsb::{self, YcsbConfig};
 use tegula_bench::{
     BenchResult, EngineFactory, EngineKind, EngineOptions, KvEngine, Observer, Quiet, Target,
 };
+use tegula_kv::engines::memory::MemoryEngine;
 
 const NUM: u64 = 2000;
 
@@ -173,17 +173,17 @@ impl KvEngine for TooFast {
     fn name(&self) -> &str {
         "too-fast"
     }
-    fn put(&self, key: &[u8], value: &[u8]) -> tegula_bench::Result<()> {
+    fn put(&self, key: &[u8], value: &[u8]) -> tegula_kv::Result<()> {
         self.puts.fetch_add(1, Ordering::Relaxed);
         self.inner.put(key, value)
     }
-    fn get(&self, key: &[u8]) -> tegula_bench::Result<Option<Vec<u8>>> {
+    fn get(&self, key: &[u8]) -> tegula_kv::Result<Option<Vec<u8>>> {
         self.inner.get(key)
     }
-    fn delete(&self, key: &[u8]) -> tegula_bench::Result<()> {
+    fn delete(&self, key: &[u8]) -> tegula_kv::Result<()> {
         self.inner.delete(key)
     }
-    fn write_batch(&self, ops: &[tegula_bench::BatchOp], sync: bool) -> tegula_bench::Result<()> {
+    fn write_batch(&self, ops: &[tegula_bench::BatchOp], sync: bool) -> tegula_kv::Result<()> {
         self.inner.write_batch(ops, sync)
     }
     fn scan(
@@ -191,10 +191,10 @@ impl KvEngine for TooFast {
         start: &[u8],
         limit: usize,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    ) -> tegula_bench::Result<usize> {
+    ) -> tegula_kv::Result<usize> {
         self.inner.scan(start, limit, visit)
     }
-    fn flush(&self) -> tegula_bench::Result<()> {
+    fn flush(&self) -> tegula_kv::Result<()> {
         Ok(())
     }
     fn device_counters(&self) -> Option<tegula_bench::DeviceCounters> {
@@ -208,7 +208,7 @@ impl KvEngine for TooFast {
     fn media_limit(&self, _since: &tegula_bench::DeviceCounters) -> Option<f64> {
         Some(1e6)
     }
-    fn close(self: Box<Self>) -> tegula_bench::Result<()> {
+    fn close(self: Box<Self>) -> tegula_kv::Result<()> {
         Ok(())
     }
 }

@@ -43,6 +43,7 @@ pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result
     // close-on-exec ones): whatever the wait, retry for that long before calling it taken.
     let wait = wait.max(FORK_GRACE);
     let start = Instant::now();
+    let mut told = false;
     loop {
         // SAFETY: flock on a descriptor `file` owns for the duration of the call.
         let r = unsafe { libc::flock(file.as_raw_fd(), how | libc::LOCK_NB) };
@@ -58,6 +59,21 @@ pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result
                 path: path.display().to_string(),
                 holder: holder(file).unwrap_or_else(|| "another process".into()),
             });
+        }
+        // Past the grace, a wait is a real wait: say so instead of hanging silently.
+        if !told && start.elapsed() >= FORK_GRACE {
+            told = true;
+            let secs = wait.as_secs_f64();
+            tracing::warn!(
+                "waiting up to {} s for {} to release {}",
+                if secs.fract() == 0.0 {
+                    format!("{secs:.0}")
+                } else {
+                    format!("{secs:.1}")
+                },
+                holder(file).unwrap_or_else(|| "another process".into()),
+                path.display()
+            );
         }
         std::thread::sleep(Duration::from_millis(20));
     }

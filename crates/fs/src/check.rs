@@ -130,7 +130,7 @@ impl Fs {
         for b in self.journal.bad_superblock_copies() {
             r.problems.push(format!(
                 "superblock copy {} (LBA {}): {} (the mount uses copy {in_use}; \
-                 `Fs::repair_superblocks` rewrites it)",
+                 `tegula fs check --repair` rewrites it)",
                 b.name, b.lba, b.why
             ));
         }

@@ -362,7 +362,7 @@ impl Fs {
                 Ok(d) => d,
                 Err(e) => {
                     // Leave a zone with unreadable live data alone (its data stays in place).
-                    eprintln!("tegula-fs: cleaner skips zone {}: {e}", p.piece.zone);
+                    tracing::warn!("cleaner skips zone {}: {e}", p.piece.zone);
                     self.bad_zones.push(p.piece.zone);
                     self.job = None;
                     return Err(e);

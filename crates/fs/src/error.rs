@@ -74,7 +74,7 @@ impl From<ZeaError> for FsError {
         match e {
             ZeaError::Checksum { .. } | ZeaError::BadMeta { .. } => {
                 let s = e.to_string();
-                eprintln!("tegula-fs: {s}");
+                tracing::error!("{s}");
                 FsError::Corrupt(s)
             }
             ZeaError::NoSpace { .. } => FsError::NoSpace(e.to_string()),

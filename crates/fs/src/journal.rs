@@ -427,9 +427,10 @@ impl Journal {
             }
         }
         let (gen, checkpoint) = best.ok_or_else(|| {
-            eprintln!(
-                "tegula-fs: no valid checkpoint in either slot (LBA {} and {})",
-                j.sb.slot0, j.sb.slot1
+            tracing::error!(
+                "no valid checkpoint in either slot (LBA {} and {})",
+                j.sb.slot0,
+                j.sb.slot1
             );
             FsError::Corrupt(format!(
                 "no valid checkpoint at LBA {} or {} (conventional zone 0)",

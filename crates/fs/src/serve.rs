@@ -135,7 +135,7 @@ impl<S: Served> Lanes<S> {
         drop(self.tx.take());
         for w in self.workers.drain(..) {
             if w.join().is_err() {
-                eprintln!("tegula-fs: a {who} panicked");
+                tracing::error!("a {who} panicked");
             }
         }
     }
@@ -159,7 +159,7 @@ impl ReplyError for FsError {
             self,
             FsError::Corrupt(_) | FsError::Io(_) | FsError::Broken(_)
         ) {
-            eprintln!("tegula-fs: {self}");
+            tracing::error!("{self}");
         }
         self.errno()
     }

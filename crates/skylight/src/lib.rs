@@ -22,17 +22,17 @@
 pub mod error;
 pub mod plot;
 pub mod probe;
+mod probes;
 pub mod report;
 mod session;
 pub mod stats;
-pub mod target;
-mod tests;
+pub mod targets;
 
 pub use error::{ProbeError, Result, TargetError};
 pub use probe::{parse_tests, plan, Probe, ProbeOptions};
 pub use report::Report;
 pub use session::{Observer, Quiet};
-pub use target::{
+pub use targets::{
     check_not_mounted, BlockTarget, ClockKind, DirectTarget, Fresh, NbdTarget, Op, PowerControl,
     Target,
 };

@@ -220,9 +220,24 @@ pub fn draw(p: &Plot, path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Draws every plot into `dir` (created if needed); returns the files written.
+/// Draws every plot into `dir` (created if its parent exists: a mistyped path does not
+/// silently grow a directory tree); returns the files written.
 pub fn write_all(plots: &[Plot], dir: &Path) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).map_err(|e| err(dir, e))?;
+    if !dir.is_dir() {
+        if let Some(parent) = dir.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                let why = std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "the directory {} does not exist (create it first)",
+                        parent.display()
+                    ),
+                );
+                return Err(err(dir, why));
+            }
+        }
+        std::fs::create_dir(dir).map_err(|e| err(dir, e))?;
+    }
     let mut out = Vec::new();
     for p in plots {
         let path = dir.join(&p.file);

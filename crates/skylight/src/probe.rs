@@ -4,10 +4,10 @@
 
 use crate::error::{ProbeError, Result};
 use crate::plot::Plot;
+use crate::probes;
 use crate::report::{Report, TestRecord};
 use crate::session::{Observer, Session};
-use crate::target::Target;
-use crate::tests;
+use crate::targets::Target;
 use std::time::Instant;
 
 /// Section 4.9 (worst-case cleaning time of one band) runs as test number 15.
@@ -163,7 +163,7 @@ pub fn run(target: &mut dyn Target, opts: &ProbeOptions, obs: &mut dyn Observer)
             s.begin(id, name(id), 1);
             why.to_string()
         } else {
-            match tests::run(id, &mut s) {
+            match probes::run(id, &mut s) {
                 Ok(v) => v,
                 Err(e @ ProbeError::Stopped { .. }) => return Err(e),
                 Err(e) => format!("failed: {e}"),
@@ -180,7 +180,7 @@ pub fn run(target: &mut dyn Target, opts: &ProbeOptions, obs: &mut dyn Observer)
         };
         s.report.tests.push(rec);
     }
-    tests::not_applicable(&mut s);
+    probes::not_applicable(&mut s);
     Ok(Probe {
         report: s.report,
         plots: s.plots,

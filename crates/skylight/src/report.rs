@@ -1,7 +1,7 @@
 //! The probe's result: Skylight's Table III for one target, as typed fields (the JSON keys),
 //! a list of properties with the test, evidence and confidence behind each, and the tests run.
 
-use crate::target::ClockKind;
+use crate::targets::ClockKind;
 use serde::Serialize;
 
 /// SMR or conventional.

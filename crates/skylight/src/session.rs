@@ -4,7 +4,7 @@
 use crate::error::{ProbeError, Result, TargetError};
 use crate::plot::Plot;
 use crate::report::Report;
-use crate::target::{ClockKind, Op, Target};
+use crate::targets::{ClockKind, Op, Target};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::Instant;
@@ -270,7 +270,7 @@ impl<'a> Session<'a> {
     }
 
     /// The power control of the target.
-    pub fn power(&self) -> Option<&dyn crate::target::PowerControl> {
+    pub fn power(&self) -> Option<&dyn crate::targets::PowerControl> {
         self.target.power()
     }
 

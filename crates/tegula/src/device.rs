@@ -94,6 +94,8 @@ pub struct Spec {
     /// path without `PATH.zones` becomes a new banded device. Off (the default), such a path
     /// is refused and left untouched.
     pub create: bool,
+    /// The command takes `--banded` (its errors may suggest it).
+    pub offers_banded: bool,
 }
 
 impl Spec {
@@ -108,6 +110,7 @@ impl Spec {
             clock: ClockMode::Virtual,
             mmap_reads: false,
             create: false,
+            offers_banded: false,
         }
     }
 }
@@ -285,7 +288,7 @@ pub fn open(spec: &Spec) -> Result<Opened> {
                 })?),
             }
         }
-        PathKind::Plain => bail!("{}", not_an_image(path)),
+        PathKind::Plain => bail!("{}", not_an_image(path, spec.offers_banded)),
         PathKind::ZoneFiles => return open_zone_files(spec, kind),
         PathKind::ZonedBlock => return open_zbd(spec),
     };
@@ -379,7 +382,7 @@ pub fn open_zoned(spec: &Spec) -> Result<Arc<dyn ZonedDevice>> {
 }
 
 /// Why `path` cannot be opened as an image, with a hint for the usual mistakes.
-fn not_an_image(path: &Path) -> String {
+fn not_an_image(path: &Path, offers_banded: bool) -> String {
     if !path.exists() {
         return format!(
             "{} does not exist (create a drive with `tegula disk create`)",
@@ -388,15 +391,20 @@ fn not_an_image(path: &Path) -> String {
     }
     let mut sidecar = path.as_os_str().to_owned();
     sidecar.push(".zones");
+    let how = if offers_banded {
+        "give --banded ZONE_SIZE"
+    } else {
+        "`db`, `serve resp` and `bench` commands take --banded ZONE_SIZE; this one does not"
+    };
     if Path::new(&sidecar).exists() {
         return format!(
-            "{} is a banded plain file (it has a .zones file): give --banded ZONE_SIZE",
+            "{} is a banded plain file (it has a .zones file): {how}",
             path.display()
         );
     }
     format!(
         "{} is not a tegula disk image (no TGLADISK or TGLADMSR header); to use a plain file or \
-         block device as a banded SMR drive give --banded ZONE_SIZE",
+         block device as a banded SMR drive, {how}",
         path.display()
     )
 }

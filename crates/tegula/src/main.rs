@@ -43,8 +43,14 @@ fn init_logging(verbose: u8) {
     // or tegula itself already unmounted it, and logs the EINVAL it gets as an error ("Unmount
     // failed: Invalid argument"): tegula unmounts explicitly (crates/fs/src/mount.rs), so
     // that message is noise; RUST_LOG still shows it.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{default},fuser::mnt::fuse_pure=off")));
+    // The file system's summary at unmount (requests served, the largest write) is an info
+    // line that belongs in a mount's log at every verbosity.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        let fs = if verbose == 0 { "info" } else { default };
+        EnvFilter::new(format!(
+            "{default},fuser::mnt::fuse_pure=off,tegula_fs::fuse={fs}"
+        ))
+    });
     use std::io::IsTerminal;
     // A second initialisation (never expected) is harmless: ignore its error.
     let _ = tracing_subscriber::fmt()

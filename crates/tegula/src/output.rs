@@ -192,6 +192,16 @@ impl Unit {
             Unit::Byte => lbas * sector_size as u64,
         }
     }
+
+    /// What a number in this unit counts, for headers: `4096-byte blocks`, `512-byte
+    /// sectors` or `bytes`.
+    pub fn name(self, sector_size: u32) -> String {
+        match self {
+            Unit::Lba => format!("{sector_size}-byte blocks"),
+            Unit::Sector => "512-byte sectors".into(),
+            Unit::Byte => "bytes".into(),
+        }
+    }
 }
 
 /// The zone table of `disk report` (and `disk stats` when `bytes` is given), addresses in

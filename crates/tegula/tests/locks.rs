@@ -170,3 +170,24 @@ fn parallel_db_puts_from_many_processes_all_survive() {
         }
     }
 }
+
+/// A wait for a lock is not silent: past the half-second grace the waiter says whom it waits
+/// for and how long it will, then fails naming the holder.
+#[test]
+fn a_lock_wait_says_whom_it_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img");
+    let mut server = serve(&img, &dir.path().join("a.sock"));
+    let out = tegula()
+        .args(["--lock-wait", "1.5", "disk", "reset"])
+        .arg(&img)
+        .args(["--zone", "1"])
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("waiting up to 1.5 s for process"), "{err}");
+    assert!(err.contains("in use by process"), "{err}");
+}

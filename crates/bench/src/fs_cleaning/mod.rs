@@ -351,8 +351,7 @@ pub struct CleaningReport {
 /// `out`. Progress goes to `observer` (a job of one step per run, a note per result).
 pub fn run(opts: &CleaningOptions, observer: &dyn Observer) -> Result<CleaningReport> {
     opts.validate()?;
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     let plan = opts.plan();
     observer.job_started("fs cleaning experiment", plan.len() as u64);
     let mut runs = Vec::with_capacity(plan.len());

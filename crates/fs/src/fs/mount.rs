@@ -41,7 +41,7 @@ impl Fs {
         let dev = tegula_device::ConvZones::wrap_if_needed(dev)?;
         let rec = Journal::open(dev.clone())?;
         let corrupt = |what: String| {
-            eprintln!("tegula-fs: {what}");
+            tracing::error!("{what}");
             FsError::Corrupt(what)
         };
         let mut state = State::decode(&rec.checkpoint)

@@ -190,7 +190,7 @@ pub(super) fn run(sh: &Shared) {
                 sh.progress.tick();
             }
             Err(e) => {
-                eprintln!("tegula-fs: background cleaning: {e}");
+                tracing::error!("background cleaning: {e}");
                 if want_room {
                     c.want_room.store(false, Ordering::Release);
                     c.stuck.fetch_add(1, Ordering::AcqRel);

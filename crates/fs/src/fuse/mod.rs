@@ -216,7 +216,7 @@ impl Shared {
             None => {
                 for ino in q {
                     if let Err(e) = fs.flush_file(ino) {
-                        eprintln!("tegula-fs: writing inode {ino}: {e}");
+                        tracing::error!("writing inode {ino}: {e}");
                     }
                 }
             }
@@ -377,7 +377,7 @@ impl FuseFs {
         drop(tx);
         for h in self.background.drain(..) {
             if h.join().is_err() {
-                eprintln!("tegula-fs: a background thread panicked");
+                tracing::error!("a background thread panicked");
             }
         }
     }

@@ -43,8 +43,8 @@ impl Filesystem for FuseFs {
         // Let queued requests finish, then the background threads, before the final flush.
         self.lanes.stop("worker thread");
         self.stop_background();
-        eprintln!(
-            "tegula-fs: {} requests served ({} workers); largest write request {} bytes",
+        tracing::info!(
+            "{} requests served ({} workers); largest write request {} bytes",
             self.shared.requests.load(Ordering::Relaxed),
             self.threads,
             self.shared.max_write_seen.load(Ordering::Relaxed)
@@ -55,7 +55,7 @@ impl Filesystem for FuseFs {
             None => Ok(()),
         };
         if let Err(e) = &res {
-            eprintln!("tegula-fs: unmount failed to write everything: {e}");
+            tracing::error!("unmount failed to write everything: {e}");
         }
         if let Some(tx) = self.done.take() {
             let _ = tx.send(res);
@@ -77,7 +77,7 @@ impl Filesystem for FuseFs {
                 return (false, 0);
             };
             if let Err(e) = fs.forget(ino, nlookup) {
-                eprintln!("tegula-fs: forget of inode {ino}: {e}");
+                tracing::error!("forget of inode {ino}: {e}");
                 return (false, 0);
             }
             (true, 0)
@@ -93,7 +93,7 @@ impl Filesystem for FuseFs {
             let mut ok = true;
             for n in nodes {
                 if let Err(e) = fs.forget(n.nodeid, n.nlookup) {
-                    eprintln!("tegula-fs: forget of inode {}: {e}", n.nodeid);
+                    tracing::error!("forget of inode {}: {e}", n.nodeid);
                     ok = false;
                 }
             }

@@ -26,7 +26,7 @@ pub(super) fn run(sh: &Shared, rx: mpsc::Receiver<Msg>) {
             Msg::Flush(ino) => {
                 if let Err(e) = write_file(sh, ino) {
                     if !matches!(e, FsError::NoSpace(_)) {
-                        eprintln!("tegula-fs: writing inode {ino}: {e}");
+                        tracing::error!("writing inode {ino}: {e}");
                     }
                 }
             }

@@ -1,12 +1,12 @@
-//! RocksDB and LevelDB behind the server, through tegula-bench's engine adapter (its
-//! [`KvEngine`] over the engines' C APIs), with the same memory budget tegula-bench gives every
+//! RocksDB and LevelDB behind the server, through tegula-kv's engine adapter (its
+//! [`KvEngine`] over the engines' C APIs), with the same memory budget tegula-kv gives every
 //! engine ([`EngineOptions`]' defaults: a 256 MiB write buffer, an 8 MiB block cache, 10 Bloom
 //! bits per key, no compression).
 
 use super::{Backend, Op, SYNC_KEY};
 use crate::error::{BackendError, BackendResult};
 use std::path::Path;
-use tegula_bench::{BatchOp, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
+use tegula_kv::{BatchOp, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
 
 /// Which C-API engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

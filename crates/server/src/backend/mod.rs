@@ -1,6 +1,6 @@
 //! Storage behind the server: the [`Backend`] trait (point reads, ordered scans, atomic write
 //! batches, sync, flush, statistics) and its implementations: SMRDB ([`SmrdbBackend`]) and,
-//! with the `compare` feature, RocksDB and LevelDB through tegula-bench's C-API adapter
+//! with the `compare` feature, RocksDB and LevelDB through tegula-kv's C-API adapter
 //! (`CapiBackend`). The server speaks to every engine through this trait alone, so engines are
 //! compared under identical networking and key encoding.
 

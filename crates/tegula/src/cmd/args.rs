@@ -37,6 +37,7 @@ impl BandedArgs {
     /// The device spec of `path` with these flags.
     pub fn spec(&self, path: &Path, access: Access) -> Result<Spec> {
         let mut spec = Spec::new(path, access);
+        spec.offers_banded = true;
         spec.banded = size_flag("--banded", self.banded.as_deref())?;
         spec.zone_files = size_flag("--zone-files", self.zone_files.as_deref())?;
         spec.capacity = size_flag("--capacity", self.capacity.as_deref())?;

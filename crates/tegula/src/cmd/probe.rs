@@ -124,6 +124,27 @@ fn config_target(name: &str, text: String) -> Result<BlockTarget> {
     Ok(t)
 }
 
+/// A built-in device profile (`tegula disk profiles`' first table) as a probe target: a
+/// conventional drive is probed in memory (the prober should find it is not SMR); the
+/// host-managed kinds have nothing for it to infer.
+fn device_profile_target(t: &str, cfg: tegula_device::DiskConfig) -> Result<Subject> {
+    use tegula_device::DriveKind;
+    match cfg.kind {
+        DriveKind::Cmr => {
+            let d = Arc::new(Disk::in_memory(cfg).with_context(|| format!("emulating {t}"))?);
+            let p: Arc<dyn PowerControl> = Arc::new(DiskPower(d.clone()));
+            let dev: Arc<dyn BlockDevice> = d;
+            Ok(Subject::Plain(Box::new(
+                BlockTarget::new(t, dev).with_power(p),
+            )))
+        }
+        kind => bail!(
+            "{t} is a built-in {} profile: its zones or tracks are managed by the host, so              there is no translation layer to infer; the prober takes a drive-managed profile              (the second table of `tegula disk profiles`, e.g. seagate-5tb) or cmr-7200",
+            kind.name()
+        ),
+    }
+}
+
 /// What is being probed, and what to do with it afterwards.
 enum Subject {
     /// Anything without a file to close.
@@ -163,6 +184,9 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
                 t,
                 text.to_string(),
             )?)));
+        }
+        if let Ok(cfg) = tegula_device::profile(t) {
+            return device_profile_target(t, cfg);
         }
     }
     match device::kind_of(path) {

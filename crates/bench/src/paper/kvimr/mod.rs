@@ -342,8 +342,7 @@ pub fn run(opts: &KvimrOptions, obs: &dyn Observer) -> Result<PaperReport> {
         return Err(Error::invalid("the YCSB phases run after the load"));
     }
     let s = opts.scale.sizes();
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     let per_scheme = opts.parts.load as u64 + opts.parts.sweep as u64;
     obs.job_started("paper kvimr", per_scheme * opts.schemes.len() as u64);
     let mut res = Results::default();

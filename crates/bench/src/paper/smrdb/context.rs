@@ -2,12 +2,12 @@
 //! and measuring one phase in device time on a fresh engine.
 
 use crate::dbbench::{self, DbBenchConfig};
-use crate::engine::{DeviceCounters, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
 use crate::error::{Error, Result};
 use crate::observer::{Observer, Quiet};
 use crate::report::BenchResult;
 use std::path::PathBuf;
 use tegula_device::DiskConfig;
+use tegula_kv::{DeviceCounters, EngineFactory, EngineKind, EngineOptions, KvEngine, Target};
 
 use super::{MIB, VALUE};
 
@@ -137,7 +137,11 @@ pub(super) fn factory(
     cfg: &DiskConfig,
     opts: EngineOptions,
 ) -> Result<EngineFactory> {
-    EngineFactory::new(kind, Target::Emulated(cfg.clone()), opts)
+    Ok(EngineFactory::new(
+        kind,
+        Target::Emulated(cfg.clone()),
+        opts,
+    )?)
 }
 
 /// db_bench settings of one measured phase.

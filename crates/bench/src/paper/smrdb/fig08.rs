@@ -2,10 +2,10 @@
 
 use super::context::{bench_cfg, dev_mb, factory, measure, Out};
 use super::{drive, Sizes};
-use crate::engine::{EngineKind, EngineOptions};
 use crate::error::Result;
 use crate::plot::bars;
 use std::fmt::Write as _;
+use tegula_kv::{EngineKind, EngineOptions};
 
 /// Figure 8's sync intervals (0: never); `None` is the run without the log.
 pub(super) const SYNCS: [Option<u64>; 6] =

@@ -2,10 +2,10 @@
 
 use super::context::{dev_mb, dev_ops, fill_then_readseq, mib, stat, Out};
 use super::{drive, Sizes};
-use crate::engine::{EngineKind, EngineOptions};
 use crate::error::Result;
 use crate::plot::{chart, Series};
 use std::fmt::Write as _;
+use tegula_kv::{EngineKind, EngineOptions};
 
 /// Runs figure 11 on profile `p`.
 pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {

@@ -39,7 +39,6 @@ mod fig14_15;
 pub use fig07::raw_seq_write;
 
 use crate::drive::{zoned_for_smrdb, BANDED_CONVENTIONAL_ZONES};
-use crate::engine::EngineOptions;
 use crate::error::{Error, Result};
 use crate::observer::Observer;
 use crate::paper::PaperReport;
@@ -49,6 +48,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 use tegula_device::{profile, DiskConfig};
+use tegula_kv::EngineOptions;
 
 /// How much work each figure does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -260,8 +260,7 @@ pub fn run(opts: &SmrdbOptions, obs: &dyn Observer) -> Result<PaperReport> {
         drive(p, sizes.band, sizes.capacity)?;
     }
     let figs = figures(&opts.figures)?;
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
 
     obs.job_started("paper smrdb", count_steps(&figs, &sizes, profiles.len()));
     let mut out = Out::new(

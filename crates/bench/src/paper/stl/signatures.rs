@@ -241,8 +241,7 @@ pub fn run(opts: &SignatureOptions, obs: &dyn Observer) -> Result<PaperReport> {
     if opts.configs.is_empty() {
         return Err(Error::invalid("no drive configuration given"));
     }
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     obs.job_started("paper stl-signatures", opts.configs.len() as u64);
     let sigs: Result<Vec<Signature>> = opts
         .configs

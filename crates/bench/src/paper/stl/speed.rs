@@ -130,8 +130,7 @@ pub fn run(opts: &SpeedOptions, obs: &dyn Observer) -> Result<PaperReport> {
         return Err(Error::invalid("--writes must be positive"));
     }
     let cfg = read_config(&opts.config)?;
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     obs.job_started("paper stl-speed", 2);
     let rows = (|| -> Result<Vec<Speed>> {
         obs.step("in memory");

@@ -143,8 +143,7 @@ pub struct Figure2 {
 /// Runs Figure 2 and writes its tables, JSON and plots into `opts.out`.
 pub fn run(opts: &ZeaOptions, obs: &dyn Observer) -> Result<PaperReport> {
     let s = opts.scale.sizes();
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     obs.job_started("paper zea", 3);
     let fig = measure(&s, obs);
     obs.job_finished();

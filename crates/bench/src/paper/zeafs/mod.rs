@@ -147,8 +147,7 @@ fn check(opts: &ZeafsOptions) -> Result<()> {
 /// in the tables.
 pub fn run(opts: &ZeafsOptions, obs: &dyn Observer) -> Result<PaperReport> {
     check(opts)?;
-    std::fs::create_dir_all(&opts.out)
-        .map_err(|e| Error::io(format!("creating {}", opts.out.display()), e))?;
+    crate::report::output_dir(&opts.out)?;
     let tmp = tempfile::Builder::new()
         .prefix("tegula-zeafs-")
         .tempdir()

@@ -233,8 +233,7 @@ pub(super) fn write(a: &ZeafsOptions, runs: &[Run], skipped: &[String]) -> Resul
     if !runs.is_empty() {
         let path = a.plot.clone().unwrap_or_else(|| a.out.join("figure4.svg"));
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| crate::Error::io(format!("creating {}", dir.display()), e))?;
+            crate::report::output_dir(dir)?;
         }
         let title = format!(
             "db_bench {} (num {}, value {} B): throughput over device time",

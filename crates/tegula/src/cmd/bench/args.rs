@@ -20,6 +20,22 @@ use tegula_bench::{DbBenchConfig, EngineKind, EngineOptions, EngineSetup, Storag
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Size(pub u64);
 
+/// Parses `--smrdb_option NAME=VALUE` (VALUE as JSON, or as a string if it is not JSON) for
+/// [`EngineOptions::smrdb_options`].
+pub fn parse_engine_option(s: &str) -> Result<(String, serde_json::Value), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAME=VALUE"))?;
+    let v = serde_json::from_str(v).unwrap_or_else(|_| serde_json::Value::String(v.to_string()));
+    Ok((k.trim().to_string(), v))
+}
+
+/// Parses a byte count that may carry a unit (`100`, `4KiB`, `1GiB`) into a `usize`.
+pub fn parse_byte_count(s: &str) -> Result<usize, String> {
+    let n = tegula_device::parse_size(s)?;
+    usize::try_from(n).map_err(|_| format!("{s} is too large for this machine"))
+}
+
 impl FromStr for Size {
     type Err = String;
 
@@ -115,7 +131,7 @@ pub struct EngineArgs {
     pub statistics: bool,
     /// An SMRDB option for the tegula engines, NAME=VALUE (a field of `tegula_smrdb::Options`, e.g.
     /// `l1_overlap_trigger=8`); repeatable.
-    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = tegula_bench::engine::parse_engine_option)]
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = parse_engine_option)]
     pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Write without the write-ahead log (db_bench's flag): SMRDB's and RocksDB's writes are
     /// then durable only once flushed. LevelDB has no such option and refuses it; cannot be

@@ -26,8 +26,8 @@ pub struct DbArgs {
     /// Key size in bytes.
     #[arg(long = "key_size", alias = "key-size", default_value_t = DbBenchConfig::default().key_size)]
     pub key_size: usize,
-    /// Value size in bytes.
-    #[arg(long = "value_size", alias = "value-size", default_value_t = DbBenchConfig::default().value_size)]
+    /// Value size in bytes (a unit may follow: `4KiB`).
+    #[arg(long = "value_size", alias = "value-size", value_name = "BYTES", value_parser = super::args::parse_byte_count, default_value_t = DbBenchConfig::default().value_size)]
     pub value_size: usize,
     /// Sync every write.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", value_parser = BoolishValueParser::new(), action = ArgAction::Set, value_name = "BOOL", hide_default_value = true, hide_possible_values = true)]

@@ -38,7 +38,7 @@ pub enum BenchCommand {
     /// YCSB core workloads A–F (load and run phases).
     Ycsb(ycsb::YcsbArgs),
     /// Reproductions of the seed papers' figures on the modelled drives: smrdb, zea, zeafs,
-    /// stl-signatures, stl-speed.
+    /// stl-signatures, stl-speed, kvimr.
     #[command(subcommand)]
     Paper(paper::PaperCommand),
     /// Hadoop's TeraGen/TeraSort/TeraValidate on a directory or mount, and HDFS over several

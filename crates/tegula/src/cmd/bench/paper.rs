@@ -108,7 +108,7 @@ pub struct SmrdbArgs {
     #[arg(long)]
     pub capacity: Option<Size>,
     /// An SMRDB option for every run, NAME=VALUE (a field of `tegula_smrdb::Options`); repeatable.
-    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = tegula_bench::engine::parse_engine_option)]
+    #[arg(long = "smrdb_option", alias = "smrdb-option", value_name = "NAME=VALUE", value_parser = super::args::parse_engine_option)]
     pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Random seed.
     #[arg(long, default_value_t = SmrdbOptions::default().seed)]

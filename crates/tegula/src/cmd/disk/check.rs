@@ -106,8 +106,15 @@ pub fn run(a: CheckArgs) -> Result<()> {
         for f in &findings {
             println!("{}: {}", f.severity, f.message);
         }
-        if errors == 0 {
+        if errors == 0 && findings.is_empty() {
             println!("{}: clean", path.display());
+        } else if errors == 0 {
+            let n = findings.len();
+            println!(
+                "{}: no errors; {n} warning{} above",
+                path.display(),
+                if n == 1 { "" } else { "s" }
+            );
         }
     }
     // Read-only: whatever it found is left (fsck's exit status 4).

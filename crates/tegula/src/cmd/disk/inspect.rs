@@ -158,16 +158,18 @@ pub fn report(a: ReportArgs) -> Result<()> {
     if a.json {
         return output::print_json(&zones);
     }
+    let unit = |lbas: u64| a.unit.of(lbas, info.sector_size);
+    let unit_name = a.unit.name(info.sector_size);
     println!(
-        "{}: {} zones of {} sectors ({}){}, {}-byte sectors; {} reported",
+        "{}: {} zones of {} {unit_name} ({}){}; {}-byte logical blocks; {} reported",
         a.img.image.display(),
         info.zones,
-        info.zone_sectors,
+        unit(info.zone_sectors),
         format_size(info.zone_sectors * info.sector_size as u64),
         if info.zone_capacity_sectors < info.zone_sectors {
             format!(
-                " with a capacity of {} sectors ({})",
-                info.zone_capacity_sectors,
+                " with a capacity of {} ({})",
+                unit(info.zone_capacity_sectors),
                 format_size(info.zone_capacity_sectors * info.sector_size as u64)
             )
         } else {

@@ -33,6 +33,15 @@ pub fn run(a: TracksArgs) -> Result<()> {
             disk.config().kind.name()
         );
     };
+    if a.from >= layout.track_count() {
+        bail!(
+            "--from {} is past the last track: {} has {} tracks, 0 to {}",
+            a.from,
+            a.img.image.display(),
+            layout.track_count(),
+            layout.track_count().saturating_sub(1)
+        );
+    }
     let end = a.from.saturating_add(a.count).min(layout.track_count());
     let tracks: Vec<TrackInfo> = (a.from..end).filter_map(|i| layout.track(i)).collect();
     if a.json {

@@ -113,7 +113,11 @@ fn apply(disk: &dyn ZonedDevice, action: ZoneAction, sel: &ZoneSelect, json: boo
         ZoneSelect::List(list) => {
             if let Some(&last) = list.last() {
                 if last >= zones {
-                    bail!("no zone {last}: the device has {zones} zones (0..{zones})");
+                    bail!(
+                        "--zones asks for zones up to {last}, but the device has {zones} zones, \
+                         0 to {}",
+                        zones.saturating_sub(1)
+                    );
                 }
             }
             for &z in list {

@@ -12,8 +12,8 @@
 //! memtable flush does), as a power loss would. With `--sync` every engine loses nothing
 //! acknowledged: that is the setting that compares them at equal durability.
 
-use crate::engine::EngineKind;
-use crate::storage::StorageLabel;
+use crate::EngineKind;
+use crate::StorageLabel;
 use serde::{Deserialize, Serialize};
 
 /// What a crash loses of the writes an engine acknowledged, from least to most.

@@ -6,8 +6,8 @@
 
 use super::capi::{self, take_string, CEngine, CLib};
 use super::rocksdb_ffi as ffi;
-use crate::engine::EngineOptions;
 use crate::error::Result;
+use crate::EngineOptions;
 use std::collections::HashMap;
 use std::ptr;
 
@@ -25,7 +25,7 @@ capi::thread_batch!(ffi);
 // SAFETY: every function forwards to the RocksDB C function of the same name.
 unsafe impl CLib for Rocks {
     const NAME: &'static str = "rocksdb";
-    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Rocksdb;
+    const KIND: crate::EngineKind = crate::EngineKind::Rocksdb;
     capi::common_api!(ffi);
 
     unsafe fn configure(

@@ -175,9 +175,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     for &st in &starts {
         let c = stride_reads(s, st + len + STRIDE, cal)?;
         let c = &c[1..];
-        if std::env::var("SKY_DEBUG").is_ok() {
-            eprintln!("cal at {st}: {:?}", &c[..40]);
-        }
+        tracing::debug!("band size calibration at {st}: {:?}", &c[..c.len().min(40)]);
         thr = if flash {
             thr.min(c.iter().copied().fold(f64::INFINITY, f64::min) * 0.7)
         } else {
@@ -197,10 +195,8 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             .iter()
             .map(|&st| look(s, st, per, thr, flash))
             .collect::<Result<_>>()?;
-        if std::env::var("SKY_DEBUG").is_ok() {
-            for x in &seen {
-                eprintln!("round {round}: {} {:?}", x.note, x.band);
-            }
+        for x in &seen {
+            tracing::debug!("band size round {round}: {} {:?}", x.note, x.band);
         }
         let sc: usize = seen.iter().map(|x| x.band.map_or(0, |b| b.2.min(4))).sum();
         if sc > score || best.is_empty() {

@@ -4,9 +4,9 @@
 
 use super::counted::Counted;
 use crate::durability::{Durability, SyncPolicy};
-use crate::engine::{BatchOp, DeviceCounters, EngineKind, EngineOptions, KvEngine};
 use crate::error::{Error, Result};
-use crate::storage::StorageLabel;
+use crate::StorageLabel;
+use crate::{BatchOp, DeviceCounters, EngineKind, EngineOptions, KvEngine};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk, HostBanded, ZoneFiles, ZonedDevice};
 use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};

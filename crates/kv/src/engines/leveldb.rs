@@ -6,8 +6,8 @@
 
 use super::capi::{self, CEngine, CLib};
 use super::leveldb_ffi as ffi;
-use crate::engine::EngineOptions;
 use crate::error::Result;
+use crate::EngineOptions;
 use std::ptr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -40,7 +40,7 @@ capi::thread_batch!(ffi);
 // SAFETY: every function forwards to the LevelDB C function of the same name.
 unsafe impl CLib for Level {
     const NAME: &'static str = "leveldb";
-    const KIND: crate::engine::EngineKind = crate::engine::EngineKind::Leveldb;
+    const KIND: crate::EngineKind = crate::EngineKind::Leveldb;
     capi::common_api!(ffi);
 
     unsafe fn configure(

@@ -9,8 +9,8 @@
 //! table options, statistics and `disableWAL`; LevelDB's filter policy object and the absence
 //! of a flush call) lives in its [`CLib`] implementation.
 
-use crate::engine::{BatchOp, EngineOptions, KvEngine};
 use crate::error::{Error, Result};
+use crate::{BatchOp, EngineOptions, KvEngine};
 use std::ffi::{c_void, CStr, CString};
 use std::os::raw::{c_char, c_int, c_uchar};
 use std::path::Path;
@@ -370,7 +370,7 @@ pub(crate) unsafe trait CLib: Default + Send + Sync + Sized + 'static {
     /// Engine name in results (`rocksdb`, `leveldb`).
     const NAME: &'static str;
     /// The engine.
-    const KIND: crate::engine::EngineKind;
+    const KIND: crate::EngineKind;
     type Db;
     type Options;
     type Cache;
@@ -708,8 +708,8 @@ impl<L: CLib> KvEngine for CEngine<L> {
         self.lib.thread_started()
     }
 
-    fn storage(&self) -> crate::storage::StorageLabel {
-        crate::storage::StorageLabel::Dir
+    fn storage(&self) -> crate::StorageLabel {
+        crate::StorageLabel::Dir
     }
 
     fn durability(&self, sync: crate::durability::SyncPolicy) -> crate::durability::Durability {

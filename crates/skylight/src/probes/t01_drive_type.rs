@@ -9,7 +9,7 @@ use crate::plot::Plot;
 use crate::report::{bytes, CacheMedia, DriveType, JournalReport};
 use crate::session::{Entries, Session};
 use crate::stats::{median, outliers, periodic_slow, spread};
-use crate::target::Op;
+use crate::targets::Op;
 use serde_json::json;
 
 /// Blocks of writes per region.

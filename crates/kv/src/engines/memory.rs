@@ -1,8 +1,8 @@
 //! The reference engine: a `BTreeMap` behind a lock. It checks the harness end to end in
 //! tests and, run as `--engine memory`, shows what the harness itself costs per operation.
 
-use crate::engine::{BatchOp, KvEngine};
 use crate::error::{Error, Result};
+use crate::{BatchOp, KvEngine};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::RwLock;
