@@ -186,8 +186,8 @@ mod tests {
         assert_eq!(d.pos(), 1);
         assert_eq!(d.u32(), Ok(u32::from_le_bytes([2, 3, 4, 5])));
         assert_eq!(
-            d.take(usize::MAX).map_err(|e| e.to_string()),
-            Err("truncated at offset 5: need 18446744073709551615 bytes, 0 left".into())
+            d.take(usize::MAX).unwrap_err().to_string(),
+            "truncated at offset 5: need 18446744073709551615 bytes, 0 left"
         );
     }
 

@@ -362,8 +362,8 @@ mod tests {
         let mut bad = f.clone();
         bad[4] = 9;
         assert_eq!(
-            REC.decode(&bad).map_err(|e| e.to_string()),
-            Err("unsupported frame version 9".into())
+            REC.decode(&bad).unwrap_err().to_string(),
+            "unsupported frame version 9"
         );
         let mut bad = f.clone();
         bad[5] = 3;
@@ -382,8 +382,8 @@ mod tests {
         ));
         let s = SLOT.encode(0, 1, b"");
         assert_eq!(
-            SLOT.decode(&s[..10]).map_err(|e| e.to_string()),
-            Err("truncated at offset 8: need 4 bytes, 2 left".into())
+            SLOT.decode(&s[..10]).unwrap_err().to_string(),
+            "truncated at offset 8: need 4 bytes, 2 left"
         );
         // An all-zero (never written) region is a bad magic, not a panic.
         assert_eq!(

@@ -8,6 +8,7 @@
 //!   describes its payload.
 //! * [`checksum`]: CRC-32C, plain and masked.
 //! * [`text_header`]: the header of an image that carries its configuration as text.
+//! * [`FormatError`]: what every decoder of an on-disk structure returns.
 //!
 //! ```
 //! use tegula_codec::{Dec, Enc};
@@ -24,9 +25,11 @@ pub mod checksum;
 mod dec;
 mod enc;
 mod error;
+mod format;
 pub mod frame;
 pub mod text_header;
 
 pub use dec::Dec;
 pub use enc::{varint_len, Enc};
 pub use error::DecodeError;
+pub use format::FormatError;

@@ -17,7 +17,8 @@
 //! this module checks only what every such header shares.
 
 use crate::checksum::crc32c;
-use crate::{Dec, Enc};
+use crate::{Dec, DecodeError, Enc};
+use std::ops::RangeInclusive;
 
 /// Bytes before the layout fields.
 const PREFIX: usize = 24;
@@ -43,11 +44,77 @@ pub struct HeaderKind<'a> {
     /// Its magic.
     pub magic: &'a [u8; 8],
     /// The versions this build reads.
-    pub versions: std::ops::RangeInclusive<u32>,
+    pub versions: RangeInclusive<u32>,
     /// How many `u64` layout fields follow the flags.
     pub fields: usize,
     /// The bytes reserved for the header at the start of the image.
     pub region: u64,
+}
+
+/// Why a text header did not decode; each variant names the offset at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// The bytes ended inside the header.
+    #[error(transparent)]
+    Truncated(#[from] DecodeError),
+    /// The magic is not this kind's.
+    #[error("not a {name} (bad magic at offset 0)")]
+    Magic {
+        /// The image's name.
+        name: String,
+    },
+    /// A version this build does not read.
+    #[error(
+        "unsupported {name} version {found} (this build reads {})",
+        reads_text(reads)
+    )]
+    Version {
+        /// The image's name.
+        name: String,
+        /// The version found.
+        found: u32,
+        /// The versions this build reads.
+        reads: RangeInclusive<u32>,
+    },
+    /// The header length disagrees with the text length, or runs past the header region.
+    #[error(
+        "corrupt header: length {header_len} does not match config length {text_len} (offset 12)"
+    )]
+    Length {
+        /// The header length stored at offset 12.
+        header_len: usize,
+        /// The text length stored at offset 16.
+        text_len: usize,
+    },
+    /// The stored checksum does not match the header's bytes.
+    #[error(
+        "corrupt header: checksum mismatch at offset {at} (stored {stored:#010x}, computed {computed:#010x})"
+    )]
+    Checksum {
+        /// Offset of the checksum.
+        at: usize,
+        /// Checksum stored.
+        stored: u32,
+        /// Checksum of the bytes read.
+        computed: u32,
+    },
+    /// The configuration text is not UTF-8.
+    #[error("corrupt header: configuration is not UTF-8 (offset {at})")]
+    Utf8 {
+        /// Offset of the text.
+        at: usize,
+    },
+}
+
+/// "version 1" or "versions 1 to 2".
+fn reads_text(r: &RangeInclusive<u32>) -> String {
+    let (lo, hi) = (r.start(), r.end());
+    if lo == hi {
+        format!("version {lo}")
+    } else {
+        format!("versions {lo} to {hi}")
+    }
 }
 
 impl HeaderKind<'_> {
@@ -74,24 +141,20 @@ impl HeaderKind<'_> {
     }
 
     /// Decodes a header of this kind, checking magic, version range, lengths, checksum and
-    /// that the text is UTF-8. Errors are one line naming the offset at fault.
-    pub fn decode<'b>(&self, b: &'b [u8]) -> Result<TextHeader<'b>, String> {
+    /// that the text is UTF-8. Each error is one line naming the offset at fault.
+    pub fn decode<'b>(&self, b: &'b [u8]) -> Result<TextHeader<'b>, HeaderError> {
         let mut d = Dec::new(b);
+        let name = || self.name.to_string();
         if d.take(8)? != self.magic {
-            return Err(format!("not a {} (bad magic at offset 0)", self.name));
+            return Err(HeaderError::Magic { name: name() });
         }
         let version = d.u32()?;
         if !self.versions.contains(&version) {
-            let (lo, hi) = (self.versions.start(), self.versions.end());
-            let reads = if lo == hi {
-                format!("version {lo}")
-            } else {
-                format!("versions {lo} to {hi}")
-            };
-            return Err(format!(
-                "unsupported {} version {version} (this build reads {reads})",
-                self.name
-            ));
+            return Err(HeaderError::Version {
+                name: name(),
+                found: version,
+                reads: self.versions.clone(),
+            });
         }
         let header_len = d.u32()? as usize;
         let text_len = d.u32()? as usize;
@@ -103,23 +166,23 @@ impl HeaderKind<'_> {
         if Some(header_len) != self.fixed_len().checked_add(text_len)
             || header_len as u64 + 4 > self.region
         {
-            return Err(format!(
-                "corrupt header: length {header_len} does not match config length {text_len} (offset 12)"
-            ));
+            return Err(HeaderError::Length {
+                header_len,
+                text_len,
+            });
         }
         let text = d.take(text_len)?;
-        let crc = d.u32()?;
-        let actual = crc32c(&b[..header_len]);
-        if crc != actual {
-            return Err(format!(
-                "corrupt header: checksum mismatch at offset {header_len} (stored {crc:#010x}, computed {actual:#010x})"
-            ));
+        let stored = d.u32()?;
+        let computed = crc32c(&b[..header_len]);
+        if stored != computed {
+            return Err(HeaderError::Checksum {
+                at: header_len,
+                stored,
+                computed,
+            });
         }
-        let text = std::str::from_utf8(text).map_err(|_| {
-            format!(
-                "corrupt header: configuration is not UTF-8 (offset {})",
-                self.fixed_len()
-            )
+        let text = std::str::from_utf8(text).map_err(|_| HeaderError::Utf8 {
+            at: self.fixed_len(),
         })?;
         Ok(TextHeader {
             version,
@@ -160,18 +223,31 @@ mod tests {
         let b = KIND.encode(1, 0, &[1, 2, 3], "text");
         let mut m = b.clone();
         m[0] ^= 1;
-        assert!(KIND.decode(&m).unwrap_err().contains("bad magic"));
+        assert!(KIND
+            .decode(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("bad magic"));
         let v = KIND.encode(3, 0, &[1, 2, 3], "text");
         assert!(KIND
             .decode(&v)
             .unwrap_err()
+            .to_string()
             .contains("reads versions 1 to 2"));
         let mut m = b.clone();
         m[12] ^= 1;
-        assert!(KIND.decode(&m).unwrap_err().contains("offset 12"));
+        assert!(KIND
+            .decode(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("offset 12"));
         let mut m = b.clone();
         m[50] ^= 0x80;
-        assert!(KIND.decode(&m).unwrap_err().contains("checksum"));
+        assert!(KIND
+            .decode(&m)
+            .unwrap_err()
+            .to_string()
+            .contains("checksum"));
         for n in 0..b.len() {
             assert!(KIND.decode(&b[..n]).is_err(), "truncated at {n}");
         }

@@ -654,8 +654,7 @@ impl DiskConfig {
         let g = crate::mechanics::Mechanics::new(
             self.geometry_params(self.media.cylinders),
             &self.timing,
-        )
-        .map_err(DeviceError::Config)?;
+        )?;
         let bytes = g.geometry().total_sectors() * ss;
         Ok(bytes / self.zones.zone_size * self.zones.zone_size)
     }
@@ -668,8 +667,7 @@ impl DiskConfig {
         let full = crate::mechanics::Mechanics::new(
             self.geometry_params(self.media.cylinders),
             &self.timing,
-        )
-        .map_err(DeviceError::Config)?;
+        )?;
         let full_sectors = full.geometry().total_sectors();
         if need > full_sectors {
             return Err(DeviceError::Config(format!(
@@ -685,8 +683,7 @@ impl DiskConfig {
         let (mut lo, mut hi) = (2u64, self.media.cylinders);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let m = crate::mechanics::Mechanics::new(self.geometry_params(mid), &self.timing)
-                .map_err(DeviceError::Config)?;
+            let m = crate::mechanics::Mechanics::new(self.geometry_params(mid), &self.timing)?;
             if m.geometry().total_sectors() >= need {
                 hi = mid;
             } else {
@@ -694,7 +691,6 @@ impl DiskConfig {
             }
         }
         crate::mechanics::Mechanics::new(self.geometry_params(lo), &self.timing)
-            .map_err(DeviceError::Config)
     }
 
     /// The "CMR twin" of an interlaced configuration: the same geometry and timing with

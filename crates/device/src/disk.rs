@@ -158,13 +158,14 @@ impl Disk {
                 if wp < z.start_lba || wp > z.end_lba() {
                     return Err(DeviceError::Image {
                         path: path.display().to_string(),
-                        problem: format!("zone {i} write pointer {wp} lies outside the zone"),
+                        problem: format!("zone {i} write pointer {wp} lies outside the zone")
+                            .into(),
                     });
                 }
                 if z.zone_type.is_sequential() == (c == ZoneCondition::NotWritePointer) {
                     return Err(DeviceError::Image {
                         path: path.display().to_string(),
-                        problem: format!("zone {i} condition {c} does not fit its type"),
+                        problem: format!("zone {i} condition {c} does not fit its type").into(),
                     });
                 }
                 g.zones.set_state(i as u32, c, wp, ns);

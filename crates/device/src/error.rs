@@ -1,6 +1,8 @@
 //! Typed errors of the device layer.
 
+use crate::slots::NoValidSlot;
 use std::io;
+use tegula_codec::FormatError;
 
 /// Everything a device operation can fail with. Each variant names what and where.
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +168,8 @@ pub enum DeviceError {
         /// Path of the image.
         path: String,
         /// What is wrong, with the offset where it applies.
-        problem: String,
+        #[source]
+        problem: ImageProblem,
     },
     /// Another process holds the image (or backing file) locked: writing it from two
     /// processes at once would lose data.
@@ -186,6 +189,59 @@ pub enum DeviceError {
         #[source]
         source: io::Error,
     },
+}
+
+/// What is wrong with an image, or with a file the device layer keeps its metadata in (the
+/// problem of [`DeviceError::Image`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImageProblem {
+    /// A structure did not decode: its frame, header, a field, or a value its format rules out.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+    /// A named structure of the image (its descriptor) did not decode.
+    #[error("{what}: {source}")]
+    Structure {
+        /// The structure.
+        what: &'static str,
+        /// Why it did not decode.
+        #[source]
+        source: FormatError,
+    },
+    /// Neither state slot holds a valid state; names both problems.
+    #[error(transparent)]
+    Slots(Box<NoValidSlot<ImageProblem>>),
+    /// Reading back what a state record lists failed.
+    #[error("{doing}: {source}")]
+    Io {
+        /// What was being read.
+        doing: String,
+        /// The host's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The file disagrees with itself or with what was asked (a size, a zone count), worded
+    /// for a person with the offset at fault.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl From<NoValidSlot<ImageProblem>> for ImageProblem {
+    fn from(e: NoValidSlot<ImageProblem>) -> Self {
+        ImageProblem::Slots(Box::new(e))
+    }
+}
+
+impl From<String> for ImageProblem {
+    fn from(s: String) -> Self {
+        ImageProblem::Invalid(s)
+    }
+}
+
+impl From<&str> for ImageProblem {
+    fn from(s: &str) -> Self {
+        ImageProblem::Invalid(s.into())
+    }
 }
 
 /// Why a sector reads back as a media error.

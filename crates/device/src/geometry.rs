@@ -10,6 +10,7 @@
 //! Each track's sector 0 is placed at an angle (its skew) chosen so that a sequential transfer
 //! crossing to the next track arrives just after the switch completes and loses no revolution.
 
+use crate::error::{DeviceError, Result};
 use crate::units::Nanos;
 
 /// One revolution in angle units. The platter advances `rpm` angle units per nanosecond, so the
@@ -143,25 +144,30 @@ pub struct Geometry {
 
 impl Geometry {
     /// Builds the layout and the track skews.
-    pub fn new(params: GeometryParams, skew: SkewTimes) -> Result<Self, String> {
+    pub fn new(params: GeometryParams, skew: SkewTimes) -> Result<Self> {
         let p = &params;
         if p.sector_size != 512 && p.sector_size != 4096 {
-            return Err(format!(
+            return Err(DeviceError::Config(format!(
                 "sector size must be 512 or 4096, got {}",
                 p.sector_size
-            ));
+            )));
         }
         if p.rpm == 0 || p.heads == 0 || p.cylinders == 0 || p.stroke == 0 {
-            return Err("rpm, heads, cylinders and stroke must be positive".into());
+            return Err(DeviceError::Config(
+                "rpm, heads, cylinders and stroke must be positive".into(),
+            ));
         }
         if !(p.od_id_ratio >= 1.0 && p.od_id_ratio.is_finite()) {
-            return Err(format!("od_id_ratio must be ≥ 1, got {}", p.od_id_ratio));
+            return Err(DeviceError::Config(format!(
+                "od_id_ratio must be ≥ 1, got {}",
+                p.od_id_ratio
+            )));
         }
         if let Some(r) = p.interlace {
             if !(r.is_finite() && (1.0..=4.0).contains(&r)) {
-                return Err(format!(
+                return Err(DeviceError::Config(format!(
                     "interlace bottom/top ratio must be within 1..4, got {r}"
-                ));
+                )));
             }
         }
         let nz = (p.recording_zones.max(1) as u64).min(p.cylinders);
@@ -178,10 +184,10 @@ impl Geometry {
             let bytes = p.od_track_bytes as f64 * (1.0 - (1.0 - 1.0 / p.od_id_ratio) * frac);
             let spt = (bytes / p.sector_size as f64).floor() as u64;
             if spt == 0 {
-                return Err(format!(
+                return Err(DeviceError::Config(format!(
                     "track of {bytes:.0} bytes holds no {}-byte sector",
                     p.sector_size
-                ));
+                )));
             }
             let spt_odd = match p.interlace {
                 Some(r) => ((spt as f64 / r).round() as u64).max(1),

@@ -4,7 +4,7 @@
 //! sparse data region.
 
 use crate::config::DiskConfig;
-use crate::error::{DeviceError, Result};
+use crate::error::{DeviceError, ImageProblem, Result};
 use crate::imagefile::{self, ImageFileError, SlotPair};
 use crate::ranges::RangeSet;
 use crate::slots;
@@ -16,7 +16,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use tegula_codec::frame::Format;
 use tegula_codec::text_header::HeaderKind;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Magic number at offset 0 of every tegula disk image.
 pub const IMAGE_MAGIC: [u8; 8] = *b"TGLADISK";
@@ -95,11 +95,13 @@ pub fn encode_header(h: &ImageHeader) -> Vec<u8> {
 }
 
 /// Decodes a header, checking magic, version, lengths and checksum.
-pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
+pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, FormatError> {
     let raw = HEADER.decode(b)?;
     let version = raw.version;
     let [state_offset, slot_size, data_offset] = raw.fields[..] else {
-        return Err("corrupt header: layout fields missing".into());
+        return Err(FormatError::invalid(
+            "corrupt header: layout fields missing",
+        ));
     };
     let config = imagefile::header_config(&HEADER, &raw, DiskConfig::from_toml, |c| c.store_data)?;
     // Checked arithmetic: a forged layout must not overflow when the image is opened.
@@ -116,7 +118,7 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<ImageHeader, String> {
         || slots_end.is_none_or(|e| data_offset < e)
         || data_offset.checked_add(data_bytes).is_none()
     {
-        return Err(format!("corrupt header: bad layout (state at {state_offset}, slot {slot_size}, data at {data_offset})"));
+        return Err(FormatError::invalid(format!("corrupt header: bad layout (state at {state_offset}, slot {slot_size}, data at {data_offset})")));
     }
     Ok(ImageHeader {
         version,
@@ -135,22 +137,22 @@ fn encode_ranges(e: &mut Enc, r: &RangeSet) {
     }
 }
 
-fn decode_ranges(d: &mut Dec<'_>, what: &str) -> std::result::Result<RangeSet, String> {
+fn decode_ranges(d: &mut Dec<'_>, what: &str) -> std::result::Result<RangeSet, FormatError> {
     let n = d.u32()? as usize;
     if n > d.remaining() / 16 {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "corrupt state: {n} {what} ranges do not fit (offset {})",
             d.pos()
-        ));
+        )));
     }
     let mut r = RangeSet::new();
     for _ in 0..n {
         let (s, e) = (d.u64()?, d.u64()?);
         if s >= e {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "corrupt state: empty {what} range {s}..{e} (offset {})",
                 d.pos()
-            ));
+            )));
         }
         r.insert(s, e);
     }
@@ -175,29 +177,34 @@ pub fn encode_state(s: &ImageState) -> Vec<u8> {
 }
 
 /// Decodes a state record, checking magic, version, length and checksum.
-pub fn decode_state(b: &[u8]) -> std::result::Result<ImageState, String> {
-    let f = STATE_FORMAT.decode(b).map_err(|e| e.to_string())?;
+pub fn decode_state(b: &[u8]) -> std::result::Result<ImageState, FormatError> {
+    let f = STATE_FORMAT.decode(b)?;
     let seq = f.header.seq;
     let body = f.payload;
     let mut d = Dec::new(body);
     let now = d.u64()?;
     let nz = d.u32()? as usize;
     if nz > d.remaining() / 10 {
-        return Err(format!("corrupt state: {nz} zones do not fit"));
+        return Err(FormatError::invalid(format!(
+            "corrupt state: {nz} zones do not fit"
+        )));
     }
     let mut zones = Vec::with_capacity(nz);
     for i in 0..nz {
         let c = d.u8()?;
-        let cond = ZoneCondition::from_code(c)
-            .ok_or_else(|| format!("corrupt state: zone {i} has unknown condition code {c}"))?;
+        let cond = ZoneCondition::from_code(c).ok_or_else(|| {
+            FormatError::invalid(format!(
+                "corrupt state: zone {i} has unknown condition code {c}"
+            ))
+        })?;
         let ns = d.u8()? != 0;
         zones.push((cond, ns, d.u64()?));
     }
     let destroyed = decode_ranges(&mut d, "destroyed")?;
     let injected = decode_ranges(&mut d, "media-error")?;
     let sbytes = d.bytes_u32()?;
-    let stats =
-        serde_json::from_slice(sbytes).map_err(|e| format!("corrupt state: statistics: {e}"))?;
+    let stats = serde_json::from_slice(sbytes)
+        .map_err(|e| FormatError::invalid(format!("corrupt state: statistics: {e}")))?;
     Ok(ImageState {
         seq,
         now,
@@ -221,7 +228,7 @@ pub struct ImageFile {
     next_seq: u64,
 }
 
-fn image_err(path: &Path, problem: impl Into<String>) -> DeviceError {
+fn image_err(path: &Path, problem: impl Into<ImageProblem>) -> DeviceError {
     DeviceError::Image {
         path: path.display().to_string(),
         problem: problem.into(),
@@ -310,7 +317,9 @@ impl ImageFile {
             ));
         }
         let pair = slot_pair(&header)
-            .read(&file, header.slot_size as usize, decode_state)
+            .read(&file, header.slot_size as usize, |b| {
+                decode_state(b).map_err(ImageProblem::from)
+            })
             .map_err(file_err(path))?;
         let choice = slots::choose("state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
         let (state, warnings) = (choice.state, choice.warnings);

@@ -3,7 +3,7 @@
 //! its lock, reading the header region, the store-data flag, reading both slots and writing the
 //! older one. The bytes of each format stay its own module's; only the handling is here.
 
-use crate::error::DeviceError;
+use crate::error::{DeviceError, ImageProblem};
 use crate::slots::SlotRead;
 use std::fmt::Display;
 use std::fs::{File, OpenOptions};
@@ -12,6 +12,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use tegula_codec::frame::Format;
 use tegula_codec::text_header::{HeaderKind, TextHeader};
+use tegula_codec::FormatError;
 
 /// Flag bit 0 of both image headers: the drive stores data (a data region follows).
 pub const FLAG_STORE_DATA: u32 = 1;
@@ -29,8 +30,8 @@ pub enum ImageFileError {
         source: io::Error,
     },
     /// The file is not a usable image (worded for a person, with the offset at fault).
-    #[error("{0}")]
-    Invalid(String),
+    #[error(transparent)]
+    Invalid(ImageProblem),
     /// Taking the image's lock failed (another process holds it).
     #[error(transparent)]
     Device(#[from] DeviceError),
@@ -66,9 +67,9 @@ pub fn open_locked(path: &Path, writable: bool, create: bool) -> Result<File> {
 pub fn read_header(file: &File, kind: &HeaderKind<'_>) -> Result<(u64, Vec<u8>)> {
     let size = file.metadata().map_err(io("stat"))?.len();
     if size < kind.fixed_len() as u64 + 4 {
-        return Err(ImageFileError::Invalid(format!(
-            "truncated: {size} bytes is shorter than an image header"
-        )));
+        return Err(ImageFileError::Invalid(
+            format!("truncated: {size} bytes is shorter than an image header").into(),
+        ));
     }
     let mut b = vec![0u8; kind.region.min(size) as usize];
     file.read_exact_at(&mut b, 0)
@@ -92,17 +93,17 @@ pub fn header_config<C, E: Display>(
     raw: &TextHeader<'_>,
     parse: impl FnOnce(&str) -> std::result::Result<C, E>,
     store_data: impl FnOnce(&C) -> bool,
-) -> std::result::Result<C, String> {
+) -> std::result::Result<C, FormatError> {
     let config = parse(raw.text).map_err(|e| {
-        format!(
+        FormatError::invalid(format!(
             "corrupt header: configuration (offset {}): {e}",
             kind.fixed_len()
-        )
+        ))
     })?;
     if store_data(&config) != (raw.flags & FLAG_STORE_DATA != 0) {
-        return Err(
-            "corrupt header: store-data flag disagrees with the configuration (offset 20)".into(),
-        );
+        return Err(FormatError::invalid(
+            "corrupt header: store-data flag disagrees with the configuration (offset 20)",
+        ));
     }
     Ok(config)
 }
@@ -121,13 +122,13 @@ pub struct SlotPair<'a> {
 impl SlotPair<'_> {
     /// Reads the first `len` bytes of both slots and decodes them with `decode`, for
     /// [`crate::slots::choose`].
-    pub fn read<T>(
+    pub fn read<T, E>(
         &self,
         file: &File,
         len: usize,
-        decode: impl Fn(&[u8]) -> std::result::Result<T, String>,
-    ) -> Result<[SlotRead<T>; 2]> {
-        let read = |slot: u64| -> Result<SlotRead<T>> {
+        decode: impl Fn(&[u8]) -> std::result::Result<T, E>,
+    ) -> Result<[SlotRead<T, E>; 2]> {
+        let read = |slot: u64| -> Result<SlotRead<T, E>> {
             let off = self.offset + slot * self.size;
             let mut b = vec![0u8; len];
             file.read_exact_at(&mut b, off)
@@ -143,11 +144,14 @@ impl SlotPair<'_> {
     /// older one), `fdatasync`ing it with `sync`; `what` names the state when it does not fit.
     pub fn write(&self, file: &File, what: &str, seq: u64, b: &[u8], sync: bool) -> Result<()> {
         if b.len() as u64 > self.size {
-            return Err(ImageFileError::Invalid(format!(
-                "{what} of {} bytes exceeds the {}-byte slot (too many damaged ranges)",
-                b.len(),
-                self.size
-            )));
+            return Err(ImageFileError::Invalid(
+                format!(
+                    "{what} of {} bytes exceeds the {}-byte slot (too many damaged ranges)",
+                    b.len(),
+                    self.size
+                )
+                .into(),
+            ));
         }
         let off = self.offset + (seq % 2) * self.size;
         file.write_all_at(b, off)

@@ -3,6 +3,7 @@
 //! with track switches inside long transfers. A read-ahead window lets a sequential read
 //! stream continue at media rate across commands, as a drive's look-ahead buffer does.
 
+use crate::error::{DeviceError, Result};
 use crate::geometry::{Geometry, GeometryParams, Location, SkewTimes, ANGLE_FULL};
 use crate::seek::{SeekCurve, SeekPoints};
 use crate::units::{ms, Nanos};
@@ -82,7 +83,7 @@ const SKEW_MARGIN: Nanos = 50_000;
 
 impl Mechanics {
     /// Fits the seek curves and builds the geometry with matching track skews.
-    pub fn new(gp: GeometryParams, tp: &TimingParams) -> Result<Self, String> {
+    pub fn new(gp: GeometryParams, tp: &TimingParams) -> Result<Self> {
         let cyl = gp.cylinders.max(2);
         let read_curve = SeekCurve::fit(tp.seek_read, cyl)?;
         let write_curve = SeekCurve::fit(tp.seek_write, cyl)?;
@@ -113,7 +114,9 @@ impl Mechanics {
             section: section + SKEW_MARGIN,
         };
         if tp.interface_mb_s <= 0.0 {
-            return Err("interface_mb_s must be positive".into());
+            return Err(DeviceError::Config(
+                "interface_mb_s must be positive".into(),
+            ));
         }
         let sector = gp.sector_size as u64;
         let geo = Geometry::new(gp, skew)?;

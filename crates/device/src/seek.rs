@@ -6,6 +6,7 @@
 //! `a = (−10c + 15·avg − 5·full) / (3·sqrt(N))` and `b = (7c − 15·avg + 8·full) / (3·N)`.
 //! The average over uniformly random start and end cylinders then equals `avg`.
 
+use crate::error::{DeviceError, Result};
 use crate::units::Nanos;
 use serde::{Deserialize, Serialize};
 
@@ -31,25 +32,25 @@ pub struct SeekCurve {
 impl SeekCurve {
     /// Fits the curve; fails when the three points give a negative coefficient (then the curve
     /// would not be monotonic and a table of measured points is needed instead).
-    pub fn fit(p: SeekPoints, cylinders: u64) -> Result<Self, String> {
+    pub fn fit(p: SeekPoints, cylinders: u64) -> Result<Self> {
         if cylinders < 2 {
-            return Err(format!(
+            return Err(DeviceError::Config(format!(
                 "a seek curve needs at least 2 cylinders, got {cylinders}"
-            ));
+            )));
         }
         let n = cylinders as f64;
         let (c, avg, full) = (p.t2t_ms, p.avg_ms, p.full_ms);
         if !(c > 0.0 && avg >= c && full >= avg) {
-            return Err(format!(
+            return Err(DeviceError::Config(format!(
                 "seek points must satisfy 0 < t2t ≤ avg ≤ full, got {c} / {avg} / {full} ms"
-            ));
+            )));
         }
         let a = (-10.0 * c + 15.0 * avg - 5.0 * full) / (3.0 * n.sqrt());
         let b = (7.0 * c - 15.0 * avg + 8.0 * full) / (3.0 * n);
         if a < 0.0 || b < 0.0 {
-            return Err(format!(
+            return Err(DeviceError::Config(format!(
                 "seek points {c} / {avg} / {full} ms give a non-monotonic three-point curve (a={a:.4}, b={b:.6})"
-            ));
+            )));
         }
         Ok(SeekCurve {
             c_ns: c * 1e6,

@@ -6,13 +6,15 @@
 //! one (harmless: the next save rewrites it). A slot never written (its header is all zero) is
 //! not a problem.
 
-/// What reading one slot found.
+use std::fmt;
+
+/// What reading one slot found; `E` is why a slot did not decode (the format's error).
 #[derive(Debug, Clone)]
-pub struct SlotRead<T> {
+pub struct SlotRead<T, E> {
     /// Byte offset of the slot in the image.
     pub offset: u64,
     /// The decoded state, or why it did not decode.
-    pub decoded: Result<T, String>,
+    pub decoded: Result<T, E>,
     /// The sequence its header claims when the header itself decodes (the checksum may still
     /// fail).
     pub claimed_seq: Option<u64>,
@@ -20,14 +22,9 @@ pub struct SlotRead<T> {
     pub blank: bool,
 }
 
-impl<T> SlotRead<T> {
+impl<T, E> SlotRead<T, E> {
     /// Builds the record for the slot at `offset` whose first bytes are `head`.
-    pub fn new(
-        offset: u64,
-        head: &[u8],
-        decoded: Result<T, String>,
-        claimed_seq: Option<u64>,
-    ) -> Self {
+    pub fn new(offset: u64, head: &[u8], decoded: Result<T, E>, claimed_seq: Option<u64>) -> Self {
         SlotRead {
             offset,
             decoded,
@@ -48,47 +45,87 @@ pub struct SlotChoice<T> {
     pub warnings: Vec<String>,
 }
 
-const NAMES: [&str; 2] = ["A", "B"];
+/// One slot of a pair that did not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotFault<E> {
+    /// Byte offset of the slot in the image.
+    pub offset: u64,
+    /// Whether the slot was never written (all-zero header).
+    pub blank: bool,
+    /// Why it did not decode.
+    pub problem: E,
+}
 
-/// Picks the valid slot with the higher sequence (`seq` reads it from a decoded state) and
-/// describes any damaged slot; fails, naming both problems, when neither slot is valid.
-pub fn choose<T>(
-    what: &str,
-    slots: [SlotRead<T>; 2],
-    seq: impl Fn(&T) -> u64,
-) -> Result<SlotChoice<T>, String> {
-    let reads = slots;
-    let mut best: Option<(usize, u64)> = None;
-    for (i, r) in reads.iter().enumerate() {
-        if let Ok(s) = &r.decoded {
-            if best.is_none_or(|(_, q)| seq(s) > q) {
-                best = Some((i, seq(s)));
+/// Neither slot of a pair holds a valid state: the error of [`choose`], naming both problems.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoValidSlot<E> {
+    /// The state's name (`state`, `zone state`).
+    pub what: String,
+    /// Slot A's problem, then slot B's.
+    pub slots: [SlotFault<E>; 2],
+}
+
+impl<E: fmt::Display> fmt::Display for NoValidSlot<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no valid {}: ", self.what)?;
+        for (i, s) in self.slots.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            let (name, off, p) = (NAMES[i], s.offset, &s.problem);
+            if s.blank {
+                write!(f, "slot {name} at offset {off} was never written ({p})")?;
+            } else {
+                write!(f, "slot {name} at offset {off}: {p}")?;
             }
         }
+        Ok(())
     }
-    let Some((slot, best_seq)) = best else {
-        let problems: Vec<String> = reads
-            .iter()
-            .enumerate()
-            .map(|(i, r)| match &r.decoded {
-                Err(p) if r.blank => format!(
-                    "slot {} at offset {} was never written ({p})",
-                    NAMES[i], r.offset
-                ),
-                Err(p) => format!("slot {} at offset {}: {p}", NAMES[i], r.offset),
-                Ok(_) => String::new(),
-            })
-            .collect();
-        return Err(format!("no valid {what}: {}", problems.join("; ")));
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for NoValidSlot<E> {}
+
+const NAMES: [&str; 2] = ["A", "B"];
+
+/// Picks the valid slot with the higher sequence (`seq` reads it from a decoded state; slot A
+/// wins a tie) and describes any damaged slot; fails, naming both problems, when neither slot
+/// is valid.
+pub fn choose<T, E: fmt::Display>(
+    what: &str,
+    slots: [SlotRead<T, E>; 2],
+    seq: impl Fn(&T) -> u64,
+) -> Result<SlotChoice<T>, NoValidSlot<E>> {
+    let [a, b] = slots;
+    let meta = |r: &SlotRead<T, E>| (r.offset, r.blank, r.claimed_seq);
+    let (ma, mb) = (meta(&a), meta(&b));
+    let (slot, state, other) = match (a.decoded, b.decoded) {
+        (Ok(x), Ok(y)) if seq(&y) > seq(&x) => (1, y, None),
+        (Ok(x), Ok(_)) => (0, x, None),
+        (Ok(x), Err(p)) => (0, x, Some((mb, p))),
+        (Err(p), Ok(y)) => (1, y, Some((ma, p))),
+        (Err(p), Err(q)) => {
+            let fa = SlotFault {
+                offset: ma.0,
+                blank: ma.1,
+                problem: p,
+            };
+            let fb = SlotFault {
+                offset: mb.0,
+                blank: mb.1,
+                problem: q,
+            };
+            return Err(NoValidSlot {
+                what: what.into(),
+                slots: [fa, fb],
+            });
+        }
     };
+    let best_seq = seq(&state);
     let mut warnings = Vec::new();
-    let other = 1 - slot;
-    let r = &reads[other];
-    if let Err(p) = &r.decoded {
-        if !r.blank {
-            let (a, b) = (NAMES[other], NAMES[slot]);
-            let off = r.offset;
-            warnings.push(match r.claimed_seq {
+    if let Some(((off, blank, claimed), p)) = other {
+        if !blank {
+            let (a, b) = (NAMES[1 - slot], NAMES[slot]);
+            warnings.push(match claimed {
                 Some(c) if c > best_seq => format!(
                     "{what} slot {a} at offset {off} claims the newer sequence {c} but is \
                      damaged ({p}); using slot {b} (sequence {best_seq}): the last save was torn \
@@ -107,9 +144,6 @@ pub fn choose<T>(
             });
         }
     }
-    let Some(Ok(state)) = reads.into_iter().nth(slot).map(|r| r.decoded) else {
-        return Err(format!("no valid {what}"));
-    };
     Ok(SlotChoice {
         state,
         slot,
@@ -121,11 +155,11 @@ pub fn choose<T>(
 mod tests {
     use super::*;
 
-    fn ok(seq: u64) -> SlotRead<u64> {
+    fn ok(seq: u64) -> SlotRead<u64, String> {
         SlotRead::new(0, &[1], Ok(seq), Some(seq))
     }
 
-    fn bad(claimed: Option<u64>) -> SlotRead<u64> {
+    fn bad(claimed: Option<u64>) -> SlotRead<u64, String> {
         SlotRead::new(4096, &[1], Err("checksum mismatch".into()), claimed)
     }
 
@@ -159,7 +193,9 @@ mod tests {
 
     #[test]
     fn no_valid_slot_names_both_problems() {
-        let e = choose("state", [bad(None), bad(Some(9))], |s| *s).expect_err("none valid");
+        let e = choose("state", [bad(None), bad(Some(9))], |s| *s)
+            .expect_err("none valid")
+            .to_string();
         assert!(e.contains("slot A") && e.contains("slot B"), "{e}");
     }
 }

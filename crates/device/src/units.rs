@@ -15,17 +15,44 @@ pub fn ms(v: f64) -> Nanos {
     (v * MS as f64).round().max(0.0) as Nanos
 }
 
+/// Why a byte size did not parse; each message quotes the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SizeError {
+    /// The input does not start with a number.
+    #[error("invalid size {input:?}: expected a number with an optional unit such as 4GiB")]
+    Number {
+        /// The input.
+        input: String,
+    },
+    /// The unit after the number is not one of B, K/KiB, M/MiB, G/GiB, T/TiB, KB, MB, GB, TB.
+    #[error("invalid size {input:?}: unknown unit {unit:?}")]
+    Unit {
+        /// The input.
+        input: String,
+        /// The unit, lower-cased.
+        unit: String,
+    },
+    /// The size is negative, not finite or beyond `u64`.
+    #[error("invalid size {input:?}: out of range")]
+    Range {
+        /// The input.
+        input: String,
+    },
+}
+
 /// Parses a byte size such as `4096`, `4KiB`, `256MiB`, `4GiB`, `1.5TB`, `8G` (binary for
 /// `K/M/G/T` and `KiB..`, decimal for `KB/MB/GB/TB`).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let num: f64 = num.replace('_', "").parse().map_err(|_| {
-        format!("invalid size {s:?}: expected a number with an optional unit such as 4GiB")
-    })?;
+    let num: f64 = num
+        .replace('_', "")
+        .parse()
+        .map_err(|_| SizeError::Number { input: s.into() })?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kib" => 1 << 10,
@@ -36,11 +63,16 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         "mb" => 1_000_000,
         "gb" => 1_000_000_000,
         "tb" => 1_000_000_000_000,
-        other => return Err(format!("invalid size {s:?}: unknown unit {other:?}")),
+        other => {
+            return Err(SizeError::Unit {
+                input: s.into(),
+                unit: other.into(),
+            })
+        }
     };
     let v = num * mult as f64;
     if !v.is_finite() || v < 0.0 || v > u64::MAX as f64 {
-        return Err(format!("invalid size {s:?}: out of range"));
+        return Err(SizeError::Range { input: s.into() });
     }
     Ok(v.round() as u64)
 }
@@ -97,7 +129,10 @@ mod tests {
         assert_eq!(parse_size("4GiB"), Ok(4 << 30));
         assert_eq!(parse_size("4G"), Ok(4 << 30));
         assert_eq!(parse_size("1.5TB"), Ok(1_500_000_000_000));
-        assert!(parse_size("4XB").is_err());
+        assert_eq!(
+            parse_size("4XB").unwrap_err().to_string(),
+            "invalid size \"4XB\": unknown unit \"xb\""
+        );
         assert!(parse_size("GiB").is_err());
         assert!(parse_size("").is_err());
     }

@@ -126,14 +126,24 @@ impl fmt::Display for ZoneCondition {
     }
 }
 
+/// Why a zone condition (or a `--condition` filter) did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConditionParseError {
+    /// `open` names two conditions.
+    #[error("use implicit-open or explicit-open (or 'open' via the filter)")]
+    Ambiguous,
+    /// Not a condition name.
+    #[error("unknown zone condition {0:?} (one of: empty, implicit-open, explicit-open, open, closed, full, read-only, offline, not-write-pointer)")]
+    Unknown(String),
+}
+
 impl std::str::FromStr for ZoneCondition {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = ConditionParseError;
+    fn from_str(s: &str) -> std::result::Result<Self, ConditionParseError> {
         let s = s.to_ascii_lowercase();
         let alias = match s.as_str() {
-            "open" => {
-                return Err("use implicit-open or explicit-open (or 'open' via the filter)".into())
-            }
+            "open" => return Err(ConditionParseError::Ambiguous),
             "nwp" | "conventional" => "not-write-pointer",
             "ro" => "read-only",
             "iopen" | "imp-open" => "implicit-open",
@@ -144,7 +154,7 @@ impl std::str::FromStr for ZoneCondition {
             .iter()
             .copied()
             .find(|c| c.name() == alias)
-            .ok_or_else(|| format!("unknown zone condition {s:?} (one of: empty, implicit-open, explicit-open, open, closed, full, read-only, offline, not-write-pointer)"))
+            .ok_or(ConditionParseError::Unknown(s))
     }
 }
 
@@ -234,8 +244,8 @@ impl ZoneFilter {
 }
 
 impl std::str::FromStr for ZoneFilter {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = ConditionParseError;
+    fn from_str(s: &str) -> std::result::Result<Self, ConditionParseError> {
         match s.to_ascii_lowercase().as_str() {
             "all" => Ok(ZoneFilter::All),
             "open" => Ok(ZoneFilter::Open),

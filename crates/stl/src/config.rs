@@ -277,8 +277,34 @@ impl DmConfig {
 /// Serde helper: sizes as numbers or strings such as `"40MiB"` (the device crate's).
 pub use tegula_device::units::size_serde as size;
 
+/// Why a duration did not parse; each message quotes the input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DurationError {
+    /// The input does not start with a number.
+    #[error("invalid duration {input:?}: expected e.g. 1s or 500ms")]
+    Number {
+        /// The input.
+        input: String,
+    },
+    /// The unit is not one of s, ms, us, ns.
+    #[error("invalid duration {input:?}: unknown unit {unit:?}")]
+    Unit {
+        /// The input.
+        input: String,
+        /// The unit.
+        unit: String,
+    },
+    /// The duration is negative or not finite.
+    #[error("invalid duration {input:?}")]
+    Range {
+        /// The input.
+        input: String,
+    },
+}
+
 /// Parses a duration such as `"1s"`, `"500ms"`, `"2.5s"`, `"100us"`.
-pub fn parse_duration(s: &str) -> std::result::Result<Nanos, String> {
+pub fn parse_duration(s: &str) -> std::result::Result<Nanos, DurationError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -286,17 +312,22 @@ pub fn parse_duration(s: &str) -> std::result::Result<Nanos, String> {
     let (num, unit) = t.split_at(split);
     let v: f64 = num
         .parse()
-        .map_err(|_| format!("invalid duration {s:?}: expected e.g. 1s or 500ms"))?;
+        .map_err(|_| DurationError::Number { input: s.into() })?;
     let mult = match unit.trim() {
         "" | "s" => SEC as f64,
         "ms" => MS as f64,
         "us" => 1e3,
         "ns" => 1.0,
-        other => return Err(format!("invalid duration {s:?}: unknown unit {other:?}")),
+        other => {
+            return Err(DurationError::Unit {
+                input: s.into(),
+                unit: other.into(),
+            })
+        }
     };
     let ns = v * mult;
     if !ns.is_finite() || ns < 0.0 {
-        return Err(format!("invalid duration {s:?}"));
+        return Err(DurationError::Range { input: s.into() });
     }
     Ok(ns.round() as Nanos)
 }

@@ -5,7 +5,7 @@
 //! stops. Encodings and their bounds checks.
 
 use crate::durable::dec_count;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::media::{Media, MediaEvent};
 use tegula_device::RangeSet;
 
@@ -40,7 +40,7 @@ impl Damage {
     }
 
     /// Decodes and checks both range sets against a media of `sectors`.
-    pub fn decode(d: &mut Dec<'_>, sectors: u64) -> Result<Self, String> {
+    pub fn decode(d: &mut Dec<'_>, sectors: u64) -> Result<Self, FormatError> {
         Ok(Damage {
             destroyed: dec_ranges(d, "destroyed", sectors)?,
             injected: dec_ranges(d, "injected-error", sectors)?,
@@ -58,16 +58,16 @@ fn enc_ranges(e: &mut Enc, r: &RangeSet) {
 
 /// Ranges: non-empty, in order, disjoint and not touching (as a `RangeSet` keeps them), inside
 /// the media.
-fn dec_ranges(d: &mut Dec<'_>, what: &str, sectors: u64) -> Result<RangeSet, String> {
+fn dec_ranges(d: &mut Dec<'_>, what: &str, sectors: u64) -> Result<RangeSet, FormatError> {
     let n = dec_count(d, &format!("{what} ranges"), 16)?;
     let mut r = RangeSet::new();
     let mut prev_end: Option<u64> = None;
     for _ in 0..n {
         let (a, b) = (d.u64()?, d.u64()?);
         if a >= b || b > sectors || prev_end.is_some_and(|p| a <= p) {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "{what} range {a}..{b} is empty, out of order or outside the media ({sectors} sectors)"
-            ));
+            )));
         }
         prev_end = Some(b);
         r.insert(a, b);
@@ -96,21 +96,25 @@ pub(crate) fn encode_events(e: &mut Enc, events: &[MediaEvent]) {
 }
 
 /// Decodes damage events, each checked against a media of `sectors`.
-pub(crate) fn decode_events(d: &mut Dec<'_>, sectors: u64) -> Result<Vec<MediaEvent>, String> {
+pub(crate) fn decode_events(d: &mut Dec<'_>, sectors: u64) -> Result<Vec<MediaEvent>, FormatError> {
     let n = dec_count(d, "damage events", 17)?;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let (tag, lba, k) = (d.u8()?, d.u64()?, d.u64()?);
         if k == 0 || lba.checked_add(k).is_none_or(|e| e > sectors) {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "damage event at {lba}+{k} is empty or outside the media ({sectors} sectors)"
-            ));
+            )));
         }
         v.push(match tag {
             EV_WRITE => MediaEvent::Write { lba, sectors: k },
             EV_DISCARD => MediaEvent::Discard { lba, sectors: k },
             EV_INJECT => MediaEvent::Inject { lba, sectors: k },
-            t => return Err(format!("unknown damage event type {t}")),
+            t => {
+                return Err(FormatError::invalid(format!(
+                    "unknown damage event type {t}"
+                )))
+            }
         });
     }
     Ok(v)

@@ -12,7 +12,7 @@ use crate::damage::{decode_events, encode_events, Damage};
 use crate::error::{Result, StlError};
 use crate::metalog::{MetaLog, FRAME_VERSION_V1};
 use crate::stats::StlStats;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::media::{Media, MediaEvent};
 
 /// The dimensions every decoded state and record is checked against, so that a record that
@@ -38,25 +38,31 @@ pub(crate) struct Shape {
 
 impl Shape {
     /// Checks a logical extent.
-    pub fn extent(&self, lba: u64, n: u64) -> std::result::Result<(), String> {
+    pub fn extent(&self, lba: u64, n: u64) -> std::result::Result<(), FormatError> {
         if n == 0 || lba.checked_add(n).is_none_or(|e| e > self.capacity) {
-            return Err(format!("extent {lba}+{n} outside the drive"));
+            return Err(FormatError::invalid(format!(
+                "extent {lba}+{n} outside the drive"
+            )));
         }
         Ok(())
     }
 
     /// Checks a cached position.
-    pub fn pos(&self, pos: u64, n: u64) -> std::result::Result<(), String> {
+    pub fn pos(&self, pos: u64, n: u64) -> std::result::Result<(), FormatError> {
         if pos.checked_add(n).is_none_or(|e| e > self.pos_limit) {
-            return Err(format!("position {pos}+{n} outside the media"));
+            return Err(FormatError::invalid(format!(
+                "position {pos}+{n} outside the media"
+            )));
         }
         Ok(())
     }
 
     /// Checks an index against a bound.
-    pub fn index(what: &str, i: u64, bound: usize) -> std::result::Result<usize, String> {
+    pub fn index(what: &str, i: u64, bound: usize) -> std::result::Result<usize, FormatError> {
         if i >= bound as u64 {
-            return Err(format!("{what} {i} out of range (< {bound})"));
+            return Err(FormatError::invalid(format!(
+                "{what} {i} out of range (< {bound})"
+            )));
         }
         Ok(i as usize)
     }
@@ -71,22 +77,25 @@ pub(crate) trait Replay: Sized {
     /// Encodes the whole state (a checkpoint).
     fn encode(&self, e: &mut Enc);
     /// Decodes and checks a checkpoint.
-    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String>;
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, FormatError>;
     /// Encodes a record.
     fn encode_rec(r: &Self::Rec, e: &mut Enc);
     /// Decodes and checks a record.
-    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self::Rec, String>;
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self::Rec, FormatError>;
 }
 
 /// Decodes a whole checkpoint payload (trailing bytes are corruption).
-pub(crate) fn decode_state<S: Replay>(b: &[u8], shape: &Shape) -> std::result::Result<S, String> {
+pub(crate) fn decode_state<S: Replay>(
+    b: &[u8],
+    shape: &Shape,
+) -> std::result::Result<S, FormatError> {
     let mut d = Dec::new(b);
     let s = S::decode(&mut d, shape)?;
     if d.remaining() != 0 {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "{} trailing bytes after a checkpoint",
             d.remaining()
-        ));
+        )));
     }
     Ok(s)
 }
@@ -95,11 +104,14 @@ pub(crate) fn decode_state<S: Replay>(b: &[u8], shape: &Shape) -> std::result::R
 pub(crate) fn decode_record<S: Replay>(
     b: &[u8],
     shape: &Shape,
-) -> std::result::Result<S::Rec, String> {
+) -> std::result::Result<S::Rec, FormatError> {
     let mut d = Dec::new(b);
     let r = S::decode_rec(&mut d, shape)?;
     if d.remaining() != 0 {
-        return Err(format!("{} trailing bytes after a record", d.remaining()));
+        return Err(FormatError::invalid(format!(
+            "{} trailing bytes after a record",
+            d.remaining()
+        )));
     }
     Ok(r)
 }
@@ -110,7 +122,7 @@ pub(crate) fn decode_checkpoint_payload<S: Replay>(
     version: u8,
     b: &[u8],
     shape: &Shape,
-) -> std::result::Result<(Option<Damage>, S), String> {
+) -> std::result::Result<(Option<Damage>, S), FormatError> {
     let mut d = Dec::new(b);
     let damage = if version == FRAME_VERSION_V1 {
         None
@@ -126,7 +138,7 @@ pub(crate) fn decode_record_payload<S: Replay>(
     version: u8,
     b: &[u8],
     shape: &Shape,
-) -> std::result::Result<(Vec<MediaEvent>, Option<S::Rec>), String> {
+) -> std::result::Result<(Vec<MediaEvent>, Option<S::Rec>), FormatError> {
     if version == FRAME_VERSION_V1 {
         return Ok((Vec::new(), Some(decode_record::<S>(b, shape)?)));
     }
@@ -227,19 +239,19 @@ impl<S: Replay> Durable<S> {
         let generation = self.log.generation();
         let (version, bytes) = &loaded.checkpoint;
         let (damage, mut s) = decode_checkpoint_payload::<S>(*version, bytes, &self.shape)
-            .map_err(|p| {
-                StlError::Corrupt(format!(
-                    "metadata checkpoint of generation {generation}: {p}"
-                ))
+            .map_err(|source| StlError::CorruptMeta {
+                what: format!("metadata checkpoint of generation {generation}"),
+                source,
             })?;
         // Check every record before touching the media: a bad one leaves the drive as it was.
         let mut replay = Vec::with_capacity(loaded.records.len());
         for (i, (version, r)) in loaded.records.iter().enumerate() {
             replay.push(
-                decode_record_payload::<S>(*version, r, &self.shape).map_err(|p| {
-                    StlError::Corrupt(format!(
-                        "metadata record {i} of generation {generation}: {p}"
-                    ))
+                decode_record_payload::<S>(*version, r, &self.shape).map_err(|source| {
+                    StlError::CorruptMeta {
+                        what: format!("metadata record {i} of generation {generation}"),
+                        source,
+                    }
                 })?,
             );
         }
@@ -316,7 +328,7 @@ pub(crate) fn dec_opt(
     d: &mut Dec<'_>,
     what: &str,
     bound: usize,
-) -> std::result::Result<Option<usize>, String> {
+) -> std::result::Result<Option<usize>, FormatError> {
     match d.u64()? {
         u64::MAX => Ok(None),
         v => Shape::index(what, v, bound).map(Some),
@@ -335,17 +347,22 @@ pub(crate) fn enc_native(e: &mut Enc, band: Option<usize>, lo: u64, hi: u64) {
 pub(crate) fn dec_native(
     d: &mut Dec<'_>,
     shape: &Shape,
-) -> std::result::Result<(Option<usize>, u64, u64), String> {
+) -> std::result::Result<(Option<usize>, u64, u64), FormatError> {
     let band = dec_opt(d, "band", shape.logical_bands)?;
     let (lo, hi) = (d.u64()?, d.u64()?);
     if lo > hi || hi > shape.capacity {
-        return Err(format!("native range {lo}..{hi} outside the drive"));
+        return Err(FormatError::invalid(format!(
+            "native range {lo}..{hi} outside the drive"
+        )));
     }
     Ok((band, lo, hi))
 }
 
 /// Decodes the payload of a `Staged` record: the logical band whose image is staged.
-pub(crate) fn dec_staged(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<usize, String> {
+pub(crate) fn dec_staged(
+    d: &mut Dec<'_>,
+    shape: &Shape,
+) -> std::result::Result<usize, FormatError> {
     Shape::index("staged band", d.u64()?, shape.logical_bands)
 }
 
@@ -355,10 +372,12 @@ pub(crate) fn dec_count(
     d: &mut Dec<'_>,
     what: &str,
     item_bytes: usize,
-) -> std::result::Result<usize, String> {
+) -> std::result::Result<usize, FormatError> {
     let n = d.u64()?;
     if n > (d.remaining() / item_bytes.max(1)) as u64 {
-        return Err(format!("{n} {what} do not fit the remaining bytes"));
+        return Err(FormatError::invalid(format!(
+            "{n} {what} do not fit the remaining bytes"
+        )));
     }
     Ok(n as usize)
 }

@@ -1,6 +1,7 @@
 //! Typed errors of the translation layers and drive images.
 
-use tegula_device::DeviceError;
+use tegula_codec::FormatError;
+use tegula_device::{DeviceError, ImageProblem};
 
 /// What building, opening or running a drive-managed SMR drive can fail with.
 #[derive(Debug, thiserror::Error)]
@@ -15,9 +16,28 @@ pub enum StlError {
     /// The translation layer's metadata log could not be written or read.
     #[error("metadata log: {0}")]
     Meta(String),
+    /// The host file or memory holding the metadata log failed.
+    #[error("metadata log: {what}: {source}")]
+    MetaIo {
+        /// What was being done (`appending a metadata record`).
+        what: &'static str,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// Persistent metadata failed a check (checksum, version, bounds).
     #[error("corrupt metadata: {0}")]
     Corrupt(String),
+    /// A metadata checkpoint or record passed its checksum but does not decode, or names a band
+    /// or sector outside the drive.
+    #[error("corrupt metadata: {what}: {source}")]
+    CorruptMeta {
+        /// Which checkpoint or record.
+        what: String,
+        /// What is wrong with it.
+        #[source]
+        source: FormatError,
+    },
     /// The metadata log holds a damaged frame with a valid frame of its generation after it:
     /// corruption, not a torn tail. The drive refuses to open rather than replay a prefix of
     /// the log and append over the records after the damage.
@@ -41,7 +61,8 @@ pub enum StlError {
         /// The image file.
         path: String,
         /// What is wrong, and where.
-        problem: String,
+        #[source]
+        problem: ImageProblem,
     },
     /// The underlying media failed.
     #[error(transparent)]

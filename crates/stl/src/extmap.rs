@@ -3,7 +3,7 @@
 
 use crate::durable::{dec_count, Shape};
 use std::collections::BTreeMap;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// One mapped piece: logical `[lba, lba + len)` at physical `pos..`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl ExtentMap {
     }
 
     /// Decodes and checks a map: extents sorted, disjoint, non-empty, inside `shape`.
-    pub(crate) fn decode(d: &mut Dec<'_>, shape: &Shape) -> Result<Self, String> {
+    pub(crate) fn decode(d: &mut Dec<'_>, shape: &Shape) -> Result<Self, FormatError> {
         let n = dec_count(d, "map extents", 24)?;
         let mut m = ExtentMap::default();
         let mut end = 0u64;
@@ -161,7 +161,9 @@ impl ExtentMap {
             shape.extent(lba, len)?;
             shape.pos(pos, len)?;
             if lba < end {
-                return Err(format!("map extent at {lba} overlaps the previous one"));
+                return Err(FormatError::invalid(format!(
+                    "map extent at {lba} overlaps the previous one"
+                )));
             }
             end = lba + len;
             m.map.insert(lba, (len, pos));

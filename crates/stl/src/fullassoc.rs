@@ -20,7 +20,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::media::Media;
 use tegula_device::Nanos;
 
@@ -75,7 +75,7 @@ fn dec_band_list(
     d: &mut Dec<'_>,
     what: &str,
     bound: usize,
-) -> std::result::Result<Vec<usize>, String> {
+) -> std::result::Result<Vec<usize>, FormatError> {
     let n = dec_count(d, what, 8)?;
     (0..n)
         .map(|_| Shape::index(what, d.u64()?, bound))
@@ -108,18 +108,21 @@ impl Replay for FState {
         e.u64(self.seq);
     }
 
-    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, FormatError> {
         let phys_of = dec_band_list(d, "physical band", shape.phys_bands)?;
         if phys_of.len() != shape.logical_bands {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "{} mapped bands, the drive has {}",
                 phys_of.len(),
                 shape.logical_bands
-            ));
+            )));
         }
         let nz = dec_count(d, "zones", 8)?;
         if nz != shape.zones {
-            return Err(format!("{nz} zones, the drive has {}", shape.zones));
+            return Err(FormatError::invalid(format!(
+                "{nz} zones, the drive has {}",
+                shape.zones
+            )));
         }
         let free = (0..nz)
             .map(|_| dec_band_list(d, "free band", shape.phys_bands))
@@ -131,10 +134,14 @@ impl Replay for FState {
             let phys = Shape::index("update band", d.u64()?, shape.phys_bands)?;
             let (wp, seq) = (d.u64()?, d.u64()?);
             if wp > shape.pos_limit {
-                return Err(format!("update band write pointer {wp} beyond the media"));
+                return Err(FormatError::invalid(format!(
+                    "update band write pointer {wp} beyond the media"
+                )));
             }
             if upd.keys().next_back().is_some_and(|&l| l >= b) {
-                return Err(format!("update band of band {b} out of order"));
+                return Err(FormatError::invalid(format!(
+                    "update band of band {b} out of order"
+                )));
             }
             upd.insert(b, Upd { phys, wp, seq });
         }
@@ -181,7 +188,7 @@ impl Replay for FState {
         }
     }
 
-    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<FRec, String> {
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<FRec, FormatError> {
         match d.u8()? {
             F_OPEN => Ok(FRec::Open {
                 zone: Shape::index("zone", d.u64()?, shape.zones)?,
@@ -201,7 +208,9 @@ impl Replay for FState {
                 let to = Shape::index("physical band", d.u64()?, shape.phys_bands)?;
                 let (lo, hi) = (d.u64()?, d.u64()?);
                 if lo > hi || hi > shape.capacity {
-                    return Err(format!("merged range {lo}..{hi} outside the drive"));
+                    return Err(FormatError::invalid(format!(
+                        "merged range {lo}..{hi} outside the drive"
+                    )));
                 }
                 Ok(FRec::Merge {
                     zone,
@@ -211,7 +220,9 @@ impl Replay for FState {
                     hi,
                 })
             }
-            t => Err(format!("unknown fully associative record type {t}")),
+            t => Err(FormatError::invalid(format!(
+                "unknown fully associative record type {t}"
+            ))),
         }
     }
     fn apply(&mut self, r: &FRec) {

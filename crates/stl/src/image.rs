@@ -14,12 +14,13 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use tegula_codec::frame::Format;
 use tegula_codec::text_header::HeaderKind;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::image::{
     decode_state as decode_media, encode_state as encode_media, ImageState,
 };
 use tegula_device::imagefile::{self, ImageFileError, SlotPair};
 use tegula_device::slots;
+use tegula_device::ImageProblem;
 
 /// Magic number at offset 0 of every drive-managed SMR image.
 pub const DM_MAGIC: [u8; 8] = *b"TGLADMSR";
@@ -133,13 +134,15 @@ pub fn encode_header(h: &DmImageHeader) -> Vec<u8> {
 }
 
 /// Decodes a header, checking magic, version, lengths, checksum, configuration and layout.
-pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
+pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, FormatError> {
     let raw = HEADER.decode(b)?;
     let version = raw.version;
     let [state_offset, state_slot, meta_offset, meta_slot, data_offset, flash_offset] =
         raw.fields[..]
     else {
-        return Err("corrupt header: layout fields missing".into());
+        return Err(FormatError::invalid(
+            "corrupt header: layout fields missing",
+        ));
     };
     let config = imagefile::header_config(&HEADER, &raw, DmConfig::from_toml, |c| c.store_data)?;
     let state_end = state_slot
@@ -155,9 +158,9 @@ pub fn decode_header(b: &[u8]) -> std::result::Result<DmImageHeader, String> {
         || meta_end.is_none_or(|e| data_offset < e)
         || (flash_offset != 0 && flash_offset < data_offset)
     {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "corrupt header: bad layout (state at {state_offset} x{state_slot}, metadata at {meta_offset} x{meta_slot}, data at {data_offset})"
-        ));
+        )));
     }
     Ok(DmImageHeader {
         version,
@@ -182,13 +185,14 @@ pub fn encode_drive_state(s: &DriveState) -> Vec<u8> {
 }
 
 /// Decodes a drive-state slot, checking magic, version, length and checksums.
-pub fn decode_drive_state(b: &[u8]) -> std::result::Result<DriveState, String> {
-    let f = DM_STATE_FORMAT.decode(b).map_err(|e| e.to_string())?;
+pub fn decode_drive_state(b: &[u8]) -> std::result::Result<DriveState, FormatError> {
+    let f = DM_STATE_FORMAT.decode(b)?;
     let seq = f.header.seq;
     let body = f.payload;
     let mut d = Dec::new(body);
-    let media = decode_media(d.bytes_u32()?).map_err(|e| format!("media state: {e}"))?;
-    let stl = serde_json::from_slice(d.bytes_u32()?).map_err(|e| format!("stl statistics: {e}"))?;
+    let media = decode_media(d.bytes_u32()?).map_err(|e| e.within("media state"))?;
+    let stl = serde_json::from_slice(d.bytes_u32()?)
+        .map_err(|e| FormatError::invalid(format!("stl statistics: {e}")))?;
     Ok(DriveState { seq, media, stl })
 }
 
@@ -204,15 +208,21 @@ pub(crate) struct DmImage {
     next_seq: u64,
 }
 
-fn image_err(path: &Path, problem: impl Into<String>) -> StlError {
+fn image_err(path: &Path, problem: impl Into<ImageProblem>) -> StlError {
     StlError::Image {
         path: path.display().to_string(),
         problem: problem.into(),
     }
 }
 
-fn io_err(path: &Path, what: &str, e: std::io::Error) -> StlError {
-    image_err(path, format!("{what}: {e}"))
+fn io_err(path: &Path, what: &str, source: std::io::Error) -> StlError {
+    image_err(
+        path,
+        ImageProblem::Io {
+            doing: what.into(),
+            source,
+        },
+    )
 }
 
 /// The drive error for a failed image-file operation on `path`.
@@ -302,7 +312,9 @@ impl DmImage {
         }
         let slot_len = header.state_slot.min(DM_STATE_SLOT * 4) as usize;
         let pair = slot_pair(&header)
-            .read(&file, slot_len, decode_drive_state)
+            .read(&file, slot_len, |b| {
+                decode_drive_state(b).map_err(ImageProblem::from)
+            })
             .map_err(file_err(path))?;
         let choice =
             slots::choose("drive state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;

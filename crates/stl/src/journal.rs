@@ -19,7 +19,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeMap;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::geometry::ANGLE_FULL;
 use tegula_device::media::Media;
 use tegula_device::Nanos;
@@ -108,7 +108,7 @@ fn enc_extents(e: &mut Enc, x: &[(u64, u64, u64)]) {
 fn dec_extents(
     d: &mut Dec<'_>,
     shape: &Shape,
-) -> std::result::Result<Vec<(u64, u64, u64)>, String> {
+) -> std::result::Result<Vec<(u64, u64, u64)>, FormatError> {
     let n = dec_count(d, "entry extents", 24)?;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -149,7 +149,7 @@ impl Replay for JState {
         enc_opt(e, self.staged);
     }
 
-    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, FormatError> {
         let map = ExtentMap::decode(d, shape)?;
         let n = dec_count(d, "journal entries", 40)?;
         let mut st = JState {
@@ -160,18 +160,22 @@ impl Replay for JState {
         for _ in 0..n {
             let (pos, len, live, seq) = (d.u64()?, d.u64()?, d.u64()?, d.u64()?);
             if len == 0 || live > len {
-                return Err(format!(
+                return Err(FormatError::invalid(format!(
                     "journal entry at {pos} of {len} sectors with {live} live ones"
-                ));
+                )));
             }
             shape.pos(pos, len)?;
             if pos < end {
-                return Err(format!("journal entry at {pos} overlaps the previous one"));
+                return Err(FormatError::invalid(format!(
+                    "journal entry at {pos} overlaps the previous one"
+                )));
             }
             end = pos + len;
             let extents = dec_extents(d, shape)?;
             if st.fifo.insert(seq, pos).is_some() {
-                return Err(format!("two journal entries with sequence {seq}"));
+                return Err(FormatError::invalid(format!(
+                    "two journal entries with sequence {seq}"
+                )));
             }
             st.used += len;
             st.entries.insert(
@@ -188,7 +192,9 @@ impl Replay for JState {
         shape.pos(st.head, 0)?;
         st.seq = d.u64()?;
         if st.fifo.keys().next_back().is_some_and(|&s| s > st.seq) {
-            return Err("journal entry sequence ahead of the log".into());
+            return Err(FormatError::invalid(
+                "journal entry sequence ahead of the log",
+            ));
         }
         st.staged = dec_opt(d, "staged band", shape.logical_bands)?;
         Ok(st)
@@ -213,12 +219,14 @@ impl Replay for JState {
         }
     }
 
-    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<JRec, String> {
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<JRec, FormatError> {
         match d.u8()? {
             J_ENTRY => {
                 let (pos, len) = (d.u64()?, d.u64()?);
                 if len == 0 {
-                    return Err(format!("journal entry at {pos} of no sectors"));
+                    return Err(FormatError::invalid(format!(
+                        "journal entry at {pos} of no sectors"
+                    )));
                 }
                 shape.pos(pos, len)?;
                 let extents = dec_extents(d, shape)?;
@@ -231,7 +239,9 @@ impl Replay for JState {
                 let (band, lo, hi) = dec_native(d, shape)?;
                 Ok(JRec::native(band, lo, hi))
             }
-            t => Err(format!("unknown journal record type {t}")),
+            t => Err(FormatError::invalid(format!(
+                "unknown journal record type {t}"
+            ))),
         }
     }
     fn apply(&mut self, r: &JRec) {

@@ -12,7 +12,7 @@ use crate::error::{Result, StlError};
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use tegula_codec::frame::{Format, Header, CHECKSUM_LEN};
+use tegula_codec::frame::{Format, FrameError, Header, CHECKSUM_LEN};
 
 /// Magic of every metadata frame.
 pub const FRAME_MAGIC: [u8; 4] = *b"TGLM";
@@ -98,19 +98,16 @@ pub fn encode_frame(kind: u8, gen: u64, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Decodes a frame header of either version (no checksum yet: the payload is needed for that).
-pub fn decode_frame_header(b: &[u8]) -> std::result::Result<FrameHeader, String> {
+pub fn decode_frame_header(b: &[u8]) -> std::result::Result<FrameHeader, FrameError> {
     let (v, f) = format_of(b);
-    Ok(FrameHeader::from(
-        v,
-        f.decode_header(b).map_err(|e| e.to_string())?,
-    ))
+    Ok(FrameHeader::from(v, f.decode_header(b)?))
 }
 
 /// Decodes a whole frame of either version from `b` (which may hold more bytes after it):
 /// returns the header, the payload and the frame's total length.
-pub fn decode_frame(b: &[u8]) -> std::result::Result<(FrameHeader, &[u8], usize), String> {
+pub fn decode_frame(b: &[u8]) -> std::result::Result<(FrameHeader, &[u8], usize), FrameError> {
     let (v, f) = format_of(b);
-    let fr = f.decode(b).map_err(|e| e.to_string())?;
+    let fr = f.decode(b)?;
     Ok((FrameHeader::from(v, fr.header), fr.payload, fr.total))
 }
 
@@ -294,8 +291,8 @@ pub(crate) struct MetaLog {
     repair: Option<(usize, u64, Vec<u8>)>,
 }
 
-fn io_err(what: &str, e: io::Error) -> StlError {
-    StlError::Meta(format!("{what}: {e}"))
+fn io_err(what: &'static str, source: io::Error) -> StlError {
+    StlError::MetaIo { what, source }
 }
 
 impl MetaLog {
@@ -482,7 +479,7 @@ impl MetaLog {
         }
         let h = match decode_frame_header(&hb) {
             Ok(h) => h,
-            Err(e) => return e,
+            Err(e) => return e.to_string(),
         };
         if h.kind == KIND_RECORD && h.len as usize > MAX_RECORD_PAYLOAD {
             return format!("its length {} exceeds the largest record", h.len);
@@ -501,7 +498,7 @@ impl MetaLog {
             return format!("unreadable: {e}");
         }
         match decode_frame(&buf) {
-            Err(e) => e,
+            Err(e) => e.to_string(),
             Ok((h, _, _)) if h.gen != gen => format!("a frame of generation {}", h.gen),
             Ok((h, _, _)) => format!("a frame of kind {}", h.kind),
         }

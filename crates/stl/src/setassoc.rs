@@ -20,7 +20,7 @@ use crate::layout::Layout;
 use crate::metalog::MetaLog;
 use crate::stats::StlStats;
 use std::collections::BTreeSet;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::media::Media;
 use tegula_device::store::{MemStore, Store};
 use tegula_device::Nanos;
@@ -85,21 +85,23 @@ impl Replay for SState {
         enc_opt(e, self.staged);
     }
 
-    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, String> {
+    fn decode(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<Self, FormatError> {
         let map = ExtentMap::decode(d, shape)?;
         let n = dec_count(d, "cache bands", 16)?;
         if n != shape.cache_bands {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "{n} cache bands, the drive has {}",
                 shape.cache_bands
-            ));
+            )));
         }
         let mut wp = Vec::with_capacity(n);
         let mut bands_in = Vec::with_capacity(n);
         for _ in 0..n {
             let w = d.u64()?;
             if w > shape.pos_limit {
-                return Err(format!("cache band write pointer {w} beyond the media"));
+                return Err(FormatError::invalid(format!(
+                    "cache band write pointer {w} beyond the media"
+                )));
             }
             wp.push(w);
             let k = dec_count(d, "data bands of a cache band", 8)?;
@@ -107,7 +109,7 @@ impl Replay for SState {
             for _ in 0..k {
                 let b = Shape::index("data band", d.u64()?, shape.logical_bands)?;
                 if set.last().is_some_and(|&l| l >= b) {
-                    return Err(format!("data band {b} out of order"));
+                    return Err(FormatError::invalid(format!("data band {b} out of order")));
                 }
                 set.insert(b);
             }
@@ -153,7 +155,7 @@ impl Replay for SState {
         }
     }
 
-    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<SRec, String> {
+    fn decode_rec(d: &mut Dec<'_>, shape: &Shape) -> std::result::Result<SRec, FormatError> {
         match d.u8()? {
             S_PUT => {
                 let c = Shape::index("cache band", d.u64()?, shape.cache_bands)?;
@@ -179,7 +181,9 @@ impl Replay for SState {
             S_RESET => Ok(SRec::Reset {
                 c: Shape::index("cache band", d.u64()?, shape.cache_bands)?,
             }),
-            t => Err(format!("unknown set-associative record type {t}")),
+            t => Err(FormatError::invalid(format!(
+                "unknown set-associative record type {t}"
+            ))),
         }
     }
     fn apply(&mut self, r: &SRec) {

@@ -1,12 +1,13 @@
-//! The checks of [`super::run`], one function per rule. Each returns the outcome, or an error
-//! text when a command failed that the rule expects to succeed.
+//! The checks of [`super::run`], one function per rule. Each returns the outcome, or a
+//! [`ConformanceFailure`] when a command failed that the rule expects to succeed.
 
+use super::failure::ConformanceFailure;
 use super::Outcome;
 use crate::api::{WriteFlags, ZoneTarget, ZonedDevice};
 use crate::error::DeviceError;
 use crate::zone::{Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneType};
 
-type CheckFn = fn(&dyn ZonedDevice) -> Result<Outcome, String>;
+type CheckFn = fn(&dyn ZonedDevice) -> Result<Outcome, ConformanceFailure>;
 
 /// Every check: name, rule, function.
 pub(super) const ALL: [(&str, &str, CheckFn); 12] = [
@@ -81,9 +82,9 @@ pub(super) const ALL: [(&str, &str, CheckFn); 12] = [
 ];
 
 /// Resets every sequential zone and checks that each is empty afterwards.
-pub(super) fn reset_all(dev: &dyn ZonedDevice) -> Result<(), String> {
+pub(super) fn reset_all(dev: &dyn ZonedDevice) -> Result<(), ConformanceFailure> {
     dev.zone_action(ZoneAction::Reset, ZoneTarget::All)
-        .map_err(|e| format!("reset of every zone: {e}"))?;
+        .map_err(ConformanceFailure::command("reset of every zone"))?;
     for z in dev.report_zones(ZoneFilter::All) {
         if z.zone_type.is_sequential()
             && !matches!(
@@ -92,13 +93,18 @@ pub(super) fn reset_all(dev: &dyn ZonedDevice) -> Result<(), String> {
             )
             && (z.condition != ZoneCondition::Empty || z.write_pointer_lba != z.start_lba)
         {
-            return Err(format!(
+            return Err(ConformanceFailure::State(format!(
                 "after resetting every zone, zone {} is {} with its write pointer at {}",
                 z.index, z.condition, z.write_pointer_lba
-            ));
+            )));
         }
     }
     Ok(())
+}
+
+/// The failure of a zone that a report left out.
+fn missing() -> ConformanceFailure {
+    ConformanceFailure::State("the zone is missing from the report".into())
 }
 
 fn ss(dev: &dyn ZonedDevice) -> usize {
@@ -131,25 +137,28 @@ fn seq_zones(dev: &dyn ZonedDevice) -> Vec<Zone> {
         .collect()
 }
 
-fn first_seq(dev: &dyn ZonedDevice) -> Result<Zone, String> {
+fn first_seq(dev: &dyn ZonedDevice) -> Result<Zone, ConformanceFailure> {
     seq_zones(dev)
         .into_iter()
         .next()
-        .ok_or_else(|| "the device has no usable sequential zone".to_string())
+        .ok_or_else(|| ConformanceFailure::State("the device has no usable sequential zone".into()))
 }
 
-fn zone(dev: &dyn ZonedDevice, i: u32) -> Result<Zone, String> {
-    dev.zone(i).map_err(|e| format!("zone {i}: {e}"))
+fn zone(dev: &dyn ZonedDevice, i: u32) -> Result<Zone, ConformanceFailure> {
+    dev.zone(i)
+        .map_err(ConformanceFailure::command(format!("zone {i}")))
 }
 
-fn write(dev: &dyn ZonedDevice, lba: u64, sectors: u64, tag: u8) -> Result<(), String> {
+fn write(dev: &dyn ZonedDevice, lba: u64, sectors: u64, tag: u8) -> Result<(), ConformanceFailure> {
     dev.write(lba, &data(dev, lba, sectors, tag))
         .map(|_| ())
-        .map_err(|e| format!("write of {sectors} sectors at LBA {lba}: {e}"))
+        .map_err(ConformanceFailure::command(format!(
+            "write of {sectors} sectors at LBA {lba}"
+        )))
 }
 
 /// Writes `sectors` sectors at zone `z`'s write pointer, in pieces of at most 1 MiB.
-fn fill(dev: &dyn ZonedDevice, z: u32, mut sectors: u64) -> Result<(), String> {
+fn fill(dev: &dyn ZonedDevice, z: u32, mut sectors: u64) -> Result<(), ConformanceFailure> {
     let piece = ((1 << 20) / ss(dev) as u64).max(1);
     while sectors > 0 {
         let n = sectors.min(piece);
@@ -160,21 +169,26 @@ fn fill(dev: &dyn ZonedDevice, z: u32, mut sectors: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether `r` failed with an error `want` accepts; the error's text either way.
+/// Whether `r` failed with an error `want` accepts: its text when it did, the check's failed
+/// outcome when it did not.
 fn expect_err<T>(
     r: crate::Result<T>,
     what: &str,
     want: &str,
     ok: impl Fn(&DeviceError) -> bool,
-) -> Result<String, String> {
+) -> Result<String, Outcome> {
     match r {
-        Ok(_) => Err(format!("{what} succeeded; expected {want}")),
+        Ok(_) => Err(Outcome::Failed(format!(
+            "{what} succeeded; expected {want}"
+        ))),
         Err(e) if ok(&e) => Ok(e.to_string()),
-        Err(e) => Err(format!("{what} failed as \"{e}\"; expected {want}")),
+        Err(e) => Err(Outcome::Failed(format!(
+            "{what} failed as \"{e}\"; expected {want}"
+        ))),
     }
 }
 
-fn report_covers_device(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn report_covers_device(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let info = dev.info();
     let zones = dev.report_zones(ZoneFilter::All);
     if zones.len() as u32 != info.zones {
@@ -237,7 +251,7 @@ fn report_covers_device(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     )))
 }
 
-fn write_at_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn write_at_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     write(dev, z.start_lba, 2, 7)?;
     write(dev, z.start_lba + 2, 3, 7)?;
@@ -252,7 +266,7 @@ fn write_at_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         .report_zones(ZoneFilter::All)
         .into_iter()
         .find(|r| r.index == z.index)
-        .ok_or("the zone is missing from the report")?;
+        .ok_or_else(missing)?;
     if reported.write_pointer_lba != after.write_pointer_lba
         || !reported.condition.is_open() && reported.condition != ZoneCondition::Closed
     {
@@ -266,7 +280,7 @@ fn write_at_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     }
     let mut back = vec![0u8; 5 * ss(dev)];
     dev.read(z.start_lba, &mut back)
-        .map_err(|e| format!("read back: {e}"))?;
+        .map_err(ConformanceFailure::command("read back"))?;
     let mut want = data(dev, z.start_lba, 2, 7);
     want.extend(data(dev, z.start_lba + 2, 3, 7));
     if back != want {
@@ -278,7 +292,7 @@ fn write_at_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     )))
 }
 
-fn unaligned_write(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn unaligned_write(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     if z.zone_type != ZoneType::SeqWriteRequired {
         return Ok(Outcome::NotApplicable(
@@ -298,7 +312,7 @@ fn unaligned_write(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
             },
         );
         if let Err(f) = msg {
-            return Ok(Outcome::Failed(f));
+            return Ok(f);
         }
     }
     let after = zone(dev, z.index)?;
@@ -313,7 +327,7 @@ fn unaligned_write(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     ))
 }
 
-fn zone_capacity(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn zone_capacity(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     let cap = z.capacity_lba;
     if cap < 2 {
@@ -327,7 +341,7 @@ fn zone_capacity(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         "ZoneBoundary",
         |e| matches!(e, DeviceError::ZoneBoundary { zone, zone_end, .. } if *zone == z.index && *zone_end == z.start_lba + cap),
     ) {
-        return Ok(Outcome::Failed(f));
+        return Ok(f);
     }
     write(dev, wp, 1, 4)?;
     let full = zone(dev, z.index)?;
@@ -354,11 +368,13 @@ fn zone_capacity(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         "ZoneFull",
         |e| matches!(e, DeviceError::ZoneFull { zone, .. } if *zone == z.index),
     ) {
-        return Ok(Outcome::Failed(f));
+        return Ok(f);
     }
     let mut last = vec![0u8; ss(dev)];
     dev.read(wp, &mut last)
-        .map_err(|e| format!("reading the zone's last sector: {e}"))?;
+        .map_err(ConformanceFailure::command(
+            "reading the zone's last sector",
+        ))?;
     if last != data(dev, wp, 1, 4) {
         return Ok(Outcome::Failed(
             "the zone's last sector reads back wrong".into(),
@@ -375,7 +391,7 @@ fn zone_capacity(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     )))
 }
 
-fn read_past_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn read_past_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     write(dev, z.start_lba, 1, 5)?;
     let mut buf = vec![0xffu8; 3 * ss(dev)];
@@ -408,25 +424,29 @@ fn read_past_write_pointer(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     }
 }
 
-fn zone_state_machine(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn zone_state_machine(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     let i = z.index;
-    let step = |action: ZoneAction, want: ZoneCondition| -> Result<Option<String>, String> {
-        dev.zone_action(action, ZoneTarget::One(i))
-            .map_err(|e| format!("{} of zone {i}: {e}", action.name()))?;
-        let got = dev
-            .report_zones(ZoneFilter::All)
-            .into_iter()
-            .find(|r| r.index == i)
-            .ok_or("the zone is missing from the report")?;
-        Ok((got.condition != want).then(|| {
-            format!(
-                "after {}, zone {i} is {}, not {want}",
-                action.name(),
-                got.condition
-            )
-        }))
-    };
+    let step =
+        |action: ZoneAction, want: ZoneCondition| -> Result<Option<String>, ConformanceFailure> {
+            dev.zone_action(action, ZoneTarget::One(i))
+                .map_err(ConformanceFailure::command(format!(
+                    "{} of zone {i}",
+                    action.name()
+                )))?;
+            let got = dev
+                .report_zones(ZoneFilter::All)
+                .into_iter()
+                .find(|r| r.index == i)
+                .ok_or_else(missing)?;
+            Ok((got.condition != want).then(|| {
+                format!(
+                    "after {}, zone {i} is {}, not {want}",
+                    action.name(),
+                    got.condition
+                )
+            }))
+        };
     write(dev, z.start_lba, 1, 6)?;
     for (a, want) in [
         (ZoneAction::Close, ZoneCondition::Closed),
@@ -449,7 +469,7 @@ fn zone_state_machine(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     ))
 }
 
-fn explicit_open_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn explicit_open_limit(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let info = dev.info();
     let max = info.max_open_zones;
     if max == 0 {
@@ -464,7 +484,10 @@ fn explicit_open_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     }
     for z in &zones[..max as usize] {
         dev.open_zone(z.index)
-            .map_err(|e| format!("explicit open of zone {} within the limit: {e}", z.index))?;
+            .map_err(ConformanceFailure::command(format!(
+                "explicit open of zone {} within the limit",
+                z.index
+            )))?;
     }
     let extra = zones[max as usize].index;
     let active_first = info.max_active_zones > 0 && info.max_active_zones <= max;
@@ -487,11 +510,11 @@ fn explicit_open_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     );
     Ok(match r {
         Ok(msg) => Outcome::Passed(format!("{max} opened; the next: {msg}")),
-        Err(f) => Outcome::Failed(f),
+        Err(f) => f,
     })
 }
 
-fn active_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn active_limit(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let max = dev.info().max_active_zones;
     if max == 0 {
         return Ok(Outcome::NotApplicable("no active-zone limit".into()));
@@ -516,7 +539,7 @@ fn active_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         "TooManyActiveZones",
         |e| matches!(e, DeviceError::TooManyActiveZones { .. }),
     ) {
-        return Ok(Outcome::Failed(f));
+        return Ok(f);
     }
     if zone(dev, extra.index)?.condition != ZoneCondition::Empty {
         return Ok(Outcome::Failed(
@@ -524,14 +547,17 @@ fn active_limit(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         ));
     }
     dev.finish_zone(zones[0].index)
-        .map_err(|e| format!("finish of zone {}: {e}", zones[0].index))?;
+        .map_err(ConformanceFailure::command(format!(
+            "finish of zone {}",
+            zones[0].index
+        )))?;
     write(dev, extra.start_lba, 1, 8)?;
     Ok(Outcome::Passed(format!(
         "{max} zones started; the next refused until one was finished"
     )))
 }
 
-fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let zones = dev.report_zones(ZoneFilter::All);
     let Some(conv) = zones
         .iter()
@@ -548,7 +574,7 @@ fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     write(dev, a, 1, 10)?;
     let mut back = vec![0u8; 2 * ss(dev)];
     dev.read(a, &mut back)
-        .map_err(|e| format!("read back: {e}"))?;
+        .map_err(ConformanceFailure::command("read back"))?;
     let mut want = data(dev, a, 1, 10);
     want.extend(data(dev, a + 1, 1, 9));
     if back != want {
@@ -567,7 +593,7 @@ fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
             "ZoneBoundary",
             |e| matches!(e, DeviceError::ZoneBoundary { .. }),
         ) {
-            return Ok(Outcome::Failed(f));
+            return Ok(f);
         }
     }
     if let Err(f) = expect_err(
@@ -576,7 +602,7 @@ fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
         "InvalidZoneOp",
         |e| matches!(e, DeviceError::InvalidZoneOp { .. }),
     ) {
-        return Ok(Outcome::Failed(f));
+        return Ok(f);
     }
     Ok(Outcome::Passed(format!(
         "zone {} rewritten in place{}; reset refused",
@@ -589,7 +615,7 @@ fn conventional_zones(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     )))
 }
 
-fn no_such_zone(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn no_such_zone(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let n = dev.info().zones;
     let r1 = expect_err(dev.zone(n), &format!("zone {n}"), "NoSuchZone", |e| {
         matches!(e, DeviceError::NoSuchZone { .. })
@@ -602,25 +628,28 @@ fn no_such_zone(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     );
     Ok(match (r1, r2) {
         (Ok(_), Ok(_)) => Outcome::Passed(format!("zone {n} of {n} refused")),
-        (Err(f), _) | (_, Err(f)) => Outcome::Failed(f),
+        (Err(f), _) | (_, Err(f)) => f,
     })
 }
 
-fn flush_and_fua(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn flush_and_fua(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     write(dev, z.start_lba, 1, 11)?;
-    dev.flush().map_err(|e| format!("flush: {e}"))?;
+    dev.flush().map_err(ConformanceFailure::command("flush"))?;
     let lba = z.start_lba + 1;
     dev.write_with(lba, &data(dev, lba, 1, 11), WriteFlags { fua: true })
-        .map_err(|e| format!("write with FUA: {e}"))?;
+        .map_err(ConformanceFailure::command("write with FUA"))?;
     Ok(Outcome::Passed("flush and FUA write completed".into()))
 }
 
-fn reset_rewinds(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
+fn reset_rewinds(dev: &dyn ZonedDevice) -> Result<Outcome, ConformanceFailure> {
     let z = first_seq(dev)?;
     write(dev, z.start_lba, 4, 12)?;
     dev.reset_zone(z.index)
-        .map_err(|e| format!("reset of zone {}: {e}", z.index))?;
+        .map_err(ConformanceFailure::command(format!(
+            "reset of zone {}",
+            z.index
+        )))?;
     let after = zone(dev, z.index)?;
     if after.condition != ZoneCondition::Empty || after.write_pointer_lba != z.start_lba {
         return Ok(Outcome::Failed(format!(
@@ -631,7 +660,7 @@ fn reset_rewinds(dev: &dyn ZonedDevice) -> Result<Outcome, String> {
     write(dev, z.start_lba, 1, 13)?;
     let mut back = vec![0u8; ss(dev)];
     dev.read(z.start_lba, &mut back)
-        .map_err(|e| format!("read back: {e}"))?;
+        .map_err(ConformanceFailure::command("read back"))?;
     if back != data(dev, z.start_lba, 1, 13) {
         return Ok(Outcome::Failed(
             "the sector written after the reset reads back wrong".into(),

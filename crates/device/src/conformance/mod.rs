@@ -10,6 +10,7 @@
 //! sequential zone empty.
 
 mod checks;
+mod failure;
 
 use crate::api::ZonedDevice;
 use serde::Serialize;
@@ -51,7 +52,7 @@ pub fn run(dev: &dyn ZonedDevice, mut progress: impl FnMut(&Check)) -> Vec<Check
     for (name, rule, f) in checks::ALL {
         let outcome = match checks::reset_all(dev).and_then(|()| f(dev)) {
             Ok(o) => o,
-            Err(why) => Outcome::Failed(why),
+            Err(why) => Outcome::Failed(why.to_string()),
         };
         let c = Check {
             name,
@@ -65,7 +66,7 @@ pub fn run(dev: &dyn ZonedDevice, mut progress: impl FnMut(&Check)) -> Vec<Check
         let c = Check {
             name: "final-reset",
             rule: "resetting every sequential zone leaves the device empty",
-            outcome: Outcome::Failed(why),
+            outcome: Outcome::Failed(why.to_string()),
         };
         progress(&c);
         out.push(c);

@@ -3,7 +3,7 @@
 
 use crate::error::{DeviceError, Result};
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// The frame of a record header.
 pub const FORMAT: Format = Format::record(
@@ -65,23 +65,22 @@ impl Header {
     }
 
     /// Decodes a header sector; never panics on bad bytes.
-    pub fn decode(b: &[u8]) -> std::result::Result<Header, String> {
-        let f = FORMAT.decode(b).map_err(|e| e.to_string())?;
+    pub fn decode(b: &[u8]) -> std::result::Result<Header, FormatError> {
+        let f = FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
-        let bad = |e: tegula_codec::DecodeError| e.to_string();
         let layout = Layout {
-            conv_zones: d.u32().map_err(bad)?,
-            log_zones: d.u32().map_err(bad)?,
-            zone_sectors: d.u64().map_err(bad)?,
-            sector_size: d.u32().map_err(bad)?,
+            conv_zones: d.u32()?,
+            log_zones: d.u32()?,
+            zone_sectors: d.u64()?,
+            sector_size: d.u32()?,
         };
         Ok(Header {
             kind: f.header.kind,
             seq: f.header.seq,
             layout,
-            vlba: d.u64().map_err(bad)?,
-            count: d.u32().map_err(bad)?,
-            data_crc: d.u32().map_err(bad)?,
+            vlba: d.u64()?,
+            count: d.u32()?,
+            data_crc: d.u32()?,
         })
     }
 }

@@ -12,7 +12,7 @@
 
 use crate::zone::ZoneCondition;
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Magic of the descriptor in `PATH.zones`.
 pub const DESCRIPTOR_MAGIC: [u8; 8] = *b"TGLABDSC";
@@ -72,51 +72,55 @@ pub fn check_geometry(
     zone_size: u64,
     conventional_zones: u32,
     zones: u32,
-) -> Result<(), String> {
+) -> Result<(), FormatError> {
     if sector_size != 512 && sector_size != 4096 {
-        return Err(format!("sector size {sector_size} is not 512 or 4096"));
+        return Err(FormatError::invalid(format!(
+            "sector size {sector_size} is not 512 or 4096"
+        )));
     }
     if zone_size == 0 || !zone_size.is_multiple_of(u64::from(sector_size)) {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "zone size {zone_size} is not a positive multiple of the sector size"
-        ));
+        )));
     }
     if conventional_zones >= zones {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "{conventional_zones} conventional zones of {zones} leave no sequential zone"
-        ));
+        )));
     }
     Ok(())
 }
 
 /// Decodes a descriptor, checking its frame and that its layout is self-consistent.
-pub fn decode_descriptor(b: &[u8]) -> Result<Descriptor, String> {
-    let f = DESCRIPTOR_FORMAT.decode(b).map_err(|e| e.to_string())?;
+pub fn decode_descriptor(b: &[u8]) -> Result<Descriptor, FormatError> {
+    let f = DESCRIPTOR_FORMAT.decode(b)?;
     let mut d = Dec::new(f.payload);
     let s = Descriptor {
-        sector_size: d.u32().map_err(|e| e.to_string())?,
-        zone_size: d.u64().map_err(|e| e.to_string())?,
-        conventional_zones: d.u32().map_err(|e| e.to_string())?,
-        zones: d.u32().map_err(|e| e.to_string())?,
-        slot_offset: d.u64().map_err(|e| e.to_string())?,
-        slot_size: d.u64().map_err(|e| e.to_string())?,
+        sector_size: d.u32()?,
+        zone_size: d.u64()?,
+        conventional_zones: d.u32()?,
+        zones: d.u32()?,
+        slot_offset: d.u64()?,
+        slot_size: d.u64()?,
     };
     check_geometry(s.sector_size, s.zone_size, s.conventional_zones, s.zones)?;
     let zones_end = u64::from(s.zones).checked_mul(s.zone_size);
     if zones_end.is_none_or(|e| e > s.slot_offset) {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "the state slots at byte {} overlap the {} zones",
             s.slot_offset, s.zones
-        ));
+        )));
     }
     if s.slot_size < slot_size(u64::from(s.zones)) || !s.slot_size.is_multiple_of(4096) {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "slot size {} is too small for {} zones",
             s.slot_size, s.zones
-        ));
+        )));
     }
     if s.slot_offset.checked_add(2 * s.slot_size).is_none() {
-        return Err("the state slots end past the largest offset".into());
+        return Err(FormatError::invalid(
+            "the state slots end past the largest offset",
+        ));
     }
     Ok(s)
 }
@@ -167,25 +171,32 @@ pub fn encode_state(s: &State) -> Vec<u8> {
 
 /// Decodes a state record, checking its frame, counts and that every run is a non-empty range
 /// of a zone the record has, below that zone's write pointer.
-pub fn decode_state(b: &[u8]) -> Result<State, String> {
-    let f = STATE_FORMAT.decode(b).map_err(|e| e.to_string())?;
+pub fn decode_state(b: &[u8]) -> Result<State, FormatError> {
+    let f = STATE_FORMAT.decode(b)?;
     let mut d = Dec::new(f.payload);
-    let err = |e: tegula_codec::DecodeError| format!("corrupt zone state: {e}");
+    let err = FormatError::field("corrupt zone state");
     let nz = d.u32().map_err(err)? as usize;
     if nz > d.remaining() / 10 {
-        return Err(format!("corrupt zone state: {nz} zones do not fit"));
+        return Err(FormatError::invalid(format!(
+            "corrupt zone state: {nz} zones do not fit"
+        )));
     }
     let mut zones = Vec::with_capacity(nz);
     for i in 0..nz {
         let c = d.u8().map_err(err)?;
-        let cond = ZoneCondition::from_code(c)
-            .ok_or_else(|| format!("corrupt zone state: zone {i} has unknown condition {c}"))?;
+        let cond = ZoneCondition::from_code(c).ok_or_else(|| {
+            FormatError::invalid(format!(
+                "corrupt zone state: zone {i} has unknown condition {c}"
+            ))
+        })?;
         let ns = d.u8().map_err(err)? != 0;
         zones.push((cond, ns, d.u64().map_err(err)?));
     }
     let nr = d.u32().map_err(err)? as usize;
     if nr > MAX_RUNS || nr > d.remaining() / 24 {
-        return Err(format!("corrupt zone state: {nr} unsynced runs do not fit"));
+        return Err(FormatError::invalid(format!(
+            "corrupt zone state: {nr} unsynced runs do not fit"
+        )));
     }
     let mut unsynced = Vec::with_capacity(nr);
     for _ in 0..nr {
@@ -197,19 +208,19 @@ pub fn decode_state(b: &[u8]) -> Result<State, String> {
         };
         let wp = zones.get(r.zone as usize).map(|z| z.2);
         if r.from >= r.to || wp.is_none_or(|wp| r.to > wp) {
-            return Err(format!(
+            return Err(FormatError::invalid(format!(
                 "corrupt zone state: unsynced run {}..{} of zone {} is not below its write \
                  pointer",
                 r.from, r.to, r.zone
-            ));
+            )));
         }
         unsynced.push(r);
     }
     if !d.is_empty() {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "corrupt zone state: {} bytes after the runs",
             d.remaining()
-        ));
+        )));
     }
     Ok(State {
         seq: f.header.seq,
@@ -265,7 +276,9 @@ mod tests {
             slot_offset: 2 << 20,
             ..d
         };
-        let e = decode_descriptor(&encode_descriptor(&overlap)).unwrap_err();
+        let e = decode_descriptor(&encode_descriptor(&overlap))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("overlap"), "{e}");
     }
 
@@ -279,7 +292,7 @@ mod tests {
                 to: run.2,
                 crc: 0,
             };
-            let e = decode_state(&encode_state(&s)).unwrap_err();
+            let e = decode_state(&encode_state(&s)).unwrap_err().to_string();
             assert!(e.contains("unsynced run"), "{run:?}: {e}");
         }
     }

@@ -5,7 +5,7 @@
 
 use super::format::{self, Descriptor, State, DESCRIPTOR_MAGIC};
 use super::HostBandedOptions;
-use crate::error::{DeviceError, Result};
+use crate::error::{DeviceError, ImageProblem, Result};
 use crate::image::{decode_state as decode_legacy, STATE_FORMAT as LEGACY_FORMAT};
 use crate::imagefile::SlotPair;
 use crate::zone::{ZoneTable, ZoneType};
@@ -49,7 +49,7 @@ pub fn sidecar_path(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn image_err(path: &Path, problem: impl Into<String>) -> DeviceError {
+fn image_err(path: &Path, problem: impl Into<ImageProblem>) -> DeviceError {
     DeviceError::Image {
         path: path.display().to_string(),
         problem: problem.into(),
@@ -62,7 +62,8 @@ fn slot_err(path: &Path, e: crate::imagefile::ImageFileError) -> DeviceError {
         ImageFileError::Io { doing, source } => {
             DeviceError::io(format!("{doing} {}", path.display()), source)
         }
-        other => image_err(path, other.to_string()),
+        ImageFileError::Invalid(p) => image_err(path, p),
+        ImageFileError::Device(d) => d,
     }
 }
 
@@ -220,7 +221,7 @@ fn tail_slots(d: &Descriptor) -> SlotPair<'static> {
 
 /// Reads back the runs a state record lists and compares their checksums; the first that
 /// differs is the error (the save's sync did not complete, or the data was damaged since).
-fn verify(file: &File, d: &Descriptor, st: &State) -> std::result::Result<(), String> {
+fn verify(file: &File, d: &Descriptor, st: &State) -> std::result::Result<(), ImageProblem> {
     let ss = u64::from(d.sector_size);
     let mut buf = vec![0u8; 1 << 20];
     for r in &st.unsynced {
@@ -228,21 +229,20 @@ fn verify(file: &File, d: &Descriptor, st: &State) -> std::result::Result<(), St
         let mut crc = 0u32;
         while off < end {
             let n = (end - off).min(buf.len() as u64) as usize;
-            file.read_exact_at(&mut buf[..n], off).map_err(|e| {
-                format!(
-                    "reading back zone {} LBAs {}..{}: {e}",
-                    r.zone, r.from, r.to
-                )
-            })?;
+            file.read_exact_at(&mut buf[..n], off)
+                .map_err(|source| ImageProblem::Io {
+                    doing: format!("reading back zone {} LBAs {}..{}", r.zone, r.from, r.to),
+                    source,
+                })?;
             crc = tegula_codec::checksum::crc32c_append(crc, &buf[..n]);
             off += n as u64;
         }
         if crc != r.crc {
-            return Err(format!(
+            return Err(ImageProblem::Invalid(format!(
                 "the data it lists as written (zone {}, LBAs {}..{}) does not match its \
                  checksum: the flush that saved it did not complete",
                 r.zone, r.from, r.to
-            ));
+            )));
         }
     }
     Ok(())
@@ -250,22 +250,22 @@ fn verify(file: &File, d: &Descriptor, st: &State) -> std::result::Result<(), St
 
 /// Checks a decoded state against the layout: zone count and every write pointer inside its
 /// zone.
-fn check_zones(d: &Descriptor, st: &State) -> std::result::Result<(), String> {
+fn check_zones(d: &Descriptor, st: &State) -> std::result::Result<(), ImageProblem> {
     if st.zones.len() != d.zones as usize {
-        return Err(format!(
+        return Err(ImageProblem::Invalid(format!(
             "{} zones recorded, the layout has {}",
             st.zones.len(),
             d.zones
-        ));
+        )));
     }
     let zs = d.zone_size / u64::from(d.sector_size);
     for (i, &(_, _, wp)) in st.zones.iter().enumerate() {
         let start = i as u64 * zs;
         if wp < start || wp > start + zs {
-            return Err(format!(
+            return Err(ImageProblem::Invalid(format!(
                 "zone {i}'s write pointer {wp} lies outside it ({start}..{})",
                 start + zs
-            ));
+            )));
         }
     }
     Ok(())
@@ -321,12 +321,16 @@ fn open_tail(path: &Path, file: &File, sidecar: &Path, opts: &HostBandedOptions)
     }
     let slots = tail_slots(&d);
     let pair = slots
-        .read(file, d.slot_size as usize, |b| {
-            let st = format::decode_state(b)?;
-            check_zones(&d, &st)?;
-            verify(file, &d, &st)?;
-            Ok(st)
-        })
+        .read(
+            file,
+            d.slot_size as usize,
+            |b| -> std::result::Result<_, ImageProblem> {
+                let st = format::decode_state(b)?;
+                check_zones(&d, &st)?;
+                verify(file, &d, &st)?;
+                Ok(st)
+            },
+        )
         .map_err(|e| slot_err(path, e))?;
     let choice =
         crate::slots::choose("zone state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;
@@ -434,7 +438,9 @@ fn open_legacy_sidecar(
         return Ok((file, st, Vec::new()));
     }
     let pair = slots
-        .read(&file, slots.size as usize, decode_legacy)
+        .read(&file, slots.size as usize, |b| {
+            decode_legacy(b).map_err(ImageProblem::from)
+        })
         .map_err(|e| slot_err(path, e))?;
     let choice =
         crate::slots::choose("zone state", pair, |s| s.seq).map_err(|p| image_err(path, p))?;

@@ -153,7 +153,8 @@ impl HostBanded {
                     "not a banded device: {} does not exist (a command that creates one, such \
                      as `tegula db create --banded ZONE_SIZE`, makes it); the file was not touched",
                     descriptor.display()
-                ),
+                )
+                .into(),
             });
         }
         let file = OpenOptions::new()
@@ -372,9 +373,18 @@ impl HostBanded {
     }
 
     fn slot_err(&self, e: crate::imagefile::ImageFileError) -> DeviceError {
+        use crate::imagefile::ImageFileError;
+        let problem = match e {
+            ImageFileError::Io { doing, source } => crate::error::ImageProblem::Io {
+                doing: doing.into(),
+                source,
+            },
+            ImageFileError::Invalid(p) => p,
+            ImageFileError::Device(d) => return d,
+        };
         DeviceError::Image {
             path: self.path.display().to_string(),
-            problem: e.to_string(),
+            problem,
         }
     }
 

@@ -225,7 +225,10 @@ impl Zbd {
         let sector = z.start_lba * self.scale;
         match ioctl::report(self.file.as_raw_fd(), sector, 1) {
             Ok(raw) => {
-                if let Some(Ok(mut fresh)) = raw.first().map(|r| zone_of(r, i as u32, self.scale)) {
+                if let Some(Ok(mut fresh)) = raw
+                    .first()
+                    .map(|r| zone_of(r, i as u32, self.scale, &self.path))
+                {
                     fresh.index = i as u32;
                     zones[i] = fresh;
                 }
@@ -470,28 +473,26 @@ fn zones_of(raw: &[RawZone], scale: u64, path: &Path) -> Result<Vec<Zone>> {
     }
     raw.iter()
         .enumerate()
-        .map(|(i, r)| {
-            zone_of(r, i as u32, scale)
-                .map_err(|why| DeviceError::Config(format!("{}: zone {i}: {why}", path.display())))
-        })
+        .map(|(i, r)| zone_of(r, i as u32, scale, path))
         .collect()
 }
 
-/// One kernel zone as a tegula zone (LBAs of `scale` kernel sectors).
-fn zone_of(r: &RawZone, index: u32, scale: u64) -> std::result::Result<Zone, String> {
+/// One kernel zone of the device at `path` as a tegula zone (LBAs of `scale` kernel sectors).
+fn zone_of(r: &RawZone, index: u32, scale: u64, path: &Path) -> Result<Zone> {
+    let bad = |why: String| DeviceError::Config(format!("{}: zone {index}: {why}", path.display()));
     let zone_type = r
         .typed()
-        .ok_or_else(|| format!("unknown zone type {}", r.zone_type))?;
+        .ok_or_else(|| bad(format!("unknown zone type {}", r.zone_type)))?;
     let condition = r
         .condition()
-        .ok_or_else(|| format!("unknown zone condition {:#x}", r.cond))?;
+        .ok_or_else(|| bad(format!("unknown zone condition {:#x}", r.cond)))?;
     if !r.start.is_multiple_of(scale) || !r.len.is_multiple_of(scale) || r.len == 0 {
-        return Err(format!(
+        return Err(bad(format!(
             "start {} and length {} (512-byte sectors) are not whole sectors of {} bytes",
             r.start,
             r.len,
             scale * 512
-        ));
+        )));
     }
     let start = r.start / scale;
     let len = r.len / scale;
@@ -641,8 +642,8 @@ impl ZonedDevice for Zbd {
     fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
         let mut zones = self.zones.lock();
         match ioctl::report_all(self.file.as_raw_fd(), 0, u64::MAX)
-            .map_err(|e| e.to_string())
-            .and_then(|raw| zones_of(&raw, self.scale, &self.path).map_err(|e| e.to_string()))
+            .map_err(|e| DeviceError::io("reading the zone report", e))
+            .and_then(|raw| zones_of(&raw, self.scale, &self.path))
         {
             Ok(fresh) if fresh.len() == zones.len() => *zones = fresh,
             Ok(fresh) => tracing::warn!(

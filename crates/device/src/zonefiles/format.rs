@@ -3,7 +3,7 @@
 //! frame.
 
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Magic of the descriptor.
 pub const MAGIC: [u8; 8] = *b"TGLAZFDS";
@@ -36,14 +36,14 @@ pub fn encode(d: &Descriptor) -> Vec<u8> {
 }
 
 /// Decodes a descriptor, checking its frame and that the geometry is usable.
-pub fn decode(b: &[u8]) -> Result<Descriptor, String> {
-    let f = FORMAT.decode(b).map_err(|e| e.to_string())?;
+pub fn decode(b: &[u8]) -> Result<Descriptor, FormatError> {
+    let f = FORMAT.decode(b)?;
     let mut d = Dec::new(f.payload);
     let s = Descriptor {
-        sector_size: d.u32().map_err(|e| e.to_string())?,
-        zone_size: d.u64().map_err(|e| e.to_string())?,
-        conventional_zones: d.u32().map_err(|e| e.to_string())?,
-        zones: d.u32().map_err(|e| e.to_string())?,
+        sector_size: d.u32()?,
+        zone_size: d.u64()?,
+        conventional_zones: d.u32()?,
+        zones: d.u32()?,
     };
     check(&s)?;
     Ok(s)
@@ -54,7 +54,7 @@ pub const MAX_ZONES: u32 = 65_536;
 
 /// Whether a geometry is usable: a 512- or 4096-byte sector, zones of whole sectors, at least
 /// one sequential zone, at most [`MAX_ZONES`] zones, a capacity that fits in a `u64`.
-pub fn check(s: &Descriptor) -> Result<(), String> {
+pub fn check(s: &Descriptor) -> Result<(), FormatError> {
     crate::hostfile::format::check_geometry(
         s.sector_size,
         s.zone_size,
@@ -62,10 +62,15 @@ pub fn check(s: &Descriptor) -> Result<(), String> {
         s.zones,
     )?;
     if s.zones > MAX_ZONES {
-        return Err(format!("{} zones: at most {MAX_ZONES}", s.zones));
+        return Err(FormatError::invalid(format!(
+            "{} zones: at most {MAX_ZONES}",
+            s.zones
+        )));
     }
     if u64::from(s.zones).checked_mul(s.zone_size).is_none() {
-        return Err("the zones end past the largest offset".into());
+        return Err(FormatError::invalid(
+            "the zones end past the largest offset",
+        ));
     }
     Ok(())
 }

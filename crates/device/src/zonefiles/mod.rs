@@ -22,7 +22,7 @@
 pub mod format;
 
 use crate::api::{BlockDevice, DeviceInfo, WriteFlags, ZoneTarget, ZonedDevice};
-use crate::error::{DeviceError, Result};
+use crate::error::{DeviceError, ImageProblem, Result};
 use crate::hostfile::{HostBanded, HostBandedOptions};
 use crate::media::{Completion, IoDone, Request};
 use crate::units::Nanos;
@@ -106,16 +106,16 @@ impl ZoneFiles {
     /// [`ZoneFilesOptions::create`] allows.
     pub fn open(dir: &Path, opts: ZoneFilesOptions) -> Result<Self> {
         let desc_path = dir.join("zones");
-        let image_err = |problem: String| DeviceError::Image {
+        let image_err = |problem: ImageProblem| DeviceError::Image {
             path: dir.display().to_string(),
             problem,
         };
         if !desc_path.exists() {
             if !opts.create {
-                return Err(image_err(format!(
+                return Err(image_err(ImageProblem::Invalid(format!(
                     "not a zone-files device: {} does not exist; nothing was touched",
                     desc_path.display()
-                )));
+                ))));
             }
             Self::create(dir, &opts)?;
         }
@@ -127,13 +127,18 @@ impl ZoneFiles {
         crate::lock::lock(&lock, &desc_path, true, crate::lock::default_wait())?;
         let bytes = std::fs::read(&desc_path)
             .map_err(|e| io_err(format!("reading {}", desc_path.display()), e))?;
-        let desc = format::decode(&bytes).map_err(|e| image_err(format!("descriptor: {e}")))?;
+        let desc = format::decode(&bytes).map_err(|source| {
+            image_err(ImageProblem::Structure {
+                what: "descriptor",
+                source,
+            })
+        })?;
         let bytes_of_zones = u64::from(desc.zones) * desc.zone_size;
         if let Some(c) = opts.capacity {
             if c / desc.zone_size * desc.zone_size != bytes_of_zones {
-                return Err(image_err(format!(
+                return Err(image_err(ImageProblem::Invalid(format!(
                     "created with {bytes_of_zones} bytes of zones, opened asking for {c}"
-                )));
+                ))));
             }
         }
         Self::remove_leftovers(dir)?;
@@ -149,10 +154,10 @@ impl ZoneFiles {
             .map_err(|e| io_err(format!("stat {}", conv_path.display()), e))?
             .len();
         if have != conv_len {
-            return Err(image_err(format!(
+            return Err(image_err(ImageProblem::Invalid(format!(
                 "{} holds {have} bytes, not the {conv_len} of its conventional zones",
                 conv_path.display()
-            )));
+            ))));
         }
         let mut seq = Vec::with_capacity((desc.zones - desc.conventional_zones) as usize);
         for z in desc.conventional_zones..desc.zones {

@@ -160,7 +160,7 @@ impl DmDrive {
         media.record_events(true);
         let bad = |problem: String| StlError::Image {
             path: path.display().to_string(),
-            problem,
+            problem: problem.into(),
         };
         let total = media.capacity();
         for (a, b) in state

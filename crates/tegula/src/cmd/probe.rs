@@ -53,7 +53,7 @@ pub struct ProbeArgs {
 }
 
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
-    tegula_device::parse_size(s)
+    tegula_device::parse_size(s).map_err(|e| e.to_string())
 }
 
 /// Power control of an emulated drive-managed drive: its fault injection.

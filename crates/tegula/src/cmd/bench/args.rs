@@ -32,7 +32,7 @@ pub fn parse_engine_option(s: &str) -> Result<(String, serde_json::Value), Strin
 
 /// Parses a byte count that may carry a unit (`100`, `4KiB`, `1GiB`) into a `usize`.
 pub fn parse_byte_count(s: &str) -> Result<usize, String> {
-    let n = tegula_device::parse_size(s)?;
+    let n = tegula_device::parse_size(s).map_err(|e| e.to_string())?;
     usize::try_from(n).map_err(|_| format!("{s} is too large for this machine"))
 }
 
@@ -40,7 +40,9 @@ impl FromStr for Size {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        tegula_device::parse_size(s).map(Size)
+        tegula_device::parse_size(s)
+            .map(Size)
+            .map_err(|e| e.to_string())
     }
 }
 
