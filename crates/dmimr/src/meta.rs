@@ -5,7 +5,7 @@
 //! `docs/formats/dm-imr.md`.
 
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of a metadata record.
 pub const META_MAGIC: [u8; 8] = *b"TGLADMIM";
@@ -58,8 +58,8 @@ impl MetaRecord {
     }
 
     /// Decodes a record, checking magic, version, length and checksum.
-    pub fn decode(b: &[u8]) -> Result<MetaRecord, String> {
-        let f = META_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    pub fn decode(b: &[u8]) -> Result<MetaRecord, FormatError> {
+        let f = META_FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
         (|| -> Result<MetaRecord, DecodeError> {
             let epoch = d.u64()?;
@@ -82,7 +82,7 @@ impl MetaRecord {
                 valid,
             })
         })()
-        .map_err(|e| e.to_string())
+        .map_err(FormatError::from)
     }
 }
 

@@ -10,9 +10,21 @@ use crate::stats::DmImrStats;
 use crate::superblock::Superblock;
 use parking_lot::Mutex;
 use std::sync::Arc;
+use tegula_codec::FormatError;
 use tegula_device::{BlockDevice, DeviceInfo, Disk, DriveKind, TrackLayout};
 use tegula_kvimr::layout::Layout;
 use tegula_kvimr::staging::StagingRecord;
+
+/// Why a copy of a metadata record is unusable.
+#[derive(Debug, thiserror::Error)]
+enum CopyProblem {
+    /// Its sectors are all zero.
+    #[error("never written")]
+    Blank,
+    /// It does not decode.
+    #[error(transparent)]
+    Damaged(FormatError),
+}
 
 /// The raw drive's track layout and sector size, or why it cannot be drive-managed IMR.
 fn raw_facts(disk: &Disk) -> Result<(TrackLayout, u64)> {
@@ -144,7 +156,10 @@ fn read_superblock(disk: &Disk, tl: &TrackLayout, ss: u64) -> Result<Option<Foun
                 },
             )],
         })),
-        (Err(p), None) => Err(Error::corrupt("superblock", p)),
+        (Err(source), None) => Err(Error::Malformed {
+            what: "superblock",
+            source,
+        }),
         (Ok(_), None) => Ok(None),
     }
 }
@@ -219,7 +234,7 @@ impl DmImr {
             return false;
         };
         match read_superblock(disk, &tl, ss) {
-            Ok(Some(_)) | Err(Error::Corruption { .. }) => true,
+            Ok(Some(_)) | Err(Error::Corruption { .. } | Error::Malformed { .. }) => true,
             Ok(None) | Err(_) => false,
         }
     }
@@ -320,7 +335,7 @@ impl DmImr {
         };
         match read_superblock(&disk, &tl, ss) {
             Ok(Some(f)) => Self::open_with(disk, tl, ss, f).map(|d| Probe::Opened(Box::new(d))),
-            Err(e @ Error::Corruption { .. }) => Err(e),
+            Err(e @ (Error::Corruption { .. } | Error::Malformed { .. })) => Err(e),
             Ok(None) | Err(_) => Ok(Probe::Raw(disk)),
         }
     }
@@ -454,9 +469,9 @@ impl Inner {
                 let mut b = vec![0u8; (room * self.ss) as usize];
                 self.safe_read(off, &mut b)?;
                 let got = if b.iter().all(|&x| x == 0) {
-                    Err("never written".to_string())
+                    Err(CopyProblem::Blank)
                 } else {
-                    MetaRecord::decode(&b)
+                    MetaRecord::decode(&b).map_err(CopyProblem::Damaged)
                 };
                 if let Ok(m) = &got {
                     if m.epoch == self.sb.epoch {
@@ -496,7 +511,7 @@ impl Inner {
                         x.seq, m.seq
                     ))
                 }
-                Err(e) if e != "never written" => self.warnings.push(format!(
+                Err(e @ CopyProblem::Damaged(_)) => self.warnings.push(format!(
                     "metadata slot {k} copy {} is damaged and was passed over (a write the \
                      power cut tore): {e}",
                     c + 1

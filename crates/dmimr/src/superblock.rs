@@ -3,7 +3,7 @@
 //! slots and the staging area. Byte layout in `docs/formats/dm-imr.md`.
 
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of the superblock.
 pub const SUPERBLOCK_MAGIC: [u8; 8] = *b"TGLADMIS";
@@ -46,11 +46,11 @@ impl Superblock {
 
     /// Decodes a superblock: `Ok(None)` when `b` holds none (another magic: never formatted
     /// as drive-managed), an error when it holds a damaged one.
-    pub fn decode(b: &[u8]) -> Result<Option<Superblock>, String> {
+    pub fn decode(b: &[u8]) -> Result<Option<Superblock>, FormatError> {
         if b.len() < SUPERBLOCK_MAGIC.len() || b[..SUPERBLOCK_MAGIC.len()] != SUPERBLOCK_MAGIC {
             return Ok(None);
         }
-        let f = SUPERBLOCK_FORMAT.decode(b).map_err(|e| e.to_string())?;
+        let f = SUPERBLOCK_FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
         let sb = (|| -> Result<Superblock, DecodeError> {
             let sb = Superblock {
@@ -65,10 +65,12 @@ impl Superblock {
                 return Err(d.invalid("trailing bytes"));
             }
             Ok(sb)
-        })()
-        .map_err(|e| e.to_string())?;
+        })()?;
         if sb.sector_size != 512 && sb.sector_size != 4096 {
-            return Err(format!("sector size {} is not 512 or 4096", sb.sector_size));
+            return Err(FormatError::invalid(format!(
+                "sector size {} is not 512 or 4096",
+                sb.sector_size
+            )));
         }
         Ok(Some(sb))
     }

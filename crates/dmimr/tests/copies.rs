@@ -94,7 +94,7 @@ fn outcome(d: Arc<Disk>, m: &Model) -> Result<bool, Option<String>> {
             }
         }
         Ok(Probe::Raw(_)) => Err(Some("opened as a raw interlaced drive".into())),
-        Err(Error::Corruption { .. }) => Err(None),
+        Err(Error::Corruption { .. } | Error::Malformed { .. }) => Err(None),
         Err(e) => Err(Some(format!("an error that is not corruption: {e}"))),
     }
 }

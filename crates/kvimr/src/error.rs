@@ -1,5 +1,6 @@
 //! Typed errors of the middleware.
 
+use tegula_codec::FormatError;
 use tegula_device::DeviceError;
 
 /// Everything a middleware operation can fail with.
@@ -19,6 +20,15 @@ pub enum Error {
         what: &'static str,
         /// What is wrong with it.
         problem: String,
+    },
+    /// An on-media structure (superblock, map, staging record) does not decode.
+    #[error("corrupt {what}: {source}")]
+    Malformed {
+        /// Which structure.
+        what: &'static str,
+        /// Why it does not decode.
+        #[source]
+        source: FormatError,
     },
     /// The device holds no KVIMR superblock (format it first).
     #[error("no KVIMR superblock on the device (format it first)")]

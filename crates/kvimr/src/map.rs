@@ -4,7 +4,7 @@
 //! higher sequence number wins. Byte layout in `docs/formats/kvimr-map.md`.
 
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of a map copy.
 pub const MAP_MAGIC: [u8; 8] = *b"KVIMRMAP";
@@ -148,8 +148,8 @@ impl Map {
     }
 
     /// Decodes a map copy, checking magic, version, length, checksum and every field's range.
-    pub fn decode(b: &[u8]) -> Result<Map, String> {
-        let f = MAP_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    pub fn decode(b: &[u8]) -> Result<Map, FormatError> {
+        let f = MAP_FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
         let m = (|| -> Result<Map, DecodeError> {
             let epoch = d.u64()?;
@@ -208,8 +208,7 @@ impl Map {
                 next_file,
                 files,
             })
-        })()
-        .map_err(|e| e.to_string())?;
+        })()?;
         Ok(m)
     }
 }

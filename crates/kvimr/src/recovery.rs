@@ -13,6 +13,7 @@ use crate::superblock::Superblock;
 
 use parking_lot::Mutex;
 use std::sync::Arc;
+use tegula_codec::FormatError;
 use tegula_device::{BlockDevice, TrackKind, TrackLayout};
 
 /// LBA of the superblock: the first sector of the drive's first top track (safe space 0).
@@ -35,7 +36,10 @@ fn read_superblock(dev: &dyn BlockDevice, tl: &TrackLayout) -> Result<Option<Sup
     let ss = dev.info().sector_size as usize;
     let mut b = vec![0u8; ss];
     dev.read(superblock_lba(tl)?, &mut b)?;
-    Superblock::decode(&b).map_err(|p| Error::corrupt("superblock", p))
+    Superblock::decode(&b).map_err(|source| Error::Malformed {
+        what: "superblock",
+        source,
+    })
 }
 
 /// Formats `dev` and opens it.
@@ -68,23 +72,30 @@ pub fn format(
     })
 }
 
-fn read_map(inner: &mut Inner, slot: usize) -> Result<Map, String> {
+/// Why one copy of the map could not be used.
+#[derive(Debug, thiserror::Error)]
+enum CopyError {
+    /// Reading it failed.
+    #[error(transparent)]
+    Read(#[from] Error),
+    /// It does not decode.
+    #[error(transparent)]
+    Format(#[from] FormatError),
+}
+
+fn read_map(inner: &mut Inner, slot: usize) -> std::result::Result<Map, CopyError> {
     let ss = inner.layout.ss;
     let r = inner.layout.regions;
     let mut first = vec![0u8; ss as usize];
-    inner
-        .safe_read(r.map[slot], &mut first)
-        .map_err(|e| e.to_string())?;
-    let len = Map::frame_len(&first).ok_or("no map")?;
+    inner.safe_read(r.map[slot], &mut first)?;
+    let len = Map::frame_len(&first).ok_or_else(|| FormatError::invalid("no map"))?;
     let sectors = (len as u64).div_ceil(ss);
     if sectors > r.map_sectors {
-        return Err(format!("length {len} exceeds the slot"));
+        return Err(FormatError::invalid(format!("length {len} exceeds the slot")).into());
     }
     let mut b = vec![0u8; (sectors * ss) as usize];
-    inner
-        .safe_read(r.map[slot], &mut b)
-        .map_err(|e| e.to_string())?;
-    Map::decode(&b)
+    inner.safe_read(r.map[slot], &mut b)?;
+    Ok(Map::decode(&b)?)
 }
 
 /// Opens a formatted drive.

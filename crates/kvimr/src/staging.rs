@@ -4,7 +4,7 @@
 //! `applied_rmw`. Byte layout in `docs/formats/kvimr-map.md`.
 
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of a staging record.
 pub const STAGING_MAGIC: [u8; 8] = *b"KVIMRSTG";
@@ -61,8 +61,8 @@ impl StagingRecord {
 
     /// Decodes a record, checking magic, version, length and checksum; `ss` is the sector
     /// size every extent must be a whole number of.
-    pub fn decode(b: &[u8], ss: usize) -> Result<StagingRecord, String> {
-        let f = STAGING_FORMAT.decode(b).map_err(|e| e.to_string())?;
+    pub fn decode(b: &[u8], ss: usize) -> Result<StagingRecord, FormatError> {
+        let f = STAGING_FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
         (|| -> Result<StagingRecord, DecodeError> {
             let epoch = d.u64()?;
@@ -91,7 +91,7 @@ impl StagingRecord {
                 entries,
             })
         })()
-        .map_err(|e| e.to_string())
+        .map_err(FormatError::from)
     }
 }
 

@@ -177,7 +177,11 @@ impl Inner {
 
     /// Records a failure of a write path: the handle refuses further writes.
     pub fn fail<T>(&mut self, e: Error) -> Result<T> {
-        if matches!(e, Error::Device(_) | Error::Corruption { .. }) && self.poisoned.is_none() {
+        if matches!(
+            e,
+            Error::Device(_) | Error::Corruption { .. } | Error::Malformed { .. }
+        ) && self.poisoned.is_none()
+        {
             self.poisoned = Some(e.to_string());
         }
         Err(e)

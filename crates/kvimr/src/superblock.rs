@@ -4,7 +4,7 @@
 
 use crate::options::FormatOptions;
 use tegula_codec::frame::Format;
-use tegula_codec::{Dec, DecodeError, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of the superblock.
 pub const SUPERBLOCK_MAGIC: [u8; 8] = *b"KVIMRSUP";
@@ -50,11 +50,11 @@ impl Superblock {
 
     /// Decodes a superblock: `Ok(None)` when `b` holds none (wrong magic: never formatted),
     /// an error when it holds a damaged one.
-    pub fn decode(b: &[u8]) -> Result<Option<Superblock>, String> {
+    pub fn decode(b: &[u8]) -> Result<Option<Superblock>, FormatError> {
         if b.len() < SUPERBLOCK_MAGIC.len() || b[..SUPERBLOCK_MAGIC.len()] != SUPERBLOCK_MAGIC {
             return Ok(None);
         }
-        let f = SUPERBLOCK_FORMAT.decode(b).map_err(|e| e.to_string())?;
+        let f = SUPERBLOCK_FORMAT.decode(b)?;
         let mut d = Dec::new(f.payload);
         let sb = (|| -> Result<Superblock, DecodeError> {
             let sector_size = d.u32()?;
@@ -79,10 +79,12 @@ impl Superblock {
                 epoch,
                 format,
             })
-        })()
-        .map_err(|e| e.to_string())?;
+        })()?;
         if sb.sector_size != 512 && sb.sector_size != 4096 {
-            return Err(format!("sector size {} is not 512 or 4096", sb.sector_size));
+            return Err(FormatError::invalid(format!(
+                "sector size {} is not 512 or 4096",
+                sb.sector_size
+            )));
         }
         Ok(Some(sb))
     }
