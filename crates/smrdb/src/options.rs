@@ -37,7 +37,7 @@ impl FormatOptions {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Options {
     /// Bytes of key-value data buffered in the memtable before it is flushed to a band.
-    /// Default `None` = the band (zone) capacity less 1/64 of it (at least 64 KiB) for the
+    /// Default `None` = the band (zone) capacity less 1/32 of it (at least 64 KiB) for the
     /// band's index, filter, histogram and footer, so that one memtable fills one band, as
     /// the paper does (a memtable is charged 32 bytes per version beyond its key and value,
     /// more than a version's header in a data block, so its data fits in the rest; a flush

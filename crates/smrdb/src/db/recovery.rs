@@ -203,9 +203,15 @@ impl Inner {
             }
         };
         let opts = opts.fitted_to_bands(bands);
+        // A memtable fills one band less a 1/32 margin (at least 64 KiB): the band writer
+        // keeps room for twice the block index (each entry a block's first and last key and
+        // 24 bytes: with 4 KiB values and 16-byte keys, one entry per value, 2.7% of the
+        // data) plus the Bloom filter and footer. With a 1/64 margin such a flush spilled a
+        // few entries into a second band, doubling the L0 bands and the compactions behind
+        // them (paper figure 9: SOC 40 device s instead of 26; tests/band_fill.rs).
         let memtable_limit = opts
             .memtable_bytes
-            .unwrap_or(zone_bytes - (zone_bytes / 64).clamp(64 << 10, zone_bytes / 2))
+            .unwrap_or(zone_bytes - (zone_bytes / 32).clamp(64 << 10, zone_bytes / 2))
             .max(4096);
         // Open bands.
         let mut bands = Vec::with_capacity(m.bands.len());
