@@ -1,6 +1,7 @@
 //! Typed errors of the engine.
 
 use crate::options::Mode;
+use tegula_codec::FormatError;
 use tegula_device::DeviceError;
 
 /// Everything a database operation can fail with. Each variant names what and where.
@@ -19,6 +20,17 @@ pub enum Error {
         offset: u64,
         /// What is wrong.
         what: String,
+    },
+    /// A band structure, a manifest copy or the superblock does not decode.
+    #[error("corruption in band at zone {zone}, byte offset {offset}: {source}")]
+    Malformed {
+        /// Zone (band) holding the bad bytes.
+        zone: u32,
+        /// Byte offset inside the zone.
+        offset: u64,
+        /// Why the bytes do not decode.
+        #[source]
+        source: FormatError,
     },
     /// The device failed.
     #[error("device: {0}")]
@@ -51,6 +63,21 @@ impl Error {
             offset,
             what: what.into(),
         }
+    }
+
+    /// A [`Error::Malformed`] of the bytes at `offset` of zone `zone`.
+    pub fn malformed(zone: u32, offset: u64, source: FormatError) -> Self {
+        Error::Malformed {
+            zone,
+            offset,
+            source,
+        }
+    }
+
+    /// Whether the error is corruption: a checksum or structural check failed
+    /// ([`Error::Corruption`], [`Error::Malformed`]).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. } | Error::Malformed { .. })
     }
 
     /// Whether the error is a power loss reported by the device (crash tests use it).

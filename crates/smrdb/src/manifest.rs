@@ -6,7 +6,7 @@
 //! Copy: `magic "SMRDBMAN" u64 | version u32 | generation u64 | body_len u32 | body | crc u32`
 //! (crc over everything before it). See `docs/formats/smrdb.md`.
 
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Manifest magic.
 pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
@@ -140,18 +140,23 @@ impl Manifest {
     }
 
     /// Decodes and checks a copy.
-    pub fn decode(buf: &[u8]) -> Result<Self, String> {
-        let total = Self::encoded_len(buf).ok_or("no manifest header")?;
-        let all = buf.get(..total).ok_or("truncated manifest")?;
+    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
+        let total =
+            Self::encoded_len(buf).ok_or_else(|| FormatError::invalid("no manifest header"))?;
+        let all = buf
+            .get(..total)
+            .ok_or_else(|| FormatError::invalid("truncated manifest"))?;
         let body = crate::band::block::verify(all)?;
         let mut r = Dec::new(body);
-        fn bad<E>(_: E) -> String {
-            "malformed manifest".into()
+        fn bad<E>(_: E) -> FormatError {
+            FormatError::invalid("malformed manifest")
         }
         r.u64().map_err(bad)?;
         let v = r.u32().map_err(bad)?;
         if !(MANIFEST_MIN_VERSION..=MANIFEST_VERSION).contains(&v) {
-            return Err(format!("unknown manifest version {v}"));
+            return Err(FormatError::invalid(format!(
+                "unknown manifest version {v}"
+            )));
         }
         let generation = r.u64().map_err(bad)?;
         r.u32().map_err(bad)?;
@@ -185,7 +190,7 @@ impl Manifest {
             compact_pointers.push(r.bytes_varint().map_err(bad)?.to_vec());
         }
         if !r.is_empty() {
-            return Err("trailing bytes in manifest".into());
+            return Err(FormatError::invalid("trailing bytes in manifest"));
         }
         Ok(Manifest {
             generation,
@@ -257,7 +262,7 @@ mod tests {
             assert_eq!(Manifest::decode(&with_version(v)).unwrap(), sample());
             assert_eq!(Manifest::version_of(&with_version(v)), Some(v));
         }
-        let e = Manifest::decode(&with_version(4)).unwrap_err();
+        let e = Manifest::decode(&with_version(4)).unwrap_err().to_string();
         assert!(e.contains("version 4"), "{e}");
         assert!(Manifest::decode(&with_version(0)).is_err());
     }

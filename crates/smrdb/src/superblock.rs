@@ -6,7 +6,7 @@
 
 use crate::options::Mode;
 use tegula_codec::checksum::masked_crc32c;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Superblock magic.
 pub const SUPER_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBSUP");
@@ -50,10 +50,10 @@ impl Superblock {
 
     /// Decodes a superblock from the start of sector 0. `Ok(None)` when there is none (no
     /// magic: a fresh device); `Err` when one is there but damaged or foreign.
-    pub fn decode(buf: &[u8]) -> Result<Option<Self>, String> {
+    pub fn decode(buf: &[u8]) -> Result<Option<Self>, FormatError> {
         let mut r = Dec::new(buf);
-        fn bad<E>(_: E) -> String {
-            "truncated superblock".into()
+        fn bad<E>(_: E) -> FormatError {
+            FormatError::invalid("truncated superblock")
         }
         if r.u64().map_err(bad)? != SUPER_MAGIC {
             return Ok(None);
@@ -62,11 +62,13 @@ impl Superblock {
         let body = buf.get(..LEN).ok_or_else(|| bad(()))?;
         let stored = buf.get(LEN..LEN + 4).ok_or_else(|| bad(()))?;
         if masked_crc32c(body).to_le_bytes() != stored {
-            return Err("superblock checksum mismatch".into());
+            return Err(FormatError::invalid("superblock checksum mismatch"));
         }
         let v = r.u32().map_err(bad)?;
         if v != SUPER_VERSION {
-            return Err(format!("unknown superblock version {v}"));
+            return Err(FormatError::invalid(format!(
+                "unknown superblock version {v}"
+            )));
         }
         let sb = Superblock {
             sector_size: r.u32().map_err(bad)?,
@@ -77,7 +79,7 @@ impl Superblock {
             mode: match r.u8().map_err(bad)? {
                 0 => Mode::Soc,
                 1 => Mode::Loc,
-                m => return Err(format!("unknown mode {m}")),
+                m => return Err(FormatError::invalid(format!("unknown mode {m}"))),
             },
         };
         Ok(Some(sb))

@@ -7,7 +7,7 @@
 
 use crate::memtable::{Entry, EntryRef};
 use tegula_codec::checksum::masked_crc32c;
-use tegula_codec::{varint_len, Dec, DecodeError, Enc};
+use tegula_codec::{varint_len, Dec, DecodeError, Enc, FormatError};
 
 /// Bytes of a data block's trailer (`count: u32 | crc: u32`).
 pub const BLOCK_TRAILER: usize = 8;
@@ -64,32 +64,35 @@ pub fn checksummed(mut e: Enc) -> Vec<u8> {
 }
 
 /// Checks a checksummed structure `payload | crc: u32` and returns the payload.
-pub fn verify(buf: &[u8]) -> Result<&[u8], String> {
+pub fn verify(buf: &[u8]) -> Result<&[u8], FormatError> {
     if buf.len() < 4 {
-        return Err(format!("block of {} bytes is too short", buf.len()));
+        return Err(FormatError::invalid(format!(
+            "block of {} bytes is too short",
+            buf.len()
+        )));
     }
     let (body, tail) = buf.split_at(buf.len() - 4);
     let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
     let actual = masked_crc32c(body);
     if stored != actual {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
-        ));
+        )));
     }
     Ok(body)
 }
 
 /// Decodes a data block (checking its checksum when `verify_crc`).
-pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, String> {
+pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, FormatError> {
     let body = if verify_crc {
         verify(buf)?
     } else if buf.len() >= 4 {
         &buf[..buf.len() - 4]
     } else {
-        return Err("block too short".into());
+        return Err(FormatError::invalid("block too short"));
     };
     if body.len() < 4 {
-        return Err("block trailer missing".into());
+        return Err(FormatError::invalid("block trailer missing"));
     }
     let (entries, cnt) = body.split_at(body.len() - 4);
     let count = u32::from_le_bytes([cnt[0], cnt[1], cnt[2], cnt[3]]) as usize;
@@ -99,34 +102,35 @@ pub fn decode_block(buf: &[u8], verify_crc: bool) -> Result<Vec<Entry>, String> 
         out.push(next_ref(&mut r)?.to_entry());
     }
     if out.len() != count {
-        return Err(format!(
+        return Err(FormatError::invalid(format!(
             "block holds {} entries, trailer says {count}",
             out.len()
-        ));
+        )));
     }
     Ok(out)
 }
 
 /// Checks a data block (checksum when `verify_crc`, trailer always) and returns its entry
 /// area, the bytes [`search_block`] looks in.
-pub fn block_entries(buf: &[u8], verify_crc: bool) -> Result<&[u8], String> {
+pub fn block_entries(buf: &[u8], verify_crc: bool) -> Result<&[u8], FormatError> {
     let body = if verify_crc {
         verify(buf)?
     } else {
         buf.get(..buf.len().saturating_sub(4))
             .filter(|_| buf.len() >= 4)
-            .ok_or("block too short")?
+            .ok_or_else(|| FormatError::invalid("block too short"))?
     };
     if body.len() < 4 {
-        return Err("block trailer missing".into());
+        return Err(FormatError::invalid("block trailer missing"));
     }
     Ok(&body[..body.len() - 4])
 }
 
 /// Decodes the entry at the reader's position.
-fn next_ref<'a>(r: &mut Dec<'a>) -> Result<EntryRef<'a>, String> {
+fn next_ref<'a>(r: &mut Dec<'a>) -> Result<EntryRef<'a>, FormatError> {
     let at = r.pos();
-    let bad = |_: DecodeError| format!("malformed entry at block offset {at}");
+    let bad =
+        |_: DecodeError| FormatError::invalid(format!("malformed entry at block offset {at}"));
     let key = r.bytes_varint().map_err(bad)?;
     let sk = r.varint().map_err(bad)?;
     let value = if sk & 1 == 1 {
@@ -147,11 +151,13 @@ pub fn search_block<'a>(
     entries: &'a [u8],
     key: &[u8],
     snap: u64,
-) -> Result<Option<EntryRef<'a>>, String> {
+) -> Result<Option<EntryRef<'a>>, FormatError> {
     let mut pos = 0;
     while pos < entries.len() {
-        let ((k0, k1), seq, value, next) = crate::cursor::parse_entry(entries, pos)
-            .ok_or_else(|| format!("malformed entry at block offset {pos}"))?;
+        let ((k0, k1), seq, value, next) =
+            crate::cursor::parse_entry(entries, pos).ok_or_else(|| {
+                FormatError::invalid(format!("malformed entry at block offset {pos}"))
+            })?;
         let k = &entries[k0..k1];
         if crate::band::reader::cmp_ikey(k, seq, key, snap) != std::cmp::Ordering::Less {
             return Ok(Some(EntryRef {
@@ -196,15 +202,15 @@ pub fn encode_index(idx: &[IndexEntry]) -> Vec<u8> {
 }
 
 /// Decodes an index block of the current band format.
-pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, String> {
+pub fn decode_index(buf: &[u8]) -> Result<Vec<IndexEntry>, FormatError> {
     decode_index_version(buf, super::footer::BAND_VERSION)
 }
 
 /// Decodes an index block of band format `version` (1: no first keys).
-pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>, String> {
+pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>, FormatError> {
     let body = verify(buf)?;
     let mut r = Dec::new(body);
-    let bad = |_| "malformed index".to_string();
+    let bad = |_: DecodeError| FormatError::invalid("malformed index");
     let n = r.varint().map_err(bad)?;
     let mut out = Vec::with_capacity((n as usize).min(body.len()));
     for _ in 0..n {
@@ -222,11 +228,11 @@ pub fn decode_index_version(buf: &[u8], version: u32) -> Result<Vec<IndexEntry>,
             last_key,
             last_seq,
             offset,
-            len: u32::try_from(len).map_err(|_| "malformed index".to_string())?,
+            len: u32::try_from(len).map_err(|_| FormatError::invalid("malformed index"))?,
         });
     }
     if !r.is_empty() {
-        return Err("trailing bytes after index".into());
+        return Err(FormatError::invalid("trailing bytes after index"));
     }
     Ok(out)
 }

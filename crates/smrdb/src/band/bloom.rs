@@ -1,7 +1,7 @@
 //! Bloom filter over a band's user keys (LevelDB's double-hashing scheme).
 //! Encoding: `bits | k: u8 | crc: u32`.
 
-use tegula_codec::Enc;
+use tegula_codec::{Enc, FormatError};
 
 /// A 32-bit hash of a key (Murmur-like, as LevelDB's `Hash`).
 pub fn hash(data: &[u8]) -> u32 {
@@ -85,14 +85,14 @@ impl Bloom {
     }
 
     /// Decodes and checks a filter.
-    pub fn decode(buf: &[u8]) -> Result<Self, String> {
+    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
         let body = super::block::verify(buf)?;
         let (bits, k) = body
             .split_last()
             .map(|(k, bits)| (bits, *k))
-            .ok_or("empty filter")?;
+            .ok_or_else(|| FormatError::invalid("empty filter"))?;
         if k > 30 {
-            return Err(format!("filter with {k} probes"));
+            return Err(FormatError::invalid(format!("filter with {k} probes")));
         }
         Ok(Bloom {
             bits: bits.to_vec(),

@@ -2,7 +2,7 @@
 //! index, filter and histogram and carries the band's identity, so a band found through the
 //! manifest can be checked against it.
 
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Footer magic: `SMRDBBND`.
 pub const BAND_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBBND");
@@ -80,19 +80,22 @@ impl Footer {
     }
 
     /// Decodes and checks a footer.
-    pub fn decode(buf: &[u8]) -> Result<Self, String> {
+    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
         if buf.len() != FOOTER_LEN {
-            return Err(format!("footer of {} bytes", buf.len()));
+            return Err(FormatError::invalid(format!(
+                "footer of {} bytes",
+                buf.len()
+            )));
         }
         let body = super::block::verify(buf)?;
         let mut r = Dec::new(body);
-        let bad = |_| "truncated footer".to_string();
+        let bad = |_: DecodeError| FormatError::invalid("truncated footer");
         if r.u64().map_err(bad)? != BAND_MAGIC {
-            return Err("bad band magic".into());
+            return Err(FormatError::invalid("bad band magic"));
         }
         let v = r.u32().map_err(bad)?;
         if !(BAND_MIN_VERSION..=BAND_VERSION).contains(&v) {
-            return Err(format!("unknown band version {v}"));
+            return Err(FormatError::invalid(format!("unknown band version {v}")));
         }
         let band_id = r.u64().map_err(bad)?;
         let mut ex = [Extent::default(); 3];

@@ -4,7 +4,7 @@
 //! Encoding: `varint n | first key | (bytes upper_key | varint bytes)* | crc: u32`.
 
 use super::block::IndexEntry;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// One bucket: keys up to and including `upper` (after the previous bucket), `bytes` of data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,10 +95,10 @@ impl Histogram {
     }
 
     /// Decodes and checks a histogram.
-    pub fn decode(buf: &[u8]) -> Result<Self, String> {
+    pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
         let body = super::block::verify(buf)?;
         let mut r = Dec::new(body);
-        let bad = |_| "malformed histogram".to_string();
+        let bad = |_: DecodeError| FormatError::invalid("malformed histogram");
         let n = r.varint().map_err(bad)?;
         let first = r.bytes_varint().map_err(bad)?.to_vec();
         let mut buckets = Vec::with_capacity((n as usize).min(body.len()));
@@ -108,7 +108,7 @@ impl Histogram {
             buckets.push(Bucket { upper, bytes });
         }
         if !r.is_empty() {
-            return Err("trailing bytes after histogram".into());
+            return Err(FormatError::invalid("trailing bytes after histogram"));
         }
         Ok(Histogram { first, buckets })
     }

@@ -49,7 +49,7 @@ impl Band {
         }
         let foff = len - FOOTER_LEN as u64;
         let fbuf = dev.read_at(zone, foff, FOOTER_LEN, IoKind::Read)?;
-        let footer = Footer::decode(&fbuf).map_err(|w| Error::corruption(zone, foff, w))?;
+        let footer = Footer::decode(&fbuf).map_err(|w| Error::malformed(zone, foff, w))?;
         if footer.band_id != meta.id {
             return Err(Error::corruption(
                 zone,
@@ -71,12 +71,11 @@ impl Band {
             dev.read_at(zone, ex.offset, ex.len as usize, IoKind::Read)
         };
         let index = decode_index_version(&part(footer.index, "index")?, footer.version)
-            .map_err(|w| Error::corruption(zone, footer.index.offset, format!("index: {w}")))?;
+            .map_err(|w| Error::malformed(zone, footer.index.offset, w.within("index")))?;
         let bloom = Bloom::decode(&part(footer.bloom, "filter")?)
-            .map_err(|w| Error::corruption(zone, footer.bloom.offset, format!("filter: {w}")))?;
-        let hist = Histogram::decode(&part(footer.histogram, "histogram")?).map_err(|w| {
-            Error::corruption(zone, footer.histogram.offset, format!("histogram: {w}"))
-        })?;
+            .map_err(|w| Error::malformed(zone, footer.bloom.offset, w.within("filter")))?;
+        let hist = Histogram::decode(&part(footer.histogram, "histogram")?)
+            .map_err(|w| Error::malformed(zone, footer.histogram.offset, w.within("histogram")))?;
         for (i, e) in index.iter().enumerate() {
             if e.offset.saturating_add(e.len as u64) > footer.index.offset
                 || (i > 0 && e.offset < index[i - 1].offset + index[i - 1].len as u64)
@@ -116,9 +115,9 @@ impl Band {
             .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
         let b: Block =
             dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
-                block_entries(raw, verify).map(Arc::from).map_err(|w| {
-                    Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
-                })
+                block_entries(raw, verify)
+                    .map(Arc::from)
+                    .map_err(|w| Error::malformed(self.meta.zone, offset, w.within("data block")))
             })?;
         if let Some(c) = cache {
             c.insert(self.meta.id, i as u32, b.clone(), len as u64);
@@ -128,7 +127,7 @@ impl Band {
 
     fn decode(&self, buf: &[u8], offset: u64, verify: bool) -> Result<Vec<Entry>> {
         decode_block(buf, verify)
-            .map_err(|w| Error::corruption(self.meta.zone, offset, format!("data block: {w}")))
+            .map_err(|w| Error::malformed(self.meta.zone, offset, w.within("data block")))
     }
 
     /// First block whose last internal key is ≥ (key, seq).
@@ -150,9 +149,8 @@ impl Band {
         // search (a version of `key`, or the proof that there is none).
         type Found = Option<Option<(u64, Option<Vec<u8>>)>>;
         let search = |entries: &[u8], offset: u64| -> Result<Found> {
-            let found = search_block(entries, key, snap).map_err(|w| {
-                Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
-            })?;
+            let found = search_block(entries, key, snap)
+                .map_err(|w| Error::malformed(self.meta.zone, offset, w.within("data block")))?;
             Ok(found.map(|e| (e.key == key).then(|| (e.seq, e.value.map(<[u8]>::to_vec)))))
         };
         let mut i = self.seek_block(key, snap);
@@ -170,7 +168,7 @@ impl Band {
                 None => {
                     dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
                         let entries = block_entries(raw, verify).map_err(|w| {
-                            Error::corruption(self.meta.zone, offset, format!("data block: {w}"))
+                            Error::malformed(self.meta.zone, offset, w.within("data block"))
                         })?;
                         search(entries, offset)
                     })?

@@ -201,9 +201,8 @@ impl InputIter {
             .window
             .get(a..a + blen as usize)
             .ok_or_else(|| Error::corruption(self.band.meta.zone, offset, "short block read"))?;
-        let entries = decode_block(buf, self.verify).map_err(|w| {
-            Error::corruption(self.band.meta.zone, offset, format!("data block: {w}"))
-        })?;
+        let entries = decode_block(buf, self.verify)
+            .map_err(|w| Error::malformed(self.band.meta.zone, offset, w.within("data block")))?;
         self.cur = entries.into_iter();
         self.next_block += 1;
         Ok(true)
@@ -555,9 +554,14 @@ mod tests {
                 assert_eq!(it.next_entry().unwrap().as_ref(), Some(e));
             }
             match it.next_entry() {
-                Err(Error::Corruption {
-                    zone: z, offset, ..
-                }) => assert_eq!((z, offset), (zone, off), "window {window}"),
+                Err(
+                    Error::Corruption {
+                        zone: z, offset, ..
+                    }
+                    | Error::Malformed {
+                        zone: z, offset, ..
+                    },
+                ) => assert_eq!((z, offset), (zone, off), "window {window}"),
                 r => panic!("window {window}: {r:?}"),
             }
             drop(it);

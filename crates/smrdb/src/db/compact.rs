@@ -208,7 +208,7 @@ impl Inner {
             match r.and_then(|b| self.dev.flush_zones(IoKind::Compaction, &zones).map(|_| b)) {
                 Ok(b) => b,
                 Err(e) => {
-                    if is_nospace(&e) || matches!(e, Error::Corruption { .. }) {
+                    if is_nospace(&e) || e.is_corruption() {
                         self.abandon(&zones);
                     }
                     return Err(e);

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::io::Dev;
 use crate::manifest::Manifest;
 use crate::superblock::Superblock;
+use tegula_codec::FormatError;
 
 /// LBA of the superblock's second copy in a conventional area of `conv_sectors` sectors, for
 /// a database whose manifest slots are `slot_sectors` long: the area's last sector, when the
@@ -106,22 +107,38 @@ pub fn write_manifest_copies(dev: &Dev, m: &Manifest, slot_sectors: u64) -> Resu
     Ok(secs)
 }
 
+/// Why a manifest copy is not usable.
+#[derive(Debug, thiserror::Error)]
+enum CopyProblem {
+    /// No manifest header is there.
+    #[error("no manifest")]
+    Missing,
+    /// The header claims more sectors than the copy has room for.
+    #[error("length {0} exceeds its room")]
+    TooLong(usize),
+    /// The copy does not decode.
+    #[error(transparent)]
+    Damaged(#[from] FormatError),
+}
+
 /// One manifest copy read from `lba`: the manifest and its format version, or why not.
 fn read_copy(
     dev: &Dev,
     lba: u64,
     room: u64,
-) -> Result<std::result::Result<(Manifest, u32), String>> {
+) -> Result<std::result::Result<(Manifest, u32), CopyProblem>> {
     let first = dev.read_lba(lba, 1)?;
     let Some(len) = Manifest::encoded_len(&first) else {
-        return Ok(Err("no manifest".into()));
+        return Ok(Err(CopyProblem::Missing));
     };
     let secs = (len as u64).div_ceil(dev.ss);
     if secs > room {
-        return Ok(Err(format!("length {len} exceeds its room")));
+        return Ok(Err(CopyProblem::TooLong(len)));
     }
     let buf = dev.read_lba(lba, secs)?;
-    Ok(Manifest::decode(&buf).map(|m| (m, Manifest::version_of(&buf).unwrap_or(0))))
+    Ok(Manifest::decode(&buf)
+        .map(|m| (m, Manifest::version_of(&buf).unwrap_or(0)))
+        .map_err(CopyProblem::from))
 }
 
 /// Every copy of both slots: (slot, copy, LBA, what it holds).
@@ -129,7 +146,7 @@ type Copies = Vec<(
     u64,
     usize,
     u64,
-    std::result::Result<(Manifest, u32), String>,
+    std::result::Result<(Manifest, u32), CopyProblem>,
 )>;
 
 fn read_copies(dev: &Dev, slot_sectors: u64) -> Result<Copies> {
@@ -186,7 +203,7 @@ fn twin_problems(copies: &Copies, newest: &Manifest) -> Vec<String> {
         .filter_map(|(_, c, l, r)| match (c, r) {
             (_, Ok((m, _))) if m.generation == newest.generation => None,
             (2, Ok(_)) => None,
-            (2, Err(e)) if e == "no manifest" => None,
+            (2, Err(CopyProblem::Missing)) => None,
             (_, Ok((m, _))) => Some(format!(
                 "manifest slot {slot} copy 1 (LBA {l}) holds generation {}, but its twin holds \
                  the newest, {}, which was used",

@@ -141,7 +141,7 @@ impl Inner {
 
     /// Records a failure that leaves the in-memory state unreliable for further writes.
     pub(super) fn fail<T>(&self, e: Error) -> Result<T> {
-        if matches!(e, Error::Device(_) | Error::Corruption { .. }) {
+        if matches!(e, Error::Device(_)) || e.is_corruption() {
             let mut p = self.poisoned.lock();
             if p.is_none() {
                 *p = Some(e.to_string());

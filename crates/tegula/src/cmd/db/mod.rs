@@ -386,10 +386,8 @@ fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
         }
         // A band or manifest that cannot even be opened is the first problem.
         Err(e)
-            if matches!(
-                e.downcast_ref::<DbError>(),
-                Some(DbError::Corruption { .. })
-            ) =>
+            if e.downcast_ref::<DbError>()
+                .is_some_and(DbError::is_corruption) =>
         {
             CheckJson {
                 ok: false,
