@@ -56,13 +56,18 @@ impl fmt::Display for CleanPolicy {
     }
 }
 
+/// A cleaning policy name that is not one of `whole`, `tail`, `auto`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown cleaning policy {0:?} (whole, tail, auto)")]
+pub struct UnknownCleanPolicy(pub String);
+
 impl FromStr for CleanPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
+    type Err = UnknownCleanPolicy;
+    fn from_str(s: &str) -> std::result::Result<Self, UnknownCleanPolicy> {
         CleanPolicy::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| format!("unknown cleaning policy {s:?} (whole, tail, auto)"))
+            .ok_or_else(|| UnknownCleanPolicy(s.into()))
     }
 }
 

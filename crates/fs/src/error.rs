@@ -37,6 +37,21 @@ pub enum FsError {
     /// The device or the allocator failed.
     #[error("I/O error: {0}")]
     Io(String),
+    /// The device failed.
+    #[error("I/O error: {0}")]
+    Device(#[source] DeviceError),
+    /// The extent allocator failed (other than a checksum, bad metadata or no space).
+    #[error("I/O error: {0}")]
+    Zea(#[source] ZeaError),
+    /// The host failed (a FUSE mount, a directory served through).
+    #[error("I/O error: {what}: {source}")]
+    Host {
+        /// What was being done.
+        what: String,
+        /// The host's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The image does not hold this file system (or an unknown version of it).
     #[error("not a tegula file system: {0}")]
     NotFs(String),
@@ -46,6 +61,20 @@ pub enum FsError {
 }
 
 impl FsError {
+    /// Whether the error is a failure below the file system or damage (logged where a request
+    /// fails with it).
+    pub fn is_io(&self) -> bool {
+        matches!(
+            self,
+            FsError::Corrupt(_)
+                | FsError::Io(_)
+                | FsError::Device(_)
+                | FsError::Zea(_)
+                | FsError::Host { .. }
+                | FsError::Broken(_)
+        )
+    }
+
     /// The errno a POSIX caller should see.
     pub fn errno(&self) -> i32 {
         match self {
@@ -57,7 +86,12 @@ impl FsError {
             FsError::BadName => libc::ENAMETOOLONG,
             FsError::Invalid(_) => libc::EINVAL,
             FsError::NoSpace(_) => libc::ENOSPC,
-            FsError::Corrupt(_) | FsError::Io(_) | FsError::NotFs(_) => libc::EIO,
+            FsError::Corrupt(_)
+            | FsError::Io(_)
+            | FsError::Device(_)
+            | FsError::Zea(_)
+            | FsError::Host { .. }
+            | FsError::NotFs(_) => libc::EIO,
             FsError::Broken(_) => libc::EROFS,
         }
     }
@@ -65,7 +99,7 @@ impl FsError {
 
 impl From<DeviceError> for FsError {
     fn from(e: DeviceError) -> Self {
-        FsError::Io(e.to_string())
+        FsError::Device(e)
     }
 }
 
@@ -78,7 +112,7 @@ impl From<ZeaError> for FsError {
                 FsError::Corrupt(s)
             }
             ZeaError::NoSpace { .. } => FsError::NoSpace(e.to_string()),
-            other => FsError::Io(other.to_string()),
+            other => FsError::Zea(other),
         }
     }
 }

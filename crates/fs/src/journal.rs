@@ -8,6 +8,7 @@
 
 use crate::error::{FsError, Result};
 use std::sync::Arc;
+use tegula_codec::FormatError;
 use tegula_device::ZonedDevice;
 
 /// The first bytes of each superblock copy (LBA 0 and 1); how tools recognise a tegula fs.
@@ -83,20 +84,22 @@ impl Superblock {
     }
 
     /// Decodes a superblock sector; never panics.
-    pub fn decode(b: &[u8]) -> std::result::Result<Superblock, String> {
+    pub fn decode(b: &[u8]) -> std::result::Result<Superblock, FormatError> {
         let n = 8 + 4 * 5 + 8 * 7;
         if b.len() < n + 4 {
-            return Err("short superblock".into());
+            return Err(FormatError::invalid("short superblock"));
         }
         if b[..8] != SB_MAGIC {
-            return Err("no superblock magic".into());
+            return Err(FormatError::invalid("no superblock magic"));
         }
         if crc32c::crc32c(&b[..n]) != le32(b, n) {
-            return Err("superblock checksum mismatch".into());
+            return Err(FormatError::invalid("superblock checksum mismatch"));
         }
         let version = le32(b, 8);
         if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
-            return Err(format!("unknown format version {version}"));
+            return Err(FormatError::invalid(format!(
+                "unknown format version {version}"
+            )));
         }
         Ok(Superblock {
             version,
@@ -228,7 +231,7 @@ impl Journal {
             let why = match self.dev.read(lba, &mut b) {
                 Err(e) => Some(format!("unreadable: {e}")),
                 Ok(_) => match Superblock::decode(&b) {
-                    Err(e) => Some(e),
+                    Err(e) => Some(e.to_string()),
                     Ok(sb) if sb != self.sb => Some(format!("differs from copy {in_use} in use")),
                     Ok(_) => None,
                 },

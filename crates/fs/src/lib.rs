@@ -22,17 +22,21 @@ pub mod profile;
 mod serve;
 mod state;
 mod triggers;
+mod unmount_error;
 
 pub use check::{CheckReport, MetaStat, ZoneStat};
-pub use cleaner::{CleanCandidate, CleanKind, CleanPolicy, CleanReport, CleanStep};
+pub use cleaner::{
+    CleanCandidate, CleanKind, CleanPolicy, CleanReport, CleanStep, UnknownCleanPolicy,
+};
 pub use error::{FsError, Result};
 pub use estimate::GcEstimate;
 pub use fs::{now_ns, Attr, DirEntry, Fs, FsOptions, SetAttr, StatFs, NAME_MAX};
 pub use io::{ChunkTarget, FlushJob};
 pub use journal::SB_MAGIC as SUPERBLOCK_MAGIC;
 pub use mount::{mount, mount_passthrough, MountEvent, MountOptions, Mounted};
-pub use placement::Placement;
+pub use placement::{Placement, UnknownPlacement};
 pub use pool::Pool;
 pub use profile::{Profile, Profiler};
 pub use state::{Kind, ROOT};
 pub use triggers::{Triggers, Urgency};
+pub use unmount_error::UnmountError;

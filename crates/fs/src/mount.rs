@@ -7,6 +7,7 @@ use crate::fs::Fs;
 use crate::fuse::FuseFs;
 use crate::profile::Profiler;
 use crate::triggers::Triggers;
+use crate::unmount_error::UnmountError;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -64,7 +65,7 @@ pub(crate) fn fuse_options(name: &str, allow_other: bool) -> Vec<fuser::MountOpt
 pub struct Mounted {
     session: Option<fuser::BackgroundSession>,
     mountpoint: PathBuf,
-    done: mpsc::Receiver<std::result::Result<(), String>>,
+    done: mpsc::Receiver<std::result::Result<(), FsError>>,
     profiler: Arc<Profiler>,
 }
 
@@ -78,8 +79,10 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
         .triggers(opts.triggers)
         .device_idle(opts.device_idle);
     let profiler = fuse.profiler();
-    let io =
-        |e: std::io::Error| FsError::Io(format!("FUSE mount on {}: {e}", mountpoint.display()));
+    let io = |source: std::io::Error| FsError::Host {
+        what: format!("FUSE mount on {}", mountpoint.display()),
+        source,
+    };
     let options = fuse_options("tegula", opts.allow_other);
     let session = fuser::Session::new(fuse, mountpoint, &options).map_err(io)?;
     Mounted::serve(session, canonical, rx, profiler).map_err(io)
@@ -91,12 +94,13 @@ pub fn mount(fs: Fs, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> 
 pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> Result<Mounted> {
     let canonical = canonical(mountpoint);
     let (tx, rx) = mpsc::channel();
-    let io = |e: std::io::Error| {
-        FsError::Io(format!(
-            "pass-through of {} on {}: {e}",
+    let io = |source: std::io::Error| FsError::Host {
+        what: format!(
+            "pass-through of {} on {}",
             dir.display(),
             mountpoint.display()
-        ))
+        ),
+        source,
     };
     let pt = crate::passthrough::Passthrough::new(dir, tx, opts.threads.max(1))
         .map_err(io)?
@@ -108,12 +112,12 @@ pub fn mount_passthrough(dir: &Path, mountpoint: &Path, opts: &MountOptions) -> 
 }
 
 /// What [`Mounted::wait`] saw.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum MountEvent {
     /// Still mounted after the wait.
     Mounted,
     /// Unmounted, and the file system closed cleanly (or with this error).
-    Unmounted(std::result::Result<(), String>),
+    Unmounted(std::result::Result<(), UnmountError>),
 }
 
 impl Mounted {
@@ -121,7 +125,7 @@ impl Mounted {
     fn serve<FS: fuser::Filesystem + Send + 'static>(
         session: fuser::Session<FS>,
         mountpoint: PathBuf,
-        done: mpsc::Receiver<std::result::Result<(), String>>,
+        done: mpsc::Receiver<std::result::Result<(), FsError>>,
         profiler: Arc<Profiler>,
     ) -> std::io::Result<Mounted> {
         Ok(Mounted {
@@ -141,17 +145,17 @@ impl Mounted {
     /// and closed.
     pub fn wait(&self, timeout: Duration) -> MountEvent {
         match self.done.recv_timeout(timeout) {
-            Ok(r) => MountEvent::Unmounted(r),
+            Ok(r) => MountEvent::Unmounted(r.map_err(UnmountError::Close)),
             Err(mpsc::RecvTimeoutError::Timeout) => MountEvent::Mounted,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                MountEvent::Unmounted(Err("the FUSE session ended abnormally".into()))
+                MountEvent::Unmounted(Err(UnmountError::Abnormal))
             }
         }
     }
 
     /// Unmounts, then waits up to `timeout` for the file system to write its buffers and
     /// close.
-    pub fn unmount(mut self, timeout: Duration) -> std::result::Result<(), String> {
+    pub fn unmount(mut self, timeout: Duration) -> std::result::Result<(), UnmountError> {
         // fuser's own unmount (when the session is dropped) tries once and gives up if the
         // mount is busy, leaving it mounted and this wait to time out: a file closed a moment
         // ago is released asynchronously, and a child another thread is forking holds the
@@ -177,15 +181,13 @@ impl Mounted {
         }
         drop(self.session.take());
         match self.done.recv_timeout(timeout) {
-            Ok(r) => r,
-            Err(_) if !last.is_empty() => Err(format!(
-                "unmounting {} failed ({last}), and after detaching it the file system did \
-                 not finish within {timeout:?}",
-                self.mountpoint.display()
-            )),
-            Err(_) => Err(format!(
-                "the file system did not finish writing its buffers within {timeout:?}"
-            )),
+            Ok(r) => r.map_err(UnmountError::Close),
+            Err(_) if !last.is_empty() => Err(UnmountError::Detached {
+                mountpoint: self.mountpoint.clone(),
+                why: last,
+                timeout,
+            }),
+            Err(_) => Err(UnmountError::Timeout { timeout }),
         }
     }
 }

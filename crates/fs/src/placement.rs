@@ -72,15 +72,18 @@ impl fmt::Display for Placement {
     }
 }
 
+/// A placement policy name that is not one of `last-used`, `first-fit`, `best-fit`, `age-fit`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown placement policy {0:?} (last-used, first-fit, best-fit, age-fit)")]
+pub struct UnknownPlacement(pub String);
+
 impl FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownPlacement;
+    fn from_str(s: &str) -> Result<Self, UnknownPlacement> {
         Placement::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!("unknown placement policy {s:?} (last-used, first-fit, best-fit, age-fit)")
-            })
+            .ok_or_else(|| UnknownPlacement(s.into()))
     }
 }
 

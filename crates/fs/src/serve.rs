@@ -155,10 +155,7 @@ impl ReplyError for i32 {
 
 impl ReplyError for FsError {
     fn reply_errno(self) -> i32 {
-        if matches!(
-            self,
-            FsError::Corrupt(_) | FsError::Io(_) | FsError::Broken(_)
-        ) {
+        if self.is_io() {
             tracing::error!("{self}");
         }
         self.errno()

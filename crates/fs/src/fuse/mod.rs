@@ -257,20 +257,20 @@ pub struct FuseFs {
     /// Run the background cleaner.
     clean_in_background: bool,
     background: Vec<JoinHandle<()>>,
-    done: Option<mpsc::Sender<Result<(), String>>>,
+    done: Option<mpsc::Sender<Result<(), FsError>>>,
 }
 
 impl FuseFs {
     /// Wraps a mounted file system with [`DEFAULT_THREADS`] workers; `done` receives the
     /// unmount's outcome.
-    pub fn new(fs: Fs, done: mpsc::Sender<Result<(), String>>) -> Self {
+    pub fn new(fs: Fs, done: mpsc::Sender<Result<(), FsError>>) -> Self {
         Self::with_threads(fs, done, DEFAULT_THREADS)
     }
 
     /// Wraps a mounted file system with `threads` workers (at least one).
     pub fn with_threads(
         mut fs: Fs,
-        done: mpsc::Sender<Result<(), String>>,
+        done: mpsc::Sender<Result<(), FsError>>,
         threads: usize,
     ) -> Self {
         // Buffers are written by the writer thread (asynchronous close).

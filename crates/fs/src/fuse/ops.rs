@@ -51,7 +51,7 @@ impl Filesystem for FuseFs {
         );
         let fs = self.shared.w().take();
         let res = match fs {
-            Some(fs) => fs.close().map_err(|e| e.to_string()),
+            Some(fs) => fs.close(),
             None => Ok(()),
         };
         if let Err(e) = &res {

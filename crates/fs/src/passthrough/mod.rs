@@ -14,6 +14,7 @@
 mod ops;
 mod sys;
 
+use crate::error::FsError;
 use crate::profile::Profiler;
 use crate::serve::{Lanes, Served};
 use std::collections::HashMap;
@@ -101,7 +102,7 @@ impl Served for PtShared {
 pub struct Passthrough {
     lanes: Lanes<PtShared>,
     want_writeback: bool,
-    done: Option<mpsc::Sender<Result<(), String>>>,
+    done: Option<mpsc::Sender<Result<(), FsError>>>,
 }
 
 impl Passthrough {
@@ -109,7 +110,7 @@ impl Passthrough {
     /// the unmount's outcome.
     pub fn new(
         dir: &Path,
-        done: mpsc::Sender<Result<(), String>>,
+        done: mpsc::Sender<Result<(), FsError>>,
         threads: usize,
     ) -> std::io::Result<Self> {
         sys::raise_fd_limit();

@@ -239,7 +239,7 @@ fn foreground(a: &MountArgs) -> anyhow::Result<()> {
         eprintln!("tegula-fs: profile dump: {e:#}");
     }
     let _ = std::fs::remove_file(&reg);
-    res.map_err(anyhow::Error::msg)
+    Ok(res?)
 }
 
 /// Starts this same command again with `--foreground` as a detached process and waits until
