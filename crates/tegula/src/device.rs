@@ -435,7 +435,16 @@ fn open_disk(path: &Path, access: Access, mmap_reads: bool) -> Result<Disk> {
             other => other,
         },
     };
-    res.with_context(|| format!("opening disk image {}", path.display()))
+    // The image's own errors already name it ("disk image X: corrupt header"); others (an
+    // I/O error of the open) get the path.
+    res.map_err(|e| {
+        let shown = path.display().to_string();
+        if e.to_string().contains(&shown) {
+            anyhow::Error::new(e)
+        } else {
+            anyhow::Error::new(e).context(format!("opening disk image {shown}"))
+        }
+    })
 }
 
 fn open_dm(path: &Path, access: Access) -> Result<DmDrive> {

@@ -116,3 +116,25 @@ fn output_directories_are_not_grown_into_trees() {
     ]);
     assert!(one.is_dir());
 }
+
+#[test]
+fn a_damaged_image_is_named_once() {
+    let d = tempfile::tempdir().unwrap();
+    let img = image(d.path(), "bad.img", "hm-smr", "4GiB", &[]);
+    {
+        use std::io::{Read, Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&img)
+            .unwrap();
+        let mut b = [0u8; 1];
+        f.seek(SeekFrom::Start(757)).unwrap();
+        f.read_exact(&mut b).unwrap();
+        f.seek(SeekFrom::Start(757)).unwrap();
+        f.write_all(&[b[0] ^ 0x55]).unwrap();
+    }
+    let e = fails(&["disk", "info", &img]);
+    assert!(e.contains("corrupt header"), "{e}");
+    assert_eq!(e.matches("bad.img").count(), 1, "{e}");
+}
