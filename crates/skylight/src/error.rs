@@ -66,6 +66,10 @@ pub enum ProbeError {
     Invalid(String),
 }
 
+/// An error of something outside the prober: rebuilding an emulated drive, restoring a
+/// target's power.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Result of one target command: its latency in nanoseconds.
 pub type OpResult = std::result::Result<Nanos, TargetError>;
 

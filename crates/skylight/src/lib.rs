@@ -28,7 +28,7 @@ mod session;
 pub mod stats;
 pub mod targets;
 
-pub use error::{ProbeError, Result, TargetError};
+pub use error::{BoxError, ProbeError, Result, TargetError};
 pub use probe::{parse_tests, plan, Probe, ProbeOptions};
 pub use report::Report;
 pub use session::{Observer, Quiet};

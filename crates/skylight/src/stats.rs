@@ -153,6 +153,53 @@ pub struct Periodic {
     pub chance: f64,
 }
 
+/// Why [`periodic_slow`] found no periodic slow operation.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotPeriodic {
+    /// Too few slow operations to form a progression.
+    #[error("{slow} slow operation(s) in {ops}, {needed} needed")]
+    TooFew {
+        /// Slow operations found.
+        slow: usize,
+        /// Operations in all.
+        ops: usize,
+        /// Beats needed.
+        needed: usize,
+    },
+    /// No period has every beat present.
+    #[error("no period with every beat present")]
+    NoPeriod,
+    /// A period was found, but its beats are not well above the noise floor.
+    #[error(
+        "every {period}th operation is slow ({latency_ms:.0} ms at least) but not well above the noise floor (99th percentile of the others {floor_ms:.0} ms, median {median_ms:.0} ms)"
+    )]
+    InNoise {
+        /// The period.
+        period: usize,
+        /// The fastest beat's latency.
+        latency_ms: f64,
+        /// The 99th percentile of the other operations.
+        floor_ms: f64,
+        /// The median of the other operations.
+        median_ms: f64,
+    },
+    /// A period was found, but other operations are as slow: it may be chance.
+    #[error(
+        "every {period}th operation is slow ({beats} beats) but {intruders} other operation(s) are as slow: a progression that long arises by chance (expected {chance:.2})"
+    )]
+    Chance {
+        /// The period.
+        period: usize,
+        /// Its beats.
+        beats: usize,
+        /// Other operations as slow as the fastest beat.
+        intruders: usize,
+        /// Expected count of such progressions by chance.
+        chance: f64,
+    },
+}
+
 /// Largest chance of a spurious progression [`periodic_slow`] accepts.
 pub const MAX_CHANCE: f64 = 0.01;
 
@@ -164,15 +211,15 @@ pub const MAX_CHANCE: f64 = 0.01;
 /// every other operation does); (3) the progression is not chance: among the operations at
 /// least as slow as the fastest beat, a progression that long would arise by chance with an
 /// expected count under [`MAX_CHANCE`]. `Err` says why nothing qualified.
-pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, String> {
+pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, NotPeriodic> {
     let n = lat.len();
     let slow = slow_ops(lat);
     if slow.len() < min_beats.max(2) {
-        return Err(format!(
-            "{} slow operation(s) in {n}, {} needed",
-            slow.len(),
-            min_beats.max(2)
-        ));
+        return Err(NotPeriodic::TooFew {
+            slow: slow.len(),
+            ops: n,
+            needed: min_beats.max(2),
+        });
     }
     let is_slow = {
         let mut v = vec![false; n];
@@ -181,7 +228,7 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, String> 
         }
         v
     };
-    let mut why = String::from("no period with every beat present");
+    let mut why = NotPeriodic::NoPeriod;
     let mut best: Option<Periodic> = None;
     for (a, &x) in slow.iter().enumerate() {
         for &y in &slow[a + 1..] {
@@ -209,16 +256,21 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, String> 
             let k = beats.len() as f64;
             let chance = (n as f64) * (n as f64) / k * d.powf(k);
             if l - med < 3.0 * (floor - med).max(0.0) || l <= floor {
-                why = format!(
-                    "every {p}th operation is slow ({l:.0} ms at least) but not well above the noise floor (99th percentile of the others {floor:.0} ms, median {med:.0} ms)"
-                );
+                why = NotPeriodic::InNoise {
+                    period: p,
+                    latency_ms: l,
+                    floor_ms: floor,
+                    median_ms: med,
+                };
                 continue;
             }
             if chance >= MAX_CHANCE {
-                why = format!(
-                    "every {p}th operation is slow ({} beats) but {intruders} other operation(s) are as slow: a progression that long arises by chance (expected {chance:.2})",
-                    beats.len()
-                );
+                why = NotPeriodic::Chance {
+                    period: p,
+                    beats: beats.len(),
+                    intruders,
+                    chance,
+                };
                 continue;
             }
             best = Some(Periodic {

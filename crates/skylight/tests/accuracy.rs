@@ -15,7 +15,9 @@ use tegula_device::{BlockDevice, Disk, DiskConfig};
 use tegula_skylight::report::{
     CacheLayout, CacheLocation, CacheMedia, CleaningKind, DriveType, Mapping, ZoneLayout,
 };
-use tegula_skylight::{probe, BlockTarget, Fresh, PowerControl, ProbeOptions, Quiet, Report};
+use tegula_skylight::{
+    probe, BlockTarget, BoxError, Fresh, PowerControl, ProbeOptions, Quiet, Report,
+};
 use tegula_stl::{
     layout, CacheLocation as Loc, CacheMedia as Med, Cleaning, DmConfig, DmDrive, StlKind,
 };
@@ -29,8 +31,9 @@ impl PowerControl for Power {
     fn cut_now(&self) {
         self.0.power_cut();
     }
-    fn power_on(&self) -> Result<(), String> {
-        self.0.power_on().map(|_| ()).map_err(|e| e.to_string())
+    fn power_on(&self) -> Result<(), BoxError> {
+        self.0.power_on()?;
+        Ok(())
     }
     fn is_powered(&self) -> bool {
         self.0.is_powered()

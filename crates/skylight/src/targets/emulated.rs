@@ -3,7 +3,7 @@
 //! seconds of wall time.
 
 use super::{check_range, ClockKind, Op, PowerControl, Target};
-use crate::error::{OpResult, TargetError};
+use crate::error::{BoxError, OpResult, TargetError};
 use std::sync::Arc;
 use tegula_device::media::Request;
 use tegula_device::{BlockDevice, DeviceError, Nanos, WriteFlags};
@@ -11,9 +11,10 @@ use tegula_device::{BlockDevice, DeviceError, Nanos, WriteFlags};
 /// Builds a factory-fresh copy of the drive (the emulator's secure erase): the device and its
 /// power control.
 pub type Fresh = Box<
-    dyn FnMut()
-            -> std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String>
-        + Send,
+    dyn FnMut() -> std::result::Result<
+            (Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>),
+            BoxError,
+        > + Send,
 >;
 
 /// An emulated drive in virtual time.
@@ -215,7 +216,8 @@ impl Target for BlockTarget {
         let Some(fresh) = &mut self.fresh else {
             return Ok(false);
         };
-        let (dev, power) = fresh().map_err(TargetError::Io)?;
+        // The per-command error keeps failures as text (it is cloned into the report).
+        let (dev, power) = fresh().map_err(|e| TargetError::Io(e.to_string()))?;
         self.base += self.resume.take().unwrap_or_else(|| self.dev.now());
         self.base = self.base.saturating_sub(dev.now());
         self.dev = dev;

@@ -55,7 +55,7 @@ pub trait PowerControl: Send + Sync {
     /// Cuts power now.
     fn cut_now(&self);
     /// Restores power (the drive recovers as it would at power-on).
-    fn power_on(&self) -> std::result::Result<(), String>;
+    fn power_on(&self) -> std::result::Result<(), crate::error::BoxError>;
     /// Whether the target has power.
     fn is_powered(&self) -> bool;
 }

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk};
 use tegula_skylight::{
-    probe, BlockTarget, DirectTarget, Fresh, NbdTarget, Observer, PowerControl, ProbeOptions,
-    Target,
+    probe, BlockTarget, BoxError, DirectTarget, Fresh, NbdTarget, Observer, PowerControl,
+    ProbeOptions, Target,
 };
 use tegula_stl::{DmConfig, DmDrive};
 
@@ -66,8 +66,9 @@ impl PowerControl for DmPower {
     fn cut_now(&self) {
         self.0.power_cut();
     }
-    fn power_on(&self) -> std::result::Result<(), String> {
-        self.0.power_on().map(|_| ()).map_err(|e| e.to_string())
+    fn power_on(&self) -> std::result::Result<(), BoxError> {
+        self.0.power_on()?;
+        Ok(())
     }
     fn is_powered(&self) -> bool {
         self.0.is_powered()
@@ -84,7 +85,7 @@ impl PowerControl for DiskPower {
     fn cut_now(&self) {
         self.0.power_cut();
     }
-    fn power_on(&self) -> std::result::Result<(), String> {
+    fn power_on(&self) -> std::result::Result<(), BoxError> {
         self.0.power_on();
         Ok(())
     }
@@ -94,19 +95,19 @@ impl PowerControl for DiskPower {
 }
 
 /// A drive built from a configuration, with its power control (or why it could not be built).
-type Built = std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), String>;
+type Built = std::result::Result<(Arc<dyn BlockDevice>, Option<Arc<dyn PowerControl>>), BoxError>;
 
 /// A drive-managed drive built from `text`, with its power control.
 fn dm_from(text: &str) -> Built {
-    let d = Arc::new(DmDrive::from_toml(text).map_err(|e| e.to_string())?);
+    let d = Arc::new(DmDrive::from_toml(text)?);
     let p: Arc<dyn PowerControl> = Arc::new(DmPower(d.clone()));
     Ok((d, Some(p)))
 }
 
 /// A disk built from `text`, with its power control.
 fn disk_from(text: &str) -> Built {
-    let cfg = tegula_device::DiskConfig::from_toml(text).map_err(|e| e.to_string())?;
-    let d = Arc::new(Disk::in_memory(cfg).map_err(|e| e.to_string())?);
+    let cfg = tegula_device::DiskConfig::from_toml(text)?;
+    let d = Arc::new(Disk::in_memory(cfg)?);
     let p: Arc<dyn PowerControl> = Arc::new(DiskPower(d.clone()));
     Ok((d, Some(p)))
 }
@@ -115,7 +116,7 @@ fn disk_from(text: &str) -> Built {
 fn config_target(name: &str, text: String) -> Result<BlockTarget> {
     let dm = DmConfig::is_dm_smr_toml(&text);
     let build = move || if dm { dm_from(&text) } else { disk_from(&text) };
-    let (dev, power) = build().map_err(anyhow::Error::msg)?;
+    let (dev, power) = build().map_err(|e| anyhow::anyhow!(e))?;
     let fresh: Fresh = Box::new(build);
     let mut t = BlockTarget::new(name, dev).with_fresh(fresh);
     if let Some(p) = power {
