@@ -26,7 +26,7 @@
 #include <string>
 
 // The current pair of an iterator, as the seek and next functions hand it out (the Rust side
-// declares the same struct: `KvShimEntry` in src/engines/capi.rs).
+// declares the same struct: `KvShimEntry` in src/engines/capi/engine.rs).
 struct KvShimEntry {
   const char* key;
   size_t keylen;
