@@ -62,12 +62,13 @@ pub enum Error {
         message: String,
     },
     /// A plot could not be drawn.
-    #[error("plot {}: {message}", path.display())]
+    #[error("plot {}: {source}", path.display())]
     Plot {
         /// The SVG file.
         path: PathBuf,
-        /// The plotting library's message.
-        message: String,
+        /// The plotting library's error.
+        #[source]
+        source: BoxError,
     },
     /// The run was asked to stop (SIGINT, SIGTERM) before the benchmark finished; the
     /// results of the benchmarks that finished were reported already.

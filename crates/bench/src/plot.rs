@@ -2,7 +2,7 @@
 //! ([`bars`]) for every figure, plus the per-benchmark plots of `tegula bench db --plot`
 //! (throughput over time, the SMRDB paper's Fig. 15, and compaction bytes over time).
 
-use crate::error::{Error, Result};
+use crate::error::{BoxError, Error, Result};
 use crate::report::BenchResult;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -168,22 +168,20 @@ impl LineChart {
 
     /// Draws `series` into the SVG file `path`.
     pub fn draw(&self, path: &Path, series: &[Series]) -> Result<()> {
-        self.draw_inner(path, series)
-            .map_err(|message| Error::Plot {
-                path: path.to_path_buf(),
-                message,
-            })
+        self.draw_inner(path, series).map_err(|source| Error::Plot {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
-    fn draw_inner(&self, path: &Path, series: &[Series]) -> std::result::Result<(), String> {
-        let err = |e: &dyn std::fmt::Display| e.to_string();
+    fn draw_inner(&self, path: &Path, series: &[Series]) -> std::result::Result<(), BoxError> {
         let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
         let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
         let (x0, x1) = self
             .x_range
             .unwrap_or_else(|| (0.0, xs().fold(0.0f64, f64::max).max(1e-3) * self.x_headroom));
         let root = SVGBackend::new(path, self.size).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
+        root.fill(&WHITE)?;
         let mut builder = ChartBuilder::on(&root);
         builder
             .caption(&self.title, ("sans-serif", self.caption_size))
@@ -207,9 +205,7 @@ impl LineChart {
             let ymax = positive().fold(1.0f64, f64::max) * 2.0;
             let ymin = (positive().fold(f64::INFINITY, f64::min) / 2.0)
                 .clamp(self.log_min.min(ymax / 10.0), ymax / 10.0);
-            let mut c = builder
-                .build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())
-                .map_err(|e| err(&e))?;
+            let mut c = builder.build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())?;
             let mut mesh = c.configure_mesh();
             mesh.x_desc(&self.x_label)
                 .y_desc(&self.y_label)
@@ -217,24 +213,22 @@ impl LineChart {
             if !ticks.is_empty() {
                 mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
             }
-            mesh.draw().map_err(|e| err(&e))?;
+            mesh.draw()?;
             self.lines(&mut c, series, ymin, ymax)?;
             self.legend(&mut c)?;
         } else {
             let ymax = ys().fold(0.0f64, f64::max).max(self.min_top) * self.y_headroom;
-            let mut c = builder
-                .build_cartesian_2d(x0..x1, 0.0..ymax)
-                .map_err(|e| err(&e))?;
+            let mut c = builder.build_cartesian_2d(x0..x1, 0.0..ymax)?;
             let mut mesh = c.configure_mesh();
             mesh.x_desc(&self.x_label).y_desc(&self.y_label);
             if !ticks.is_empty() {
                 mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
             }
-            mesh.draw().map_err(|e| err(&e))?;
+            mesh.draw()?;
             self.lines(&mut c, series, 0.0, ymax)?;
             self.legend(&mut c)?;
         }
-        root.present().map_err(|e| err(&e))
+        Ok(root.present()?)
     }
 
     /// Draws the lines, markers and rules; y values below `floor` are drawn at it.
@@ -244,9 +238,10 @@ impl LineChart {
         series: &[Series],
         floor: f64,
         top: f64,
-    ) -> std::result::Result<(), String>
+    ) -> std::result::Result<(), BoxError>
     where
         DB: DrawingBackend + 'a,
+        DB::ErrorType: 'static,
         Y: Ranged<ValueType = f64>,
     {
         for (i, s) in series.iter().enumerate() {
@@ -255,20 +250,17 @@ impl LineChart {
             c.draw_series(LineSeries::new(
                 pts.iter().copied(),
                 color.stroke_width(self.stroke),
-            ))
-            .map_err(|e| e.to_string())?
+            ))?
             .label(s.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
             if self.markers > 0 {
                 let r = self.markers;
-                c.draw_series(pts.iter().map(|&p| Circle::new(p, r, color.filled())))
-                    .map_err(|e| e.to_string())?;
+                c.draw_series(pts.iter().map(|&p| Circle::new(p, r, color.filled())))?;
             }
             let rules = self.rules.iter().filter(|r| r.0 == i);
             c.draw_series(rules.map(|&(_, x)| {
                 PathElement::new(vec![(x, floor), (x, top)], color.mix(0.35).stroke_width(1))
-            }))
-            .map_err(|e| e.to_string())?;
+            }))?;
         }
         Ok(())
     }
@@ -276,17 +268,18 @@ impl LineChart {
     fn legend<'a, DB, Y>(
         &self,
         c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
-    ) -> std::result::Result<(), String>
+    ) -> std::result::Result<(), BoxError>
     where
         DB: DrawingBackend + 'a,
+        DB::ErrorType: 'static,
         Y: Ranged<ValueType = f64>,
     {
         c.configure_series_labels()
             .border_style(BLACK)
             .background_style(WHITE.mix(0.8))
             .position(self.legend.position())
-            .draw()
-            .map_err(|e| e.to_string())
+            .draw()?;
+        Ok(())
     }
 }
 
@@ -326,9 +319,9 @@ pub fn bars(
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> Result<()> {
-    bars_inner(path, title, y_label, categories, series).map_err(|message| Error::Plot {
+    bars_inner(path, title, y_label, categories, series).map_err(|source| Error::Plot {
         path: path.to_path_buf(),
-        message,
+        source,
     })
 }
 
@@ -338,8 +331,7 @@ fn bars_inner(
     y_label: &str,
     categories: &[String],
     series: &[(String, Vec<f64>)],
-) -> std::result::Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
+) -> std::result::Result<(), BoxError> {
     let n = categories.len().max(1);
     let ymax = series
         .iter()
@@ -349,14 +341,13 @@ fn bars_inner(
         .max(1e-9)
         * 1.15;
     let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    root.fill(&WHITE)?;
     let mut c = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(80)
-        .build_cartesian_2d(0.0..n as f64, 0.0..ymax)
-        .map_err(|e| err(&e))?;
+        .build_cartesian_2d(0.0..n as f64, 0.0..ymax)?;
     let cats = categories.to_vec();
     c.configure_mesh()
         .disable_x_mesh()
@@ -370,8 +361,7 @@ fn bars_inner(
             }
         })
         .y_desc(y_label)
-        .draw()
-        .map_err(|e| err(&e))?;
+        .draw()?;
     let k = series.len().max(1) as f64;
     let width = 0.8 / k;
     for (si, (name, values)) in series.iter().enumerate() {
@@ -381,17 +371,15 @@ fn bars_inner(
             let v = if v.is_finite() { v } else { 0.0 };
             Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
         });
-        c.draw_series(rects)
-            .map_err(|e| err(&e))?
+        c.draw_series(rects)?
             .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
     c.configure_series_labels()
         .border_style(BLACK)
         .background_style(WHITE.mix(0.8))
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))
+        .draw()?;
+    Ok(root.present()?)
 }
 
 /// Draws, for each benchmark in `results`: throughput over wall time, throughput over modelled

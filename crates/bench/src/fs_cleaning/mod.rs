@@ -66,13 +66,18 @@ impl fmt::Display for Workload {
     }
 }
 
+/// A workload name that is not one of `tree`, `overwrite`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown workload {0:?} (tree, overwrite)")]
+pub struct UnknownWorkload(pub String);
+
 impl FromStr for Workload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownWorkload;
+    fn from_str(s: &str) -> Result<Self, UnknownWorkload> {
         Workload::ALL
             .into_iter()
             .find(|w| w.name() == s)
-            .ok_or_else(|| format!("unknown workload {s:?} (tree, overwrite)"))
+            .ok_or_else(|| UnknownWorkload(s.into()))
     }
 }
 
@@ -124,13 +129,18 @@ impl fmt::Display for Trigger {
     }
 }
 
+/// A trigger name that is not one of `foreground`, `thresholds`, `idle`, `all`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown trigger {0:?} (foreground, thresholds, idle, all)")]
+pub struct UnknownTrigger(pub String);
+
 impl FromStr for Trigger {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownTrigger;
+    fn from_str(s: &str) -> Result<Self, UnknownTrigger> {
         Trigger::ALL
             .into_iter()
             .find(|t| t.name() == s)
-            .ok_or_else(|| format!("unknown trigger {s:?} (foreground, thresholds, idle, all)"))
+            .ok_or_else(|| UnknownTrigger(s.into()))
     }
 }
 
