@@ -225,13 +225,4 @@ mod tests {
         let mut d = Dec::new(b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01");
         assert!(d.bytes_varint().is_err());
     }
-
-    #[test]
-    fn errors_convert_to_text_for_string_reporting_decoders() {
-        let f = || -> Result<u8, String> { Ok(Dec::new(&[]).u8()?) };
-        assert_eq!(
-            f(),
-            Err("truncated at offset 0: need 1 bytes, 0 left".into())
-        );
-    }
 }

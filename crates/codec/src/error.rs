@@ -38,10 +38,3 @@ pub enum DecodeError {
         len: u64,
     },
 }
-
-/// Lets decoders whose public API reports problems as text use `?` on codec reads.
-impl From<DecodeError> for String {
-    fn from(e: DecodeError) -> String {
-        e.to_string()
-    }
-}
