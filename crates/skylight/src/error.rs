@@ -48,12 +48,13 @@ pub enum ProbeError {
     #[error("{0}")]
     Open(String),
     /// Writing a plot or report file failed.
-    #[error("writing {path}: {reason}")]
+    #[error("writing {path}: {source}")]
     Output {
         /// The file.
         path: String,
-        /// Why.
-        reason: String,
+        /// Why (the host's or the plotting library's error).
+        #[source]
+        source: BoxError,
     },
     /// The caller asked to stop (the observer returned `false`).
     #[error("stopped after {after_s:.1} s")]

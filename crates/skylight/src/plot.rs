@@ -1,7 +1,7 @@
 //! Plots in the paper's style, as SVG: latency per operation (scatter), latency against a
 //! size, throughput against offset. Tests describe a [`Plot`]; [`write_all`] draws them.
 
-use crate::error::{ProbeError, Result};
+use crate::error::{BoxError, ProbeError, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -116,10 +116,10 @@ fn thin(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
     out
 }
 
-fn err(path: &Path, e: impl std::fmt::Display) -> ProbeError {
+fn err(path: &Path, e: impl Into<BoxError>) -> ProbeError {
     ProbeError::Output {
         path: path.display().to_string(),
-        reason: e.to_string(),
+        source: e.into(),
     }
 }
 
