@@ -119,10 +119,25 @@ impl Listener {
                 let _ = std::fs::remove_file(path);
             }
         }
-        let l = UnixListener::bind(path).map_err(|e| NbdError::Io {
+        // Bound and listening under a temporary name, then renamed into place: a client that
+        // waits for the path to appear never finds a socket that refuses it (the file exists
+        // from bind(2) on, and connections are refused until listen(2)).
+        let name = path
+            .file_name()
+            .map_or_else(|| "nbd.sock".into(), |n| n.to_string_lossy().into_owned());
+        let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        let l = UnixListener::bind(&tmp).map_err(|e| NbdError::Io {
             context: format!("binding {}", path.display()),
             source: e,
         })?;
+        if let Err(e) = std::fs::rename(&tmp, path) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(NbdError::Io {
+                context: format!("binding {}", path.display()),
+                source: e,
+            });
+        }
         Ok(Listener::Unix(l, path.to_path_buf()))
     }
 
