@@ -1,55 +1,27 @@
 //! Typed errors of the benchmark harness.
 //!
-//! The variants keep the caller's mistakes ([`Error::InvalidArgument`]), what this build or
-//! machine lacks ([`Error::Unavailable`]), host I/O ([`Error::Io`]), the emulated drive
-//! ([`Error::Device`]), the engine or layer under test ([`Error::Engine`]), bad data read back
-//! ([`Error::Corrupt`]), external programs ([`Error::Tool`]) and plots ([`Error::Plot`]) apart.
+//! The kinds the harness shares with the engine layer — the caller's mistakes, what this build
+//! or machine lacks, host I/O, the emulated drive, the engine or layer under test, faults — are
+//! `tegula_kv`'s ([`Error::Kv`]); bad data read back ([`Error::Corrupt`]), external programs
+//! ([`Error::Tool`]), plots ([`Error::Plot`]), interruption and the engine a failure happened
+//! in are the harness's own.
 //! Every message names what failed and where; a wrapped error's text is part of the message
 //! and also its [`std::error::Error::source`].
 
 use std::path::PathBuf;
 
 /// An error of a layer below the harness (an engine, a translation layer, a file system).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use tegula_kv::error::BoxError;
 
 /// Everything the harness can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An option is unknown, out of range or inconsistent with another; nothing ran.
-    #[error("{0}")]
-    InvalidArgument(String),
-    /// An engine, feature or tool is not in this build or on this machine.
-    #[error("{0}")]
-    Unavailable(String),
-    /// A file or directory of the host could not be created, read or written.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done (`writing out/results.json`).
-        what: String,
-        /// The operating system's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The emulated drive failed outside an engine (raw I/O of a figure, opening an image).
-    #[error("{what}: {source}")]
-    Device {
-        /// What was being done.
-        what: String,
-        /// The device's error.
-        #[source]
-        source: tegula_device::DeviceError,
-    },
-    /// The engine or layer under test failed (SMRDB, RocksDB, LevelDB, ZEA, a translation
-    /// layer, the file system).
-    #[error("{what}: {source}")]
-    Engine {
-        /// What was being done (`rocksdb put`, `opening SMRDB`).
-        what: String,
-        /// The engine's error (for the C APIs: their message).
-        #[source]
-        source: BoxError,
-    },
+    /// The kinds the harness shares with the engine layer, and what that layer reports: a bad
+    /// option ([`tegula_kv::Error::InvalidArgument`]), what this build or machine lacks, host
+    /// I/O, the emulated drive, the engine or layer under test, a fault of the harness.
+    #[error(transparent)]
+    Kv(#[from] tegula_kv::Error),
     /// Data read back differs from what was written or does not decode.
     #[error("{0}")]
     Corrupt(String),
@@ -74,9 +46,6 @@ pub enum Error {
     /// results of the benchmarks that finished were reported already.
     #[error("interrupted")]
     Interrupted,
-    /// A fault of the harness itself (a benchmark thread panicked); a bug to report.
-    #[error("{0}")]
-    Internal(String),
     /// An error while engine `engine` ran, in a run of several engines.
     #[error("engine {engine}: {source}")]
     InEngine {
@@ -89,33 +58,44 @@ pub enum Error {
 }
 
 impl Error {
-    /// An [`Error::InvalidArgument`].
+    /// A bad option or argument ([`tegula_kv::Error::InvalidArgument`]); nothing ran.
     pub fn invalid(msg: impl Into<String>) -> Self {
-        Error::InvalidArgument(msg.into())
+        Error::Kv(tegula_kv::Error::invalid(msg))
     }
 
-    /// An [`Error::Io`] while doing `what`.
+    /// An engine, feature or tool not in this build or on this machine.
+    pub fn unavailable(msg: impl Into<String>) -> Self {
+        Error::Kv(tegula_kv::Error::Unavailable(msg.into()))
+    }
+
+    /// Host I/O failed while doing `what`.
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io {
-            what: what.into(),
-            source,
-        }
+        Error::Kv(tegula_kv::Error::io(what, source))
     }
 
-    /// An [`Error::Device`] while doing `what`.
+    /// The emulated drive failed while doing `what`.
     pub fn device(what: impl Into<String>, source: tegula_device::DeviceError) -> Self {
-        Error::Device {
-            what: what.into(),
-            source,
-        }
+        Error::Kv(tegula_kv::Error::device(what, source))
     }
 
-    /// An [`Error::Engine`] while doing `what`.
+    /// The engine or layer under test failed while doing `what`.
     pub fn engine(what: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Error::Engine {
-            what: what.into(),
-            source: source.into(),
-        }
+        Error::Kv(tegula_kv::Error::engine(what, source))
+    }
+
+    /// A fault of the harness itself (a benchmark thread panicked); a bug to report.
+    pub fn internal(msg: impl Into<String>) -> Self {
+        Error::Kv(tegula_kv::Error::Internal(msg.into()))
+    }
+
+    /// Whether this is a bad option or argument.
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Error::Kv(tegula_kv::Error::InvalidArgument(_)))
+    }
+
+    /// Whether this says something is not in this build or on this machine.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Error::Kv(tegula_kv::Error::Unavailable(_)))
     }
 
     /// An [`Error::Tool`].
@@ -140,23 +120,6 @@ impl Error {
         Error::InEngine {
             engine: engine.to_string(),
             source: Box::new(self),
-        }
-    }
-}
-
-impl From<tegula_kv::Error> for Error {
-    /// The engine layer's errors keep their kind: a bad option stays
-    /// [`Error::InvalidArgument`], a missing feature [`Error::Unavailable`].
-    fn from(e: tegula_kv::Error) -> Self {
-        use tegula_kv::Error as Kv;
-        match e {
-            Kv::InvalidArgument(m) => Error::InvalidArgument(m),
-            Kv::Unavailable(m) => Error::Unavailable(m),
-            Kv::Io { what, source } => Error::Io { what, source },
-            Kv::Device { what, source } => Error::Device { what, source },
-            Kv::Engine { what, source } => Error::Engine { what, source },
-            Kv::Internal(m) => Error::Internal(m),
-            other => Error::Internal(other.to_string()),
         }
     }
 }

@@ -164,7 +164,7 @@ impl LatencyHist {
     /// recorded at its middle, for percentiles.
     pub fn to_hdr(&self) -> Result<Histogram<u64>> {
         let mut h = Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
-            .map_err(|e| Error::Internal(format!("creating a latency histogram: {e}")))?;
+            .map_err(|e| Error::internal(format!("creating a latency histogram: {e}")))?;
         for (i, n) in self.buckets() {
             let (lo, width) = bucket(i);
             h.saturating_record_n((lo + width / 2).max(1), n);

@@ -284,7 +284,7 @@ pub fn write_json(path: &Path, results: &[BenchResult]) -> Result<()> {
 /// results files of the paper figures.
 pub fn write_json_value<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
     let text = serde_json::to_string_pretty(value)
-        .map_err(|e| Error::Internal(format!("encoding {}: {e}", path.display())))?;
+        .map_err(|e| Error::internal(format!("encoding {}: {e}", path.display())))?;
     write_text(path, &(text + "\n"))
 }
 

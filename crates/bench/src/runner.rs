@@ -289,7 +289,7 @@ where
             .into_iter()
             .map(|w| {
                 w.join()
-                    .unwrap_or_else(|_| Err(Error::Internal("a benchmark thread panicked".into())))
+                    .unwrap_or_else(|_| Err(Error::internal("a benchmark thread panicked")))
             })
             .collect();
         let _ = stop_tx.send(());

@@ -189,7 +189,7 @@ impl EngineSetup {
     fn target(&self, kind: EngineKind, dir: Option<&RunDir>) -> Result<Target> {
         let place = || {
             dir.and_then(|d| d.place(kind, self.storage, &self.engines))
-                .ok_or_else(|| Error::Internal(format!("no place for {}", kind.name())))
+                .ok_or_else(|| Error::internal(format!("no place for {}", kind.name())))
         };
         Ok(match kind {
             EngineKind::Memory => Target::Memory,
@@ -290,7 +290,7 @@ mod tests {
             profile: "smr-5900".into(),
             ..EngineSetup::default()
         };
-        assert!(matches!(s.factories(), Err(Error::InvalidArgument(_))));
+        assert!(s.factories().is_err_and(|e| e.is_invalid_argument()));
     }
 
     #[test]
@@ -306,7 +306,7 @@ mod tests {
                 ..EngineSetup::default()
             };
             let e = s.factories().expect_err("no compare feature");
-            assert!(matches!(e, Error::Unavailable(_)), "{e}");
+            assert!(e.is_unavailable(), "{e}");
             assert!(e.to_string().contains("compare"), "{e}");
         }
     }

@@ -117,7 +117,7 @@ mod tests {
         };
         let e = Lineup::for_db(&setup, &cfg).expect_err("sync needs the log");
         assert!(e.to_string().contains("--disable_wal"), "{e}");
-        assert!(matches!(e, Error::InvalidArgument(_)));
+        assert!(e.is_invalid_argument());
         let setup = EngineSetup {
             engines: vec![EngineKind::Leveldb],
             disable_wal: true,

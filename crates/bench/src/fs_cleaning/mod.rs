@@ -420,10 +420,7 @@ mod tests {
                 ..CleaningOptions::default()
             },
         ] {
-            assert!(matches!(
-                run(&o, &crate::observer::Quiet),
-                Err(Error::InvalidArgument(_))
-            ));
+            assert!(run(&o, &crate::observer::Quiet).is_err_and(|e| e.is_invalid_argument()));
         }
         assert_eq!("idle".parse::<Trigger>(), Ok(Trigger::Idle));
         assert!("nope".parse::<Workload>().is_err());

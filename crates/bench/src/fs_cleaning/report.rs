@@ -81,7 +81,7 @@ pub(super) fn write(opts: &CleaningOptions, runs: Vec<CleaningRun>) -> Result<Cl
         "runs": runs,
     });
     let text = serde_json::to_string_pretty(&doc)
-        .map_err(|e| Error::Internal(format!("encoding the results: {e}")))?;
+        .map_err(|e| Error::internal(format!("encoding the results: {e}")))?;
     std::fs::write(&json, text).map_err(|e| Error::io(format!("writing {}", json.display()), e))?;
     let md = markdown(opts, &runs);
     let md_path = out.join("fs-cleaning.md");

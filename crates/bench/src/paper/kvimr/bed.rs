@@ -26,10 +26,7 @@ pub(super) struct Bed {
 fn engine<E: std::error::Error + Send + Sync + 'static>(
     what: &str,
 ) -> impl FnOnce(E) -> Error + '_ {
-    move |e| Error::Engine {
-        what: what.to_string(),
-        source: Box::new(e),
-    }
+    move |e| Error::engine(what, e)
 }
 
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
@@ -47,19 +44,15 @@ pub(super) fn db_options(s: &KvimrSizes) -> DbOptions {
 impl Bed {
     /// A fresh bed for `scheme`.
     pub fn new(scheme: Scheme, s: &KvimrSizes) -> Result<Bed> {
-        let mut cfg = profile("imr-paper").map_err(|e| Error::Device {
-            what: "profile imr-paper".into(),
-            source: e,
-        })?;
+        let mut cfg = profile("imr-paper").map_err(|e| Error::device("profile imr-paper", e))?;
         cfg.capacity = s.capacity;
         cfg.zones.zone_size = 16 << 20;
         if scheme == Scheme::Cmr {
             cfg = cfg.cmr_twin();
         }
-        let disk = Arc::new(Disk::in_memory(cfg).map_err(|e| Error::Device {
-            what: "creating the imr-paper drive".into(),
-            source: e,
-        })?);
+        let disk = Arc::new(
+            Disk::in_memory(cfg).map_err(|e| Error::device("creating the imr-paper drive", e))?,
+        );
         let raw_tracks = disk
             .track_layout()
             .cloned()

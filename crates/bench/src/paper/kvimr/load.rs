@@ -13,14 +13,11 @@ use crate::ycsb::key_name;
 /// Whether `e` is the engine running out of space (a scheme's result, not a failure).
 pub(super) fn is_nospace(e: &Error) -> bool {
     match e {
-        Error::Engine { source, .. } => {
-            source
-                .downcast_ref::<tegula_smrdb::Error>()
-                .is_some_and(|x| {
-                    matches!(x, tegula_smrdb::Error::NoSpace(_))
-                        || x.to_string().contains("no space")
-                })
-        }
+        Error::Kv(tegula_kv::Error::Engine { source, .. }) => source
+            .downcast_ref::<tegula_smrdb::Error>()
+            .is_some_and(|x| {
+                matches!(x, tegula_smrdb::Error::NoSpace(_)) || x.to_string().contains("no space")
+            }),
         _ => false,
     }
 }

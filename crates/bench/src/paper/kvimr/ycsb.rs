@@ -56,17 +56,12 @@ pub(super) fn run(
                 }
                 Op::Scan => {
                     let len = rng.gen_range(1..=100usize);
-                    let it = bed.db.scan(&key_name(pick(&mut rng)), None).map_err(|e| {
-                        Error::Engine {
-                            what: "smrdb scan".into(),
-                            source: Box::new(e),
-                        }
-                    })?;
+                    let it = bed
+                        .db
+                        .scan(&key_name(pick(&mut rng)), None)
+                        .map_err(|e| Error::engine("smrdb scan", e))?;
                     for kv in it.take(len) {
-                        kv.map_err(|e| Error::Engine {
-                            what: "smrdb scan".into(),
-                            source: Box::new(e),
-                        })?;
+                        kv.map_err(|e| Error::engine("smrdb scan", e))?;
                     }
                 }
                 Op::ReadModifyWrite => {

@@ -83,7 +83,7 @@ pub(super) fn counters(engine: &dyn KvEngine) -> Result<DeviceCounters> {
     engine
         .device_counters()
         .filter(|c| c.now_ns.is_some())
-        .ok_or_else(|| Error::Internal("the engine is not on an emulated drive".into()))
+        .ok_or_else(|| Error::internal("the engine is not on an emulated drive"))
 }
 
 /// Fills in the device figures of `r` since `before`, and the engine's statistics.

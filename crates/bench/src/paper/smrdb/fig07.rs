@@ -56,7 +56,7 @@ fn raw_pass(cfg: &DiskConfig, bytes: u64, depth: usize) -> Result<f64> {
         .map_err(|e| Error::device("flushing after the raw writes", e))?;
     let secs = disk.now().saturating_sub(t0) as f64 / 1e9;
     if secs <= 0.0 {
-        return Err(Error::Internal(format!(
+        return Err(Error::internal(format!(
             "the drive reported no time for {planned} bytes"
         )));
     }

@@ -98,7 +98,7 @@ pub(super) fn run(db: &Path, a: &ZeafsOptions, tmp: &Path, t0: Instant) -> Resul
     };
     let lines = lines
         .join()
-        .map_err(|_| Error::Internal("db_bench output reader panicked".into()))?;
+        .map_err(|_| Error::internal("db_bench output reader panicked"))?;
     let errors = errors.join().unwrap_or_default();
     if !status.success() {
         let out: Vec<&str> = lines.iter().map(|(_, l)| l.as_str()).collect();

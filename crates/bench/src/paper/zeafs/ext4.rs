@@ -57,7 +57,7 @@ impl Ext4Stack {
     fn new(tag: &str, dev: Arc<dyn BlockDevice>, a: &ZeafsOptions, tmp: &Path) -> Result<Self> {
         for tool in ["nbdfuse", "losetup", "mkfs.ext4"] {
             if !have_tool(tool) {
-                return Err(Error::Unavailable(format!("{tool} is not installed")));
+                return Err(Error::unavailable(format!("{tool} is not installed")));
             }
         }
         let sock = tmp.join(format!("{tag}.sock"));

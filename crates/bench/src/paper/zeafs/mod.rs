@@ -135,8 +135,8 @@ fn check(opts: &ZeafsOptions) -> Result<()> {
         ));
     }
     if !have_tool("db_bench") {
-        return Err(Error::Unavailable(
-            "db_bench is not installed (Debian rocksdb-tools)".into(),
+        return Err(Error::unavailable(
+            "db_bench is not installed (Debian rocksdb-tools)",
         ));
     }
     Ok(())

@@ -57,7 +57,7 @@ impl Sampler {
         self.stop.store(true, Ordering::Relaxed);
         self.handle
             .join()
-            .map_err(|_| Error::Internal("the clock sampler panicked".into()))
+            .map_err(|_| Error::internal("the clock sampler panicked"))
     }
 }
 

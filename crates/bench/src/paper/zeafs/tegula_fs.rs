@@ -53,7 +53,7 @@ pub(super) fn run(a: &ZeafsOptions, tmp: &Path, obs: &dyn Observer) -> Result<Ru
     // Dropping the session unmounts; the file system reports when everything is written.
     drop(session);
     rx.recv_timeout(Duration::from_secs(600))
-        .map_err(|e| Error::Internal(format!("waiting for the unmount: {e}")))?
+        .map_err(|e| Error::internal(format!("waiting for the unmount: {e}")))?
         .map_err(|e| Error::engine("tegula fs unmount", e))?;
     let mut r = finish(
         NAME,
