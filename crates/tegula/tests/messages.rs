@@ -60,23 +60,31 @@ fn db_stats_json_holds_what_the_database_holds_not_counters_of_this_open() {
     assert!(v["free_bands"].as_u64().is_some(), "{v}");
 }
 
+/// A tiny `bench db` run on the memory engine, with `extra` flags.
+fn tiny_bench(extra: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "bench",
+        "db",
+        "--engine",
+        "memory",
+        "--benchmarks",
+        "fillseq",
+        "--num",
+        "10",
+    ]
+    .map(String::from)
+    .to_vec();
+    a.extend(extra.iter().map(|s| s.to_string()));
+    a
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
 #[test]
 fn sizes_with_units_are_accepted_for_the_value_size() {
-    let o = tegula(
-        &[
-            "bench",
-            "db",
-            "--engine",
-            "memory",
-            "--benchmarks",
-            "fillseq",
-            "--num",
-            "10",
-            "--value_size",
-            "4KiB",
-        ],
-        None,
-    );
+    let o = tegula(&args(&tiny_bench(&["--value_size", "4KiB"])), None);
     assert!(o.status.success(), "{}", stderr(&o));
     let e = fails_any(&["bench", "db", "--value_size", "lots"]);
     assert!(!e.contains("invalid digit"), "{e}");
@@ -86,34 +94,12 @@ fn sizes_with_units_are_accepted_for_the_value_size() {
 fn output_directories_are_not_grown_into_trees() {
     let d = tempfile::tempdir().unwrap();
     let deep = d.path().join("no/such/plots");
-    let e = fails(&[
-        "bench",
-        "db",
-        "--engine",
-        "memory",
-        "--benchmarks",
-        "fillseq",
-        "--num",
-        "10",
-        "--plot",
-        deep.to_str().unwrap(),
-    ]);
+    let e = fails(&args(&tiny_bench(&["--plot", deep.to_str().unwrap()])));
     assert!(e.contains("does not exist"), "{e}");
     assert!(!d.path().join("no").exists());
     // One missing level (the directory itself) is created.
     let one = d.path().join("plots");
-    ok(&[
-        "bench",
-        "db",
-        "--engine",
-        "memory",
-        "--benchmarks",
-        "fillseq",
-        "--num",
-        "10",
-        "--plot",
-        one.to_str().unwrap(),
-    ]);
+    ok(&args(&tiny_bench(&["--plot", one.to_str().unwrap()])));
     assert!(one.is_dir());
 }
 
