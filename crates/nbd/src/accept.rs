@@ -74,7 +74,10 @@ pub(crate) fn run(
                 std::thread::sleep(ENDING_POLL);
                 continue;
             }
-            if opts.evict_idle.is_some_and(|d| table.evict_longest_idle(d)) {
+            if opts
+                .evict_idle
+                .is_some_and(|d| table.evict_longest_idle(d, opts.max_connections))
+            {
                 continue;
             }
         }

@@ -207,10 +207,15 @@ impl Table {
                 .any(|p| p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0)
     }
 
-    /// Closes the connection idle the longest if it has been idle for `min_idle` or more;
-    /// returns whether one was closed.
-    pub(crate) fn evict_longest_idle(&self, min_idle: Duration) -> bool {
+    /// Closes the connection idle the longest if it has been idle for `min_idle` or more and
+    /// the table holds `max` connections (none has left since the caller saw the server full:
+    /// one that has is freeing its slot, and closing another would close two for one new
+    /// client); returns whether one was closed.
+    pub(crate) fn evict_longest_idle(&self, min_idle: Duration, max: usize) -> bool {
         let table = self.0.lock();
+        if table.len() < max {
+            return false;
+        }
         let victim = table
             .iter()
             .filter(|(_, e)| !e.activity.closed_by_server())
