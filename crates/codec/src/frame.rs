@@ -1,6 +1,8 @@
-//! The checksummed frame around every record tegula persists: magic, version, a sequence (or
-//! generation) number, the payload length, the payload, and a CRC-32C over everything before
-//! it. Two header layouts exist on disk, both described by a [`Format`]:
+//! The checksummed frames of every structure tegula persists. Three shapes exist on disk:
+//!
+//! * [`Format`]: magic, version, a sequence (or generation) number, the payload length, the
+//!   payload, and a CRC-32C (plain or masked, [`Crc`]) over everything before it, in one of
+//!   three header layouts:
 //!
 //! ```text
 //! slot   (state slots of disk and dm-smr images, 8-byte magic):
@@ -8,17 +10,30 @@
 //! record (metadata log frames, 4-byte magic):
 //!  0  m  magic    m  1  version u8    m+1  1  kind u8   m+2  2  reserved 0
 //!                 m+4  8  generation u64   m+12  4  payload length u32
-//! both: header, payload, then crc32c u32 over [0, header + payload length)
+//! copy   (SMRDB's manifest copies, 8-byte magic):
+//!  0  m  magic    m  4  version u32   m+4  8  generation u64   m+12  4  payload length u32
+//! all: header, payload, then crc u32 over [0, header + payload length)
 //! ```
 //!
-//! The frame reports *what* failed ([`FrameError`]); whether a failing frame is a torn tail to
+//! * [`Suffix`]: `body | crc u32` for a structure whose header is its own (a superblock at
+//!   fixed offsets, a block whose counts place the checksum): the structure encodes its
+//!   fields and checks its magic and version, the suffix seals and opens.
+//! * [`SealedHeader`]: `magic | fields | payload crc u32 | header crc u32 | payload`, a header
+//!   checked on its own before its payload.
+//!
+//! Each reports *what* failed ([`FrameError`]); whether a failing frame is a torn tail to
 //! stop at or corruption to refuse is the caller's decision, since it depends on where the
 //! frame sits (a log's last record, one of two alternating slots).
 
-use crate::checksum::crc32c;
 use crate::dec::Dec;
 use crate::enc::Enc;
 use crate::error::DecodeError;
+
+mod sealed;
+mod suffix;
+
+pub use sealed::{Sealed, SealedHeader};
+pub use suffix::{Crc, Suffix};
 
 /// The header layout of a [`Format`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,23 +46,30 @@ pub enum Layout {
         /// The kinds a decoder accepts.
         kinds: &'static [u8],
     },
+    /// magic, version u32, generation u64, payload length u32.
+    Copy,
 }
 
-/// One framed structure: its name (for messages), magic, version and header layout.
+/// One framed structure: its name (for messages), magic, the version it writes and the
+/// oldest it reads, header layout and checksum.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Format {
     name: &'static str,
     magic: &'static [u8],
     version: u32,
+    min_version: u32,
     layout: Layout,
+    crc: Crc,
 }
 
 /// A decoded frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
-    /// Kind of a record frame (0 for slots, which have none).
+    /// Format version.
+    pub version: u32,
+    /// Kind of a record frame (0 for slots and copies, which have none).
     pub kind: u8,
-    /// Sequence number (slots) or generation (records).
+    /// Sequence number (slots) or generation (records, copies).
     pub seq: u64,
     /// Payload bytes.
     pub len: u32,
@@ -104,6 +126,17 @@ pub enum FrameError {
         /// Checksum of the bytes read.
         computed: u32,
     },
+    /// The checksum of a [`SealedHeader`] does not match the header: the header itself is
+    /// damaged (its payload is not looked at).
+    #[error("{name} header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")]
+    HeaderChecksum {
+        /// The structure's name.
+        name: &'static str,
+        /// Checksum stored in the header.
+        stored: u32,
+        /// Checksum of the header read.
+        computed: u32,
+    },
 }
 
 /// Bytes of the checksum that ends every frame.
@@ -116,7 +149,38 @@ impl Format {
             name,
             magic,
             version,
+            min_version: version,
             layout: Layout::Slot,
+            crc: Crc::Plain,
+        }
+    }
+
+    /// A copy format: `magic`, then version, generation and payload length.
+    pub const fn copy(name: &'static str, magic: &'static [u8], version: u32) -> Self {
+        Format {
+            name,
+            magic,
+            version,
+            min_version: version,
+            layout: Layout::Copy,
+            crc: Crc::Plain,
+        }
+    }
+
+    /// The same format, also reading versions `min_version` up to the one it writes (their
+    /// frames are alike; what differs is the caller's to tell by [`Header::version`]).
+    pub const fn reading_from(self, min_version: u32) -> Self {
+        Format {
+            min_version,
+            ..self
+        }
+    }
+
+    /// The same format with a masked CRC-32C ([`Crc::Masked`]).
+    pub const fn masked(self) -> Self {
+        Format {
+            crc: Crc::Masked,
+            ..self
         }
     }
 
@@ -132,7 +196,9 @@ impl Format {
             name,
             magic,
             version: version as u32,
+            min_version: version as u32,
             layout: Layout::Record { kinds },
+            crc: Crc::Plain,
         }
     }
 
@@ -146,11 +212,21 @@ impl Format {
         self.layout
     }
 
+    /// The version it writes.
+    pub const fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The checksum it stores.
+    pub const fn crc(&self) -> Crc {
+        self.crc
+    }
+
     /// Bytes before the payload.
     pub const fn header_len(&self) -> usize {
         self.magic.len()
             + match self.layout {
-                Layout::Slot => 4 + 4 + 8,
+                Layout::Slot | Layout::Copy => 4 + 4 + 8,
                 Layout::Record { .. } => 1 + 1 + 2 + 8 + 4,
             }
     }
@@ -160,7 +236,7 @@ impl Format {
         self.header_len() + payload_len + CHECKSUM_LEN
     }
 
-    /// Encodes one frame. `kind` is the record kind; slots have none and take 0.
+    /// Encodes one frame. `kind` is the record kind; slots and copies have none and take 0.
     pub fn encode(&self, kind: u8, seq: u64, payload: &[u8]) -> Vec<u8> {
         let mut e = Enc::with_capacity(self.frame_len(payload.len()));
         e.raw(self.magic);
@@ -178,53 +254,90 @@ impl Format {
                 e.u64(seq);
                 e.u32(payload.len() as u32);
             }
+            Layout::Copy => {
+                debug_assert_eq!(kind, 0, "copies have no kind");
+                e.u32(self.version);
+                e.u64(seq);
+                e.u32(payload.len() as u32);
+            }
         }
         e.raw(payload);
-        seal(&mut e);
+        self.suffix().seal(&mut e);
         e.into_bytes()
+    }
+
+    fn suffix(&self) -> Suffix {
+        match self.crc {
+            Crc::Plain => Suffix::plain(self.name),
+            Crc::Masked => Suffix::masked(self.name),
+        }
     }
 
     /// Decodes and checks a header (magic, version, kind) from the start of `b`; the checksum
     /// needs the payload and is checked by [`Self::decode`].
     pub fn decode_header(&self, b: &[u8]) -> Result<Header, FrameError> {
-        self.read_header(&mut Dec::new(b))
+        self.read_header(&mut Dec::new(b), true)
     }
 
-    fn read_header(&self, d: &mut Dec<'_>) -> Result<Header, FrameError> {
+    /// The header at the start of `b` as written, checked for its magic only (not version,
+    /// kind nor checksum): how many bytes to read before [`Self::decode`] judges them.
+    pub fn peek_header(&self, b: &[u8]) -> Result<Header, FrameError> {
+        self.read_header(&mut Dec::new(b), false)
+    }
+
+    fn read_header(&self, d: &mut Dec<'_>, check: bool) -> Result<Header, FrameError> {
         let name = self.name;
         if d.take(self.magic.len())? != self.magic {
             return Err(FrameError::Magic { name });
         }
+        let check_version = |version: u32| {
+            if check && !(self.min_version..=self.version).contains(&version) {
+                return Err(FrameError::Version {
+                    name,
+                    found: version,
+                });
+            }
+            Ok(version)
+        };
         match self.layout {
             Layout::Slot => {
-                let version = d.u32()?;
-                if version != self.version {
-                    return Err(FrameError::Version {
-                        name,
-                        found: version,
-                    });
-                }
+                let version = check_version(d.u32()?)?;
                 let len = d.u32()?;
                 let seq = d.u64()?;
-                Ok(Header { kind: 0, seq, len })
+                Ok(Header {
+                    version,
+                    kind: 0,
+                    seq,
+                    len,
+                })
+            }
+            Layout::Copy => {
+                let version = check_version(d.u32()?)?;
+                let seq = d.u64()?;
+                let len = d.u32()?;
+                Ok(Header {
+                    version,
+                    kind: 0,
+                    seq,
+                    len,
+                })
             }
             Layout::Record { kinds } => {
-                let version = d.u8()?;
-                if u32::from(version) != self.version {
-                    return Err(FrameError::Version {
-                        name,
-                        found: version.into(),
-                    });
-                }
+                let version = check_version(d.u8()?.into())?;
                 let kind = d.u8()?;
-                if !kinds.contains(&kind) {
+                if check && !kinds.contains(&kind) {
                     return Err(FrameError::Kind { name, kind });
                 }
                 // Reserved: covered by the checksum, not interpreted.
                 d.take(2)?;
                 let seq = d.u64()?;
                 let len = d.u32()?;
-                Ok(Header { kind, seq, len })
+                Ok(Header {
+                    version,
+                    kind,
+                    seq,
+                    len,
+                })
             }
         }
     }
@@ -233,18 +346,11 @@ impl Format {
     /// magic, version, kind, length and checksum.
     pub fn decode<'a>(&self, b: &'a [u8]) -> Result<Frame<'a>, FrameError> {
         let mut d = Dec::new(b);
-        let header = self.read_header(&mut d)?;
+        let header = self.read_header(&mut d, true)?;
         let payload = d.take(header.len as usize)?;
-        let stored = d.u32()?;
-        let total = d.pos();
-        let computed = crc32c(&b[..total - CHECKSUM_LEN]);
-        if stored != computed {
-            return Err(FrameError::Checksum {
-                name: self.name,
-                stored,
-                computed,
-            });
-        }
+        let at = d.pos();
+        self.suffix().open_at(b, at)?;
+        let total = at + CHECKSUM_LEN;
         Ok(Frame {
             header,
             payload,
@@ -254,24 +360,28 @@ impl Format {
 }
 
 /// Appends the CRC-32C of everything `e` holds (the trailer of a frame, or of a header that
-/// frames itself).
+/// frames itself): [`Suffix::seal`] of a plain suffix.
 pub fn seal(e: &mut Enc) {
-    let crc = crc32c(e.as_bytes());
-    e.u32(crc);
+    Suffix::plain("").seal(e);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checksum::{crc32c, masked_crc32c};
 
     const SLOT: Format = Format::slot("state", b"TESTSLOT", 3);
     const REC: Format = Format::record("frame", b"TREC", 1, &[1, 2]);
+    const COPY: Format = Format::copy("manifest", b"TESTCOPY", 3)
+        .reading_from(1)
+        .masked();
 
     #[test]
     fn header_lengths_match_the_layouts() {
         assert_eq!(SLOT.header_len(), 24);
         assert_eq!(REC.header_len(), 20);
         assert_eq!(REC.frame_len(5), 29);
+        assert_eq!(COPY.header_len(), 24);
     }
 
     #[test]
@@ -301,8 +411,66 @@ mod tests {
     }
 
     #[test]
+    fn copy_bytes_follow_the_layout_with_a_masked_crc() {
+        let f = COPY.encode(0, 7, b"body");
+        let mut want = b"TESTCOPY".to_vec();
+        want.extend_from_slice(&3u32.to_le_bytes());
+        want.extend_from_slice(&7u64.to_le_bytes());
+        want.extend_from_slice(&4u32.to_le_bytes());
+        want.extend_from_slice(b"body");
+        let crc = masked_crc32c(&want);
+        want.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(f, want);
+    }
+
+    /// `COPY`'s frame with version `v`, checksum recomputed.
+    fn copy_of_version(v: u32) -> Vec<u8> {
+        let mut f = COPY.encode(0, 7, b"body");
+        f[8..12].copy_from_slice(&v.to_le_bytes());
+        let n = f.len() - CHECKSUM_LEN;
+        let crc = masked_crc32c(&f[..n]);
+        f[n..].copy_from_slice(&crc.to_le_bytes());
+        f
+    }
+
+    #[test]
+    fn a_version_range_is_read_and_the_header_names_the_version() {
+        for v in 1..=3 {
+            let f = copy_of_version(v);
+            assert_eq!(COPY.decode(&f).expect("decodes").header.version, v);
+        }
+        for v in [0, 4] {
+            let f = copy_of_version(v);
+            assert_eq!(
+                COPY.decode(&f),
+                Err(FrameError::Version {
+                    name: "manifest",
+                    found: v
+                })
+            );
+            // A peek reads the header as written.
+            let h = COPY.peek_header(&f).expect("peeks");
+            assert_eq!((h.version, h.seq, h.len), (v, 7, 4));
+        }
+        assert!(matches!(
+            COPY.peek_header(b"TESTCOP"),
+            Err(FrameError::Truncated(_))
+        ));
+        assert_eq!(
+            COPY.peek_header(&[0; 32]),
+            Err(FrameError::Magic { name: "manifest" })
+        );
+        // A record's kind is not checked by a peek either.
+        let mut r = REC.encode(1, 1, b"");
+        r[5] = 9;
+        assert_eq!(REC.peek_header(&r).map(|h| h.kind), Ok(9));
+        assert_eq!(SLOT.version(), 3);
+        assert_eq!((SLOT.crc(), COPY.crc()), (Crc::Plain, Crc::Masked));
+    }
+
+    #[test]
     fn frames_round_trip_with_trailing_bytes() {
-        for (fmt, kind) in [(SLOT, 0), (REC, 1)] {
+        for (fmt, kind) in [(SLOT, 0), (REC, 1), (COPY, 0)] {
             let mut f = fmt.encode(kind, 42, b"payload");
             let n = f.len();
             f.extend_from_slice(&[0xaa; 17]);
@@ -310,6 +478,7 @@ mod tests {
             assert_eq!(
                 got.header,
                 Header {
+                    version: fmt.version(),
                     kind,
                     seq: 42,
                     len: 7
@@ -323,7 +492,7 @@ mod tests {
 
     #[test]
     fn every_flipped_byte_is_detected() {
-        for (fmt, kind) in [(SLOT, 0), (REC, 2)] {
+        for (fmt, kind) in [(SLOT, 0), (REC, 2), (COPY, 0)] {
             let f = fmt.encode(kind, 5, b"some payload");
             for i in 0..f.len() {
                 for bit in [0x01, 0x10, 0x80] {
@@ -341,7 +510,7 @@ mod tests {
 
     #[test]
     fn every_truncation_is_an_error() {
-        for (fmt, kind) in [(SLOT, 0), (REC, 1)] {
+        for (fmt, kind) in [(SLOT, 0), (REC, 1), (COPY, 0)] {
             let f = fmt.encode(kind, 5, b"xyz");
             for n in 0..f.len() {
                 assert!(

@@ -3,10 +3,13 @@
 //! * [`Enc`] / [`Dec`]: little-endian integers, LEB128 varints and length-prefixed byte
 //!   strings, encoded by explicit call (never `usize` on disk); the decoder checks every read
 //!   against the bytes left and never panics on bad bytes.
-//! * [`frame`]: magic, version, length, sequence and CRC-32C around a payload, in the two
-//!   layouts tegula's images use (state slots and log records), so that each format only
-//!   describes its payload.
-//! * [`checksum`]: CRC-32C, plain and masked.
+//! * [`frame`]: every checksummed structure's framing, so that each format only describes its
+//!   fields: magic, version, length, sequence and CRC-32C around a payload
+//!   ([`frame::Format`], in the layouts of state slots, log records and manifest copies), a
+//!   checksum suffix after a structure's own fields ([`frame::Suffix`]), and a header that
+//!   checks itself and carries its payload's checksum ([`frame::SealedHeader`]); plain or
+//!   masked CRC-32C ([`frame::Crc`]).
+//! * [`checksum`]: CRC-32C, plain and masked, for data checksums carried as fields.
 //! * [`text_header`]: the header of an image that carries its configuration as text.
 //! * [`FormatError`]: what every decoder of an on-disk structure returns.
 //!

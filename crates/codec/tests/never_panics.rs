@@ -1,13 +1,19 @@
-//! Decoding arbitrary bytes never panics: every read of the codec and both frame layouts
-//! return a value or an error; whatever decodes re-encodes to the same bytes.
+//! Decoding arbitrary bytes never panics: every read of the codec, every frame layout, a
+//! checksum suffix and a sealed header return a value or an error; whatever decodes
+//! re-encodes to the same bytes.
 #![allow(missing_docs)]
 
 use proptest::prelude::*;
-use tegula_codec::frame::Format;
+use tegula_codec::frame::{Format, SealedHeader, Suffix};
 use tegula_codec::{Dec, Enc};
 
 const SLOT: Format = Format::slot("state", b"TGLASTAT", 1);
 const REC: Format = Format::record("frame", b"TGLM", 1, &[1, 2]);
+const COPY: Format = Format::copy("manifest", b"SMRDBMAN", 3)
+    .reading_from(1)
+    .masked();
+const SUFFIX: Suffix = Suffix::masked("block");
+const SEALED: SealedHeader = SealedHeader::new("record", b"TGLFSLOG", 32);
 
 /// Runs every read in the order `ops` picks until one fails.
 fn read_all(b: &[u8], ops: &[u8]) {
@@ -44,14 +50,40 @@ proptest! {
 
     #[test]
     fn frames_of_arbitrary_bytes_never_panic(b in proptest::collection::vec(any::<u8>(), 0..128)) {
-        for fmt in [SLOT, REC] {
+        for fmt in [SLOT, REC, COPY] {
             let _ = fmt.decode_header(&b);
+            let _ = fmt.peek_header(&b);
             if let Ok(f) = fmt.decode(&b) {
                 // (Reserved bytes are not interpreted, so compare what was decoded.)
                 let again = fmt.encode(f.header.kind, f.header.seq, f.payload);
                 let g = fmt.decode(&again).map(|g| (g.header, g.payload.to_vec()));
                 prop_assert_eq!(g, Ok((f.header, f.payload.to_vec())));
             }
+        }
+    }
+
+    #[test]
+    fn suffixes_and_sealed_headers_of_arbitrary_bytes_never_panic(
+        b in proptest::collection::vec(any::<u8>(), 0..128),
+        at in 0usize..140,
+        magic in any::<bool>(),
+    ) {
+        if let Ok(body) = SUFFIX.open(&b) {
+            let mut e = Enc::new();
+            e.raw(body);
+            SUFFIX.seal(&mut e);
+            prop_assert_eq!(e.as_bytes(), &b[..]);
+        }
+        let _ = SUFFIX.open_at(&b, at);
+        let mut s = b.clone();
+        if magic {
+            s.splice(0..0, b"TGLFSLOG".iter().copied());
+        }
+        if let Ok(h) = SEALED.open(&s) {
+            let payload = &s[SEALED.header_len()..];
+            let again = SEALED.encode(h.fields, payload);
+            let same = SEALED.check_payload(&h, payload).is_ok();
+            prop_assert_eq!(same, again[..] == s[..SEALED.header_len()]);
         }
     }
 
