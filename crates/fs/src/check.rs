@@ -72,6 +72,9 @@ pub struct MetaStat {
     pub moved_bytes: u64,
     /// Bytes the cleaner freed since mount.
     pub reclaimed_bytes: u64,
+    /// The mount dropped the log's last record, which mapped data that never reached the
+    /// media: a commit cut by a power loss before its flush completed (never acknowledged).
+    pub dropped_unacknowledged: bool,
     /// First LBA of the log.
     pub log_lba: u64,
     /// LBA of the slot holding the current checkpoint.
@@ -91,6 +94,7 @@ impl Fs {
             user_bytes: self.user_bytes,
             moved_bytes: self.moved_bytes,
             reclaimed_bytes: self.reclaimed_bytes,
+            dropped_unacknowledged: self.dropped_unacknowledged,
             log_lba: self.journal.superblock().log_lba,
             checkpoint_lba: self.journal.checkpoint_lba(),
         }

@@ -675,6 +675,32 @@ impl Journal {
         Ok(true)
     }
 
+    /// Forgets the log's last record (of `payload_len` bytes), which recovery found was never
+    /// acknowledged: it maps data that did not reach the media, so its commit's flush never
+    /// completed. With `erase`, its sectors are zeroed and flushed, so that no later mount
+    /// replays it once new data fills the places it names; the next record takes its place.
+    pub fn drop_last_record(&mut self, payload_len: usize, erase: bool) -> Result<()> {
+        let sectors = self.record_sectors(payload_len as u64);
+        let start = self
+            .tail
+            .checked_sub(sectors)
+            .filter(|&l| l >= self.sb.log_lba);
+        let (Some(start), Some(seq)) = (start, self.next_seq.checked_sub(1)) else {
+            return Err(FsError::Corrupt(format!(
+                "metadata log: no record of {payload_len} bytes ends at LBA {}",
+                self.tail
+            )));
+        };
+        if erase {
+            let zeros = vec![0u8; (sectors * self.sb.sector as u64) as usize];
+            self.dev.write(start, &zeros)?;
+            self.dev.flush()?;
+        }
+        self.tail = start;
+        self.next_seq = seq;
+        Ok(())
+    }
+
     /// Writes a checkpoint of generation `gen + 1` into the other slot and restarts the log.
     pub fn checkpoint(&mut self, payload: &[u8]) -> Result<()> {
         let ss = self.sb.sector as u64;

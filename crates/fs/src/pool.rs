@@ -6,94 +6,24 @@
 //! a small cache of recently read extent data lets consecutive small reads neither read a
 //! checksum chunk twice nor issue one command per page.
 //!
-//! Extents are written without a cache flush each ([`LazyFlush`]): the file system flushes
-//! once before it commits metadata that refers to them ([`Pool::flush_data`]), so a close
-//! costs no flush and an fsync two (data, then the log record).
+//! Extents are written without a cache flush each (ZEA's [`Durability::Caller`]): a commit's
+//! one flush, after its log record, makes them durable with the record that maps them
+//! ([`Pool::written_mark`], [`Pool::flushed_through`]), so a close costs no flush and an
+//! fsync one.
 
 use crate::error::{FsError, Result};
 use crate::state::Piece;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use tegula_device::{
-    BlockDevice, Completion, DeviceInfo, IoDone, Nanos, Request, WriteFlags, Zone, ZoneAction,
-    ZoneFilter, ZoneTarget, ZonedDevice,
-};
-use tegula_zea::{ExtentMeta, Options, Placed, Zea};
+use tegula_device::ZonedDevice;
+use tegula_zea::{Durability, ExtentMeta, Options, Placed, Zea};
 
 const META_CACHE_MAX: usize = 16 * 1024;
 /// Bytes of recently read extent data kept (verified against their chunk checksums).
 const READ_CACHE_BYTES: usize = 8 << 20;
 /// A read that continues the previous read of the same extent fetches at least this much.
 const READ_AHEAD: u64 = 256 << 10;
-
-/// The device as ZEA sees it: every call passes through except `flush`, which only notes
-/// that data awaits one. ZEA's "durable when put returns" becomes "durable at the next
-/// [`Pool::flush_data`]", which the file system calls before any commit that refers to the
-/// new extents (the crash argument in `docs/formats/fs.md`).
-pub struct LazyFlush {
-    dev: Arc<dyn ZonedDevice>,
-    unflushed: AtomicBool,
-}
-
-impl BlockDevice for LazyFlush {
-    fn info(&self) -> DeviceInfo {
-        self.dev.info()
-    }
-    fn read(&self, lba: u64, buf: &mut [u8]) -> tegula_device::Result<IoDone> {
-        self.dev.read(lba, buf)
-    }
-    fn write_with(
-        &self,
-        lba: u64,
-        data: &[u8],
-        flags: WriteFlags,
-    ) -> tegula_device::Result<IoDone> {
-        if !flags.fua {
-            self.unflushed.store(true, Ordering::Release);
-        }
-        self.dev.write_with(lba, data, flags)
-    }
-    fn flush(&self) -> tegula_device::Result<IoDone> {
-        let now = self.dev.now();
-        Ok(IoDone {
-            start: now,
-            end: now,
-        })
-    }
-    fn discard(&self, lba: u64, sectors: u64) -> tegula_device::Result<IoDone> {
-        self.dev.discard(lba, sectors)
-    }
-    fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
-        self.unflushed.store(true, Ordering::Release);
-        self.dev.submit(reqs)
-    }
-    fn now(&self) -> Nanos {
-        self.dev.now()
-    }
-    fn idle(&self, d: Nanos) {
-        self.dev.idle(d)
-    }
-}
-
-impl ZonedDevice for LazyFlush {
-    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
-        self.dev.report_zones(filter)
-    }
-    fn zone(&self, index: u32) -> tegula_device::Result<Zone> {
-        self.dev.zone(index)
-    }
-    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> tegula_device::Result<IoDone> {
-        self.dev.zone_action(action, target)
-    }
-    fn can_rewind(&self) -> bool {
-        self.dev.can_rewind()
-    }
-
-    fn rewind_write_pointer(&self, index: u32, lba: u64) -> tegula_device::Result<IoDone> {
-        self.dev.rewind_write_pointer(index, lba)
-    }
-}
 
 /// One cached range of an extent's data, chunk-aligned at its start.
 struct Cached {
@@ -151,7 +81,11 @@ struct Slot {
 /// ZEA instances of every sequential zone.
 pub struct Pool {
     slots: Vec<Option<Slot>>,
-    dev: Arc<LazyFlush>,
+    dev: Arc<dyn ZonedDevice>,
+    /// Extents written so far (a counter, bumped once each write completed).
+    written: AtomicU64,
+    /// The value of `written` that the last completed device flush covers.
+    flushed: AtomicU64,
     opts: Options,
     first_seq: u32,
     sector: u64,
@@ -174,19 +108,15 @@ impl Pool {
         let info = dev.info();
         let opts = Options {
             back_pointers,
+            durability: Durability::Caller,
             ..Options::default()
         };
-        let lazy = Arc::new(LazyFlush {
-            dev,
-            unflushed: AtomicBool::new(false),
-        });
-        let zdev: Arc<dyn ZonedDevice> = lazy.clone();
         let mut slots = Vec::with_capacity(info.zones as usize);
         for z in 0..info.zones {
             if z < first_seq {
                 slots.push(None);
             } else {
-                let zea = Zea::open(zdev.clone(), z, opts.clone())?;
+                let zea = Zea::open(dev.clone(), z, opts.clone())?;
                 slots.push(Some(Slot {
                     start: zea.start_lba(),
                     end: zea.end_lba(),
@@ -197,7 +127,9 @@ impl Pool {
         }
         Ok(Pool {
             slots,
-            dev: lazy,
+            dev,
+            written: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
             opts,
             first_seq,
             sector: info.sector_size as u64,
@@ -289,6 +221,9 @@ impl Pool {
     pub fn put(&self, zone: u32, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
         let mut z = self.write_zea(zone)?;
         let placed = z.put_tagged(zba, tag, data)?;
+        // Counted once the write completed: a flush that took its mark earlier does not
+        // cover it, and the next one will.
+        self.written.fetch_add(1, Ordering::AcqRel);
         if self.max_active > 0 && z.free_sectors() > 0 && z.max_put() == 0 {
             // Too little room for another extent: finish the zone, so that it holds no
             // active resource of a device that limits them.
@@ -313,14 +248,25 @@ impl Pool {
         })
     }
 
+    /// A mark of the extents written so far: a device flush that starts after it is taken
+    /// makes them durable ([`Pool::flushed_through`]).
+    pub fn written_mark(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// Notes that a device flush which started after `mark` was taken has completed (the
+    /// metadata log's flush after a commit record covers the extents written before it).
+    pub fn flushed_through(&self, mark: u64) {
+        self.flushed.fetch_max(mark, Ordering::AcqRel);
+    }
+
     /// Makes every extent written so far durable (one device flush, none if nothing was
     /// written since the last).
     pub fn flush_data(&self) -> Result<()> {
-        if self.dev.unflushed.swap(false, Ordering::AcqRel) {
-            if let Err(e) = self.dev.dev.flush() {
-                self.dev.unflushed.store(true, Ordering::Release);
-                return Err(e.into());
-            }
+        let mark = self.written_mark();
+        if mark > self.flushed.load(Ordering::Acquire) {
+            self.dev.flush()?;
+            self.flushed_through(mark);
         }
         Ok(())
     }
@@ -417,8 +363,7 @@ impl Pool {
     pub fn rewind(&self, zone: u32, lba: u64) -> Result<()> {
         let mut z = self.write_zea(zone)?;
         self.dev.rewind_write_pointer(zone, lba)?;
-        let zdev: Arc<dyn ZonedDevice> = self.dev.clone();
-        *z = Zea::open(zdev, zone, self.opts.clone())?;
+        *z = Zea::open(self.dev.clone(), zone, self.opts.clone())?;
         if z.write_pointer() != lba {
             return Err(FsError::Io(format!(
                 "zone {zone}: write pointer {} after setting it back to {lba}",

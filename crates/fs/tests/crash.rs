@@ -14,7 +14,10 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use tegula_device::Disk;
+use tegula_device::{
+    BlockDevice, Completion, DeviceInfo, Disk, IoDone, Nanos, Request, WriteFlags, Zone,
+    ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice,
+};
 use tegula_fs::{CleanPolicy, FlushJob, Fs, FsError, FsOptions, SetAttr, ROOT};
 
 /// What survives a crash of a file fsynced as `prefix`: exactly that (`exact`), or, after
@@ -463,4 +466,163 @@ fn fsynced_files_survive_power_cuts_during_flush_jobs_and_background_cleaning() 
         (tails > 0) == tails_possible && wholes > 0,
         "tail {tails}, whole {wholes}"
     );
+}
+
+/// The drive of [`a_record_whose_data_never_reached_the_media_is_dropped_not_replayed`]:
+/// once `hold` is set it destages the metadata log first (conventional zones are written
+/// through) and keeps sequential-zone writes in a cache that a power cut at the next flush
+/// loses, the order a real drive may choose.
+struct LogFirst {
+    disk: Arc<Disk>,
+    inner: Arc<dyn ZonedDevice>,
+    hold: std::sync::atomic::AtomicBool,
+}
+
+impl LogFirst {
+    fn holding(&self) -> bool {
+        self.hold.load(std::sync::atomic::Ordering::Acquire)
+    }
+    fn conventional(&self, lba: u64) -> bool {
+        let zone = (lba / self.inner.info().zone_sectors) as u32;
+        self.inner
+            .zone(zone)
+            .is_ok_and(|z| !z.zone_type.is_sequential())
+    }
+}
+
+impl BlockDevice for LogFirst {
+    fn info(&self) -> DeviceInfo {
+        self.inner.info()
+    }
+    fn read(&self, lba: u64, buf: &mut [u8]) -> tegula_device::Result<IoDone> {
+        self.inner.read(lba, buf)
+    }
+    fn write_with(
+        &self,
+        lba: u64,
+        data: &[u8],
+        flags: WriteFlags,
+    ) -> tegula_device::Result<IoDone> {
+        if !self.holding() {
+            return self.inner.write_with(lba, data, flags);
+        }
+        if self.conventional(lba) {
+            return self.inner.write_with(lba, data, WriteFlags { fua: true });
+        }
+        let now = self.inner.now();
+        Ok(IoDone {
+            start: now,
+            end: now,
+        })
+    }
+    fn flush(&self) -> tegula_device::Result<IoDone> {
+        if self.holding() {
+            self.disk.power_cut();
+        }
+        self.inner.flush()
+    }
+    fn discard(&self, lba: u64, sectors: u64) -> tegula_device::Result<IoDone> {
+        self.inner.discard(lba, sectors)
+    }
+    fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
+        assert!(
+            !self.holding(),
+            "the file system submitted while the test holds writes"
+        );
+        self.inner.submit(reqs)
+    }
+    fn now(&self) -> Nanos {
+        self.inner.now()
+    }
+    fn idle(&self, d: Nanos) {
+        self.inner.idle(d)
+    }
+}
+
+impl ZonedDevice for LogFirst {
+    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
+        self.inner.report_zones(filter)
+    }
+    fn zone(&self, index: u32) -> tegula_device::Result<Zone> {
+        self.inner.zone(index)
+    }
+    fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> tegula_device::Result<IoDone> {
+        self.inner.zone_action(action, target)
+    }
+}
+
+/// A commit is one log record and one flush, so a power cut inside that flush can leave the
+/// record on the media without the data it maps (the drive destages in its own order). Such
+/// a record was never acknowledged: the mount drops it, the file reads as last fsynced, and
+/// the next commit takes the record's place. First with a drive that writes the log first,
+/// then with the emulator's own destage order cut at each media write of the commit in turn.
+#[test]
+fn a_record_whose_data_never_reached_the_media_is_dropped_not_replayed() {
+    let first: Vec<u8> = (0..64 << 10).map(|i| (i % 251) as u8).collect();
+    let more = vec![0x5au8; 192 << 10];
+    let mut both = first.clone();
+    both.extend_from_slice(&more);
+    let check_again = |d: &Arc<Disk>, fs: &mut Fs, a: u64, at: &str| {
+        let r = fs.check(true).unwrap();
+        assert!(r.problems.is_empty(), "{at}: {:?}", r.problems);
+        // The next commit takes the dropped record's place, and the file system mounts again.
+        fs.write(a, 0, b"again", false).unwrap();
+        fs.fsync(a).unwrap();
+        let fs = Fs::open(zoned(d), small_opts()).unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert_eq!(&fs.read(a, 0, 5).unwrap(), b"again", "{at}");
+        assert!(!fs.meta_stats().dropped_unacknowledged, "{at}");
+        fs.close().unwrap();
+    };
+
+    let d = disk(16, 16);
+    let dev = Arc::new(LogFirst {
+        disk: d.clone(),
+        inner: seen(&d),
+        hold: Default::default(),
+    });
+    let mut fs = Fs::mkfs(dev.clone(), small_opts()).unwrap();
+    let a = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+    fs.write(a, 0, &first, false).unwrap();
+    fs.fsync(a).unwrap();
+    dev.hold.store(true, std::sync::atomic::Ordering::Release);
+    fs.write(a, first.len() as u64, &more, false).unwrap();
+    assert!(fs.fsync(a).is_err(), "the commit's flush was cut");
+    drop(fs);
+    d.power_on();
+    let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
+    assert!(
+        fs.meta_stats().dropped_unacknowledged,
+        "the record's data is not on the media"
+    );
+    assert_eq!(fs.read(a, 0, 1 << 20).unwrap(), first);
+    check_again(&d, &mut fs, a, "log written first");
+
+    let mut completed = 0;
+    for cut in 1..=8u64 {
+        let d = disk(16, 16);
+        let mut fs = Fs::mkfs(zoned(&d), small_opts()).unwrap();
+        let a = fs.create(ROOT, b"a", 0o644, 0, 0).unwrap().ino;
+        fs.write(a, 0, &first, false).unwrap();
+        fs.fsync(a).unwrap();
+        fs.write(a, first.len() as u64, &more, false).unwrap();
+        d.arm_power_cut(cut, cut);
+        let acked = fs.fsync(a).is_ok();
+        d.power_cut();
+        drop(fs);
+        d.power_on();
+        let at = format!("cut at media write {cut}");
+        let mut fs = Fs::open(zoned(&d), small_opts()).unwrap_or_else(|e| panic!("{at}: {e}"));
+        let got = fs.read(a, 0, 1 << 20).unwrap();
+        if acked {
+            completed += 1;
+            assert_eq!(got, both, "{at}: the acknowledged fsync was lost");
+        } else {
+            assert!(got == first || got == both, "{at}: {} bytes", got.len());
+        }
+        if fs.meta_stats().dropped_unacknowledged {
+            assert_eq!(got, first, "{at}: the dropped record's data is visible");
+        }
+        check_again(&d, &mut fs, a, &at);
+    }
+    assert!(completed > 0, "no cut came after the commit's flush");
 }

@@ -3,7 +3,7 @@
 
 use crate::error::{Result, ZeaError};
 use crate::meta::{chunk_bytes_for, chunk_crcs, ExtentMeta};
-use crate::options::Options;
+use crate::options::{Durability, Options};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use tegula_device::{DeviceError, WriteFlags, ZonedDevice};
@@ -166,8 +166,8 @@ impl Zea {
     }
 
     /// Appends `data` at the write pointer followed by its metadata block (ZBA, tag, length,
-    /// checksums, sequence number, back pointers) and returns where it went. Returns only once
-    /// data and metadata are durable.
+    /// checksums, sequence number, back pointers) and returns where it went. Returns once
+    /// data and metadata are durable, or with [`Durability::Caller`] once they are written.
     pub fn put_tagged(&mut self, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
         if self.broken {
             return Err(ZeaError::Broken { zone: self.zone });
@@ -209,12 +209,14 @@ impl Zea {
         buf.extend_from_slice(data);
         buf.resize((sectors * ss) as usize, 0);
         buf.extend_from_slice(&block);
-        let flags = WriteFlags { fua: self.opts.fua };
+        let flags = WriteFlags {
+            fua: self.opts.durability == Durability::Fua,
+        };
         let res = self.dev.write_with(lba, &buf, flags).and_then(|_| {
-            if self.opts.fua {
-                Ok(())
-            } else {
+            if self.opts.durability == Durability::Flush {
                 self.dev.flush().map(|_| ())
+            } else {
+                Ok(())
             }
         });
         if let Err(e) = res {

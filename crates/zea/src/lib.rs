@@ -30,4 +30,4 @@ pub use alloc::{Placed, Recovery, Zea};
 pub use error::{MetaError, Result, ZeaError};
 pub use iter::{BackIter, ForwardIter};
 pub use meta::ExtentMeta;
-pub use options::Options;
+pub use options::{Durability, Options};

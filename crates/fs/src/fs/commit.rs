@@ -74,14 +74,21 @@ impl Fs {
         for op in &self.pending {
             op.encode(&mut e);
         }
-        // The extents the ops refer to must be durable before the record that maps them.
-        if let Err(err) = self.pool.flush_data() {
-            self.broken = Some(err.to_string());
-            return Err(err);
-        }
+        // One flush, the log's after the record, makes the record and the extents it maps
+        // durable together: they were written before it. A power cut before that flush
+        // completes can leave the record on the media without its extents; the record was
+        // then never acknowledged, and the mount drops it (`Fs::open`). A checkpoint, the
+        // newest copy of everything, is written only over durable extents.
+        let mark = self.pool.written_mark();
         let res = match self.journal.append(e.as_bytes()) {
-            Ok(true) => Ok(()),
-            Ok(false) => self.journal.checkpoint(&self.state.encode()),
+            Ok(true) => {
+                self.pool.flushed_through(mark);
+                Ok(())
+            }
+            Ok(false) => self
+                .pool
+                .flush_data()
+                .and_then(|_| self.journal.checkpoint(&self.state.encode())),
             Err(err) => Err(err),
         };
         if let Err(err) = res {

@@ -136,6 +136,8 @@ pub struct Fs {
     pub(crate) moved_bytes: u64,
     /// Bytes freed by the cleaner since the mount.
     pub(crate) reclaimed_bytes: u64,
+    /// The mount dropped the log's last record: its commit never completed.
+    pub(crate) dropped_unacknowledged: bool,
     /// Readdir cookies of the directories listed since the mount (see `cookies.rs`).
     pub(crate) cookies: Mutex<HashMap<u64, cookies::DirCookies>>,
     /// The kernel's lookup count of each inode it holds (FUSE `lookup` minus `forget`): an

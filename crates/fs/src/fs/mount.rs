@@ -46,7 +46,25 @@ impl Fs {
         };
         let mut state = State::decode(&rec.checkpoint)
             .map_err(|e| corrupt(format!("checkpoint (conventional zone 0): {e}")))?;
-        for (i, r) in rec.records.iter().enumerate() {
+        let mut journal = rec.journal;
+        let mut records = rec.records;
+        let sb = journal.superblock().clone();
+        opts.back_pointers = sb.back_pointers as u16;
+        let pool = Pool::open(dev.clone(), sb.first_seq_zone, opts.back_pointers)?;
+        let mut dropped_unacknowledged = false;
+        if let Some(last) = records.last() {
+            if let Some(why) = unwritten_extent(&pool, last) {
+                tracing::warn!(
+                    "metadata log record {} was never acknowledged: it maps {why}, so the \
+                     power was lost before its commit's flush completed; it is dropped",
+                    records.len() - 1
+                );
+                journal.drop_last_record(last.len(), !opts.read_only)?;
+                records.pop();
+                dropped_unacknowledged = true;
+            }
+        }
+        for (i, r) in records.iter().enumerate() {
             let mut d = Dec::new(r);
             while d.remaining() > 0 {
                 let op = Op::decode(&mut d).map_err(|e| corrupt(format!("log record {i}: {e}")))?;
@@ -55,13 +73,10 @@ impl Fs {
                     .map_err(|e| corrupt(format!("log record {i}: {e}")))?;
             }
         }
-        let sb = rec.journal.superblock().clone();
-        opts.back_pointers = sb.back_pointers as u16;
-        let pool = Pool::open(dev.clone(), sb.first_seq_zone, opts.back_pointers)?;
         let placement = opts.placement.unwrap_or(state.placement);
         let mut fs = Fs {
             dev,
-            journal: rec.journal,
+            journal,
             state,
             pending: Vec::new(),
             pending_bytes: 0,
@@ -82,6 +97,7 @@ impl Fs {
             user_bytes: 0,
             moved_bytes: 0,
             reclaimed_bytes: 0,
+            dropped_unacknowledged,
             cookies: Default::default(),
             lookups: Default::default(),
         };
@@ -114,4 +130,33 @@ impl Fs {
         self.dev.flush()?;
         Ok(())
     }
+}
+
+/// Where the log record `record` maps file data that never reached the media (an extent
+/// ending past its zone's write pointer), if anywhere. Every record but the last was followed
+/// by a completed flush (the next is written only after it), so only the last can map such
+/// data, and only when its commit was cut before its flush completed: it was never
+/// acknowledged. An extent below the write pointer that fails its checksum is damage, not
+/// this, and reads report it. A record that does not decode is left to replay to report.
+fn unwritten_extent(pool: &Pool, record: &[u8]) -> Option<String> {
+    let mut d = Dec::new(record);
+    while d.remaining() > 0 {
+        let Ok(op) = Op::decode(&mut d) else {
+            return None;
+        };
+        if let Op::Map { ino, piece, .. } = op {
+            let end = piece
+                .ext_lba
+                .saturating_add(pool.extent_sectors(piece.ext_len));
+            let wp = pool.write_pointer(piece.zone)?;
+            if end > wp {
+                return Some(format!(
+                    "data of inode {ino} in zone {} up to LBA {end}, past the zone's write \
+                     pointer {wp}",
+                    piece.zone
+                ));
+            }
+        }
+    }
+    None
 }
