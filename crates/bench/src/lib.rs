@@ -4,7 +4,8 @@
 //! also stands on), side by side in one run,
 //! with db_bench-like result lines, JSON results, HDR latency percentiles, modelled device
 //! time for engines on an emulated drive, and throughput-over-time plots; and the seed
-//! papers' figures ([`paper`]); and the cleaning experiment of tegula fs ([`fs_cleaning`]).
+//! papers' figures and experiments ([`paper`]), the cleaning experiment of tegula fs among them
+//! ([`paper::shingledfs`]).
 //!
 //! The library parses no command line and prints nothing. A caller fills in options structs
 //! whose `Default` is the one source of the defaults ([`EngineSetup`], [`DbBenchConfig`],
@@ -15,7 +16,6 @@
 pub mod dbbench;
 pub mod drive;
 pub mod error;
-pub mod fs_cleaning;
 pub mod generators;
 pub mod keys;
 pub mod latency;

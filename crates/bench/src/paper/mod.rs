@@ -5,6 +5,7 @@
 
 #[cfg(feature = "smrdb")]
 pub mod kvimr;
+pub mod shingledfs;
 pub mod smrdb;
 pub mod stl;
 pub mod zea;

@@ -42,7 +42,7 @@ pub enum BenchCommand {
     #[command(subcommand)]
     Paper(paper::PaperCommand),
     /// Hadoop's TeraGen/TeraSort/TeraValidate on a directory or mount, and HDFS over several
-    /// emulated SMR drives (needs a JDK and Maven; the driver is the `hadoop/` Maven project).
+    /// emulated SMR drives (needs a JDK and Maven; the driver is the `clients/hadoop/` Maven project).
     #[command(subcommand)]
     Hadoop(hadoop::HadoopCommand),
 }

@@ -1,12 +1,12 @@
 //! `tegula fs experiment`: the cleaning experiment of tegula fs in device time
-//! ([`tegula_bench::fs_cleaning`]): parses the options, shows progress and prints the table.
+//! ([`tegula_bench::paper::shingledfs`]): parses the options, shows progress and prints the table.
 
 use crate::cmd::bench::args::Size;
 use crate::cmd::bench::printer::Printer;
 use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
-use tegula_bench::fs_cleaning::{self, CleaningOptions, Trigger, Workload};
+use tegula_bench::paper::shingledfs::{self, CleaningOptions, Trigger, Workload};
 use tegula_device::SEC;
 use tegula_fs::{CleanPolicy, Placement};
 
@@ -88,7 +88,7 @@ impl ExperimentArgs {
 /// table and the files written on stdout.
 pub fn run(a: ExperimentArgs) -> Result<()> {
     let opts = a.options()?;
-    let report = fs_cleaning::run(&opts, &Printer::new(!a.no_progress, None))?;
+    let report = shingledfs::run(&opts, &Printer::new(!a.no_progress, None))?;
     print!("{}", report.markdown);
     for p in report.tables.iter().chain(&report.plots) {
         println!("wrote {}", p.display());

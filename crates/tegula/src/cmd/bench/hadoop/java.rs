@@ -1,4 +1,4 @@
-//! The Java driver (`hadoop/`): where it is, its class path, and its line protocol.
+//! The Java driver (`clients/hadoop/`): where it is, its class path, and its line protocol.
 
 use super::*;
 
@@ -15,12 +15,12 @@ pub(super) fn hadoop_dir(a: &JavaArgs) -> Result<PathBuf> {
     }
     for s in starts {
         for dir in s.ancestors() {
-            if dir.join("hadoop/pom.xml").is_file() {
-                return Ok(dir.join("hadoop"));
+            if dir.join("clients/hadoop/pom.xml").is_file() {
+                return Ok(dir.join("clients/hadoop"));
             }
         }
     }
-    bail!("no hadoop/pom.xml here or above, nor next to the binary: give --hadoop-dir or set TEGULA_HADOOP_DIR")
+    bail!("no clients/hadoop/pom.xml here or above, nor next to the binary: give --hadoop-dir or set TEGULA_HADOOP_DIR")
 }
 
 /// The driver's class path, building the Maven project if its jar is missing.

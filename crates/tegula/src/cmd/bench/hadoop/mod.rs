@@ -1,5 +1,5 @@
 //! `tegula bench hadoop …`: Hadoop's TeraGen, TeraSort and TeraValidate (the Java driver in
-//! the repository's `hadoop/` Maven project) on a directory, and HDFS over several emulated
+//! the repository's `clients/hadoop/` Maven project) on a directory, and HDFS over several emulated
 //! host-managed SMR drives, each behind its own `tegula fs mount`.
 //!
 //! ```text
@@ -15,7 +15,7 @@
 //! writing out everything a phase left buffered.
 //!
 //! The driver talks a line protocol on its standard streams (`@start PHASE`, `@end PHASE`,
-//! answered with one line; `@result JSON` at the end): see `hadoop/src/main/java/dev/tegula/
+//! answered with one line; `@result JSON` at the end): see `clients/hadoop/src/main/java/dev/tegula/
 //! hadoop/TeraBench.java`.
 
 use super::args::Size;
@@ -67,7 +67,7 @@ impl HadoopCommand {
 /// Where the Java driver is and how to start it.
 #[derive(Debug, Clone, Args)]
 pub struct JavaArgs {
-    /// The Maven project of the driver (default: $TEGULA_HADOOP_DIR, else `hadoop/` in the
+    /// The Maven project of the driver (default: $TEGULA_HADOOP_DIR, else `clients/hadoop/` in the
     /// current directory or one of its parents). Built with `mvn -B -q package` if its jar is
     /// missing.
     #[arg(long, value_name = "DIR")]

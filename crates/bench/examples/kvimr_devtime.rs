@@ -14,12 +14,12 @@
 //!   map write);
 //! * `reset`: deletes.
 //!
-//! `cargo run --release -p tegula-kvimr --example devtime -- [seq|three-phase|kvimr-n|kvimr-m|cmr] [load_share] [capacity_mib]`
+//! `cargo run --release -p tegula-bench --example kvimr_devtime -- [seq|three-phase|kvimr-n|kvimr-m|cmr] [load_share] [capacity_mib]`
 //! Environment: `READ_AHEAD` (the engine's `read_ahead_bytes`), `COMPACTION_READ_AHEAD` (its
 //! `compaction_read_ahead_bytes`), `PAGE_CACHE` (the adapter's `page_cache_bytes`).
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
-use parking_lot::Mutex;
+use std::sync::Mutex;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use tegula_device::{
@@ -79,8 +79,8 @@ impl Raw {
             } else {
                 ""
             };
-        let key = format!("{} / {op}{destage}", *self.current.lock());
-        let mut ks = self.kinds.lock();
+        let key = format!("{} / {op}{destage}", *self.current.lock().unwrap());
+        let mut ks = self.kinds.lock().unwrap();
         add(ks.entry(key).or_default(), bytes, t1 - t0, &s0, &s1);
         r
     }
@@ -119,22 +119,22 @@ impl BlockDevice for Raw {
 impl Tracer {
     fn charge<T>(&self, what: &'static str, bytes: u64, f: impl FnOnce() -> T) -> T {
         {
-            let mut d = self.depth.lock();
+            let mut d = self.depth.lock().unwrap();
             *d += 1;
             if *d > 1 {
                 drop(d);
                 let r = f();
-                *self.depth.lock() -= 1;
+                *self.depth.lock().unwrap() -= 1;
                 return r;
             }
         }
-        *self.current.lock() = what;
+        *self.current.lock().unwrap() = what;
         let (t0, s0) = (self.disk.now(), self.disk.stats());
         let r = f();
         let (t1, s1) = (self.disk.now(), self.disk.stats());
-        *self.current.lock() = "outside";
-        *self.depth.lock() -= 1;
-        let mut ks = self.kinds.lock();
+        *self.current.lock().unwrap() = "outside";
+        *self.depth.lock().unwrap() -= 1;
+        let mut ks = self.kinds.lock().unwrap();
         let k = ks.entry(what).or_default();
         add(k, bytes, t1 - t0, &s0, &s1);
         r
@@ -147,7 +147,7 @@ impl Tracer {
             } else {
                 "meta read"
             }
-        } else if self.logs.lock().contains(&zone) {
+        } else if self.logs.lock().unwrap().contains(&zone) {
             if write {
                 "log write"
             } else {
@@ -226,7 +226,7 @@ impl ZonedDevice for Tracer {
     }
     fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> Result<IoDone> {
         if let (ZoneAction::Reset, ZoneTarget::One(z)) = (action, target) {
-            self.logs.lock().remove(&z);
+            self.logs.lock().unwrap().remove(&z);
         }
         self.charge("reset/zone action", 0, || {
             self.inner.zone_action(action, target)
@@ -234,7 +234,7 @@ impl ZonedDevice for Tracer {
     }
     fn hint_zone(&self, index: u32, hint: ZoneHint) {
         if hint == ZoneHint::Log {
-            self.logs.lock().insert(index);
+            self.logs.lock().unwrap().insert(index);
         }
         self.charge("hint (persist)", 0, || self.inner.hint_zone(index, hint))
     }
@@ -388,7 +388,7 @@ fn main() {
     );
     println!("\n| call | calls | MiB | device s | media reads | MiB read | media writes | MiB written | seeks | seek s | rotation s | transfer s | drive flushes |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    let ks = tracer.kinds.lock().clone();
+    let ks = tracer.kinds.lock().unwrap().clone();
     let mut sum = 0u64;
     for (name, k) in &ks {
         sum += k.ns;
@@ -413,7 +413,7 @@ fn main() {
     println!(
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     );
-    for (name, k) in raw.kinds.lock().iter() {
+    for (name, k) in raw.kinds.lock().unwrap().iter() {
         println!(
             "| {name} | {} | {:.0} | {:.1} | {} | {:.0} | {} | {:.0} | {} | {:.1} | {:.1} | {:.1} |",
             k.calls,

@@ -4,7 +4,7 @@
 //! level (their bytes, the tracks they own, the slack of their last tracks), deleted files'
 //! tracks pending a map write, and free tracks; and the engine's view (free zones).
 //!
-//! `cargo run --release -p tegula-kvimr --example space -- [capacity_mib] [zone_mib] [seq|three-phase|kvimr-n|kvimr-m|cmr]`
+//! `cargo run --release -p tegula-bench --example kvimr_space -- [capacity_mib] [zone_mib] [seq|three-phase|kvimr-n|kvimr-m|cmr]`
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
 use std::collections::BTreeMap;

@@ -3,8 +3,8 @@
 # emulated host-managed SMR drive, on a pass-through mount and on a plain directory, then HDFS
 # (MiniDFSCluster) with one DataNode per drive and mount, a drive lost during TeraSort.
 #
-#   scripts/hadoop/run.sh [OUTDIR]          # small: 100k rows (10 MB), minutes
-#   TEGULA_HADOOP_FULL=1 scripts/hadoop/run.sh [OUTDIR]   # 1M rows, repeated TeraSort on a
+#   clients/hadoop/run.sh [OUTDIR]          # small: 100k rows (10 MB), minutes
+#   TEGULA_HADOOP_FULL=1 clients/hadoop/run.sh [OUTDIR]   # 1M rows, repeated TeraSort on a
 #                                                          # drive kept 70-90 % full
 #
 # Needs java (17) and mvn; without them it says so and fails (it never skips silently).
@@ -16,7 +16,7 @@ root=$PWD
 
 for tool in java mvn fusermount3; do
     if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "scripts/hadoop/run.sh: $tool is missing (install default-jdk-headless, maven, fuse3); not running the Hadoop tests" >&2
+        echo "clients/hadoop/run.sh: $tool is missing (install default-jdk-headless, maven, fuse3); not running the Hadoop tests" >&2
         echo "0 passed, 1 failed"
         exit 1
     fi
@@ -29,8 +29,8 @@ fi
 T="$TEGULA_BIN"
 
 # The driver's jars (resolved from Maven Central by the pom) and its build.
-(cd hadoop && mvn -B -q package)
-export TEGULA_HADOOP_DIR="$root/hadoop"
+(cd clients/hadoop && mvn -B -q package)
+export TEGULA_HADOOP_DIR="$root/clients/hadoop"
 
 out="${1:-}"
 if [ -z "$out" ]; then
