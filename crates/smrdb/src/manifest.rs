@@ -4,8 +4,10 @@
 //! anything depends on it; a torn copy fails its checksum and the other one is used.
 //!
 //! Copy: `magic "SMRDBMAN" u64 | version u32 | generation u64 | body_len u32 | body | crc u32`
-//! (crc over everything before it). See `docs/formats/smrdb.md`.
+//! (crc over everything before it): the codec's copy frame, [`MANIFEST_FORMAT`]. See
+//! `docs/formats/smrdb.md`.
 
+use tegula_codec::frame::Format;
 use tegula_codec::{Dec, Enc, FormatError};
 
 /// Manifest magic.
@@ -20,8 +22,12 @@ pub const MANIFEST_VERSION: u32 = 3;
 /// Oldest manifest version read (version 1 logs hold no gap markers, versions 1 and 2 only
 /// "SLOG" chunks; the body is the same in all three).
 pub const MANIFEST_MIN_VERSION: u32 = 1;
+/// The frame of a copy: magic, version, generation, body length, body, masked crc32c.
+pub const MANIFEST_FORMAT: Format = Format::copy("smrdb manifest", b"SMRDBMAN", MANIFEST_VERSION)
+    .reading_from(MANIFEST_MIN_VERSION)
+    .masked();
 /// Bytes before the body.
-pub const MANIFEST_HEADER: usize = 8 + 4 + 8 + 4;
+pub const MANIFEST_HEADER: usize = MANIFEST_FORMAT.header_len();
 
 /// One band as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,69 +116,45 @@ impl Manifest {
         for p in &self.compact_pointers {
             body.bytes_varint(p);
         }
-        let mut b = Enc::with_capacity(body.len() + MANIFEST_HEADER + 4);
-        b.u64(MANIFEST_MAGIC);
-        b.u32(MANIFEST_VERSION);
-        b.u64(self.generation);
-        b.bytes_u32(body.as_bytes());
-        crate::band::block::checksummed(b)
+        MANIFEST_FORMAT.encode(0, self.generation, body.as_bytes())
     }
 
     /// Total encoded length announced by a copy's header, or `None` if the header is not a
-    /// manifest header.
+    /// manifest header. The version is not checked: a copy of an unknown version is read
+    /// whole and refused by [`Manifest::decode`].
     pub fn encoded_len(header: &[u8]) -> Option<usize> {
-        let mut r = Dec::new(header);
-        if r.u64().ok()? != MANIFEST_MAGIC {
-            return None;
-        }
-        r.u32().ok()?;
-        r.u64().ok()?;
-        Some(MANIFEST_HEADER + r.u32().ok()? as usize + 4)
+        let h = MANIFEST_FORMAT.peek_header(header).ok()?;
+        Some(MANIFEST_FORMAT.frame_len(h.len as usize))
     }
 
     /// The format version a copy's header names, or `None` if it is not a manifest header.
     pub fn version_of(header: &[u8]) -> Option<u32> {
-        let mut r = Dec::new(header);
-        if r.u64().ok()? != MANIFEST_MAGIC {
-            return None;
-        }
-        r.u32().ok()
+        Some(MANIFEST_FORMAT.peek_header(header).ok()?.version)
     }
 
-    /// Decodes and checks a copy.
+    /// Decodes and checks a copy (`buf` may hold more bytes after it).
     pub fn decode(buf: &[u8]) -> Result<Self, FormatError> {
-        let total =
-            Self::encoded_len(buf).ok_or_else(|| FormatError::invalid("no manifest header"))?;
-        let all = buf
-            .get(..total)
-            .ok_or_else(|| FormatError::invalid("truncated manifest"))?;
-        let body = crate::band::block::verify(all)?;
-        let mut r = Dec::new(body);
-        fn bad<E>(_: E) -> FormatError {
-            FormatError::invalid("malformed manifest")
-        }
-        r.u64().map_err(bad)?;
-        let v = r.u32().map_err(bad)?;
-        if !(MANIFEST_MIN_VERSION..=MANIFEST_VERSION).contains(&v) {
-            return Err(FormatError::invalid(format!(
-                "unknown manifest version {v}"
-            )));
-        }
-        let generation = r.u64().map_err(bad)?;
-        r.u32().map_err(bad)?;
+        let f = MANIFEST_FORMAT.decode(buf)?;
+        let generation = f.header.seq;
+        let mut r = Dec::new(f.payload);
+        let bad = FormatError::field("smrdb manifest body");
+        let zone = |z: u64| {
+            u32::try_from(z)
+                .map_err(|_| FormatError::invalid(format!("manifest names zone {z}, past u32")))
+        };
         let next_band_id = r.varint().map_err(bad)?;
         let flushed_seq = r.varint().map_err(bad)?;
         let nl = r.varint().map_err(bad)?;
         let mut log_zones = Vec::new();
         for _ in 0..nl.min(1 << 20) {
-            log_zones.push(u32::try_from(r.varint().map_err(bad)?).map_err(bad)?);
+            log_zones.push(zone(r.varint().map_err(bad)?)?);
         }
         let nb = r.varint().map_err(bad)?;
         let mut bands = Vec::new();
         for _ in 0..nb.min(1 << 24) {
             bands.push(BandMeta {
                 id: r.varint().map_err(bad)?,
-                zone: u32::try_from(r.varint().map_err(bad)?).map_err(bad)?,
+                zone: zone(r.varint().map_err(bad)?)?,
                 level: r.u8().map_err(bad)?,
                 sectors: r.varint().map_err(bad)?,
                 smallest: r.bytes_varint().map_err(bad)?.to_vec(),
@@ -206,7 +188,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tegula_codec::checksum::masked_crc32c;
+    use tegula_codec::frame::{Crc, FrameError, Suffix};
 
     pub(crate) fn sample() -> Manifest {
         Manifest {
@@ -251,9 +233,24 @@ mod tests {
         let mut enc = sample().encode();
         enc[8..12].copy_from_slice(&version.to_le_bytes());
         let n = enc.len() - 4;
-        let c = masked_crc32c(&enc[..n]);
-        enc[n..].copy_from_slice(&c.to_le_bytes());
+        Suffix::masked("").seal_at(&mut enc, n);
         enc
+    }
+
+    /// The bytes of the documented layout (`docs/formats/smrdb.md`), checksum included.
+    #[test]
+    fn bytes_follow_the_documented_layout() {
+        let m = Manifest::default();
+        let mut want = b"SMRDBMAN".to_vec();
+        want.extend_from_slice(&3u32.to_le_bytes());
+        want.extend_from_slice(&0u64.to_le_bytes());
+        // Body: next_band_id, flushed_seq, no log zones, no bands, no pointers.
+        want.extend_from_slice(&5u32.to_le_bytes());
+        want.extend_from_slice(&[0; 5]);
+        let crc = Crc::Masked.of(&want);
+        want.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(m.encode(), want);
+        assert_eq!(Manifest::encoded_len(&want), Some(want.len()));
     }
 
     #[test]
@@ -262,8 +259,19 @@ mod tests {
             assert_eq!(Manifest::decode(&with_version(v)).unwrap(), sample());
             assert_eq!(Manifest::version_of(&with_version(v)), Some(v));
         }
-        let e = Manifest::decode(&with_version(4)).unwrap_err().to_string();
-        assert!(e.contains("version 4"), "{e}");
+        let e = Manifest::decode(&with_version(4)).unwrap_err();
+        assert_eq!(
+            e,
+            FormatError::Frame(FrameError::Version {
+                name: "smrdb manifest",
+                found: 4
+            })
+        );
+        assert!(e.to_string().contains("version 4"), "{e}");
         assert!(Manifest::decode(&with_version(0)).is_err());
+        // A copy of an unknown version is still read whole (and then refused).
+        let v4 = with_version(4);
+        assert_eq!(Manifest::encoded_len(&v4), Some(v4.len()));
+        assert_eq!(Manifest::version_of(&v4), Some(4));
     }
 }

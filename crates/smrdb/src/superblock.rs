@@ -2,16 +2,21 @@
 //! created; names the geometry the database was laid out for and the format options.
 //!
 //! `magic "SMRDBSUP" u64 | version u32 | sector_size u32 | zone_sectors u64 | zones u32 |
-//!  conventional_zones u32 | slot_sectors u64 | mode u8 | crc u32`
+//!  conventional_zones u32 | slot_sectors u64 | mode u8 | crc u32`, the crc (masked) a
+//! checksum suffix ([`SUPER_FRAME`]) over the 41 bytes before it.
 
 use crate::options::Mode;
-use tegula_codec::checksum::masked_crc32c;
+use tegula_codec::frame::{FrameError, Suffix};
 use tegula_codec::{Dec, Enc, FormatError};
 
 /// Superblock magic.
 pub const SUPER_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBSUP");
 /// Superblock format version.
 pub const SUPER_VERSION: u32 = 1;
+/// The superblock's frame: the masked crc32c of its 41 bytes after them.
+pub const SUPER_FRAME: Suffix = Suffix::masked("smrdb superblock");
+/// Bytes of the superblock before its checksum.
+const SUPER_LEN: usize = 8 + 4 + 4 + 8 + 4 + 4 + 8 + 1;
 
 /// A decoded superblock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,38 +50,34 @@ impl Superblock {
             Mode::Soc => 0,
             Mode::Loc => 1,
         });
-        crate::band::block::checksummed(b)
+        SUPER_FRAME.seal(&mut b);
+        b.into_bytes()
     }
 
     /// Decodes a superblock from the start of sector 0. `Ok(None)` when there is none (no
     /// magic: a fresh device); `Err` when one is there but damaged or foreign.
     pub fn decode(buf: &[u8]) -> Result<Option<Self>, FormatError> {
-        let mut r = Dec::new(buf);
-        fn bad<E>(_: E) -> FormatError {
-            FormatError::invalid("truncated superblock")
-        }
-        if r.u64().map_err(bad)? != SUPER_MAGIC {
+        let field = FormatError::field("smrdb superblock");
+        if Dec::new(buf).u64().map_err(field)? != SUPER_MAGIC {
             return Ok(None);
         }
-        const LEN: usize = 8 + 4 + 4 + 8 + 4 + 4 + 8 + 1;
-        let body = buf.get(..LEN).ok_or_else(|| bad(()))?;
-        let stored = buf.get(LEN..LEN + 4).ok_or_else(|| bad(()))?;
-        if masked_crc32c(body).to_le_bytes() != stored {
-            return Err(FormatError::invalid("superblock checksum mismatch"));
-        }
-        let v = r.u32().map_err(bad)?;
+        let mut r = Dec::new(SUPER_FRAME.open_at(buf, SUPER_LEN)?);
+        r.u64().map_err(field)?;
+        let v = r.u32().map_err(field)?;
         if v != SUPER_VERSION {
-            return Err(FormatError::invalid(format!(
-                "unknown superblock version {v}"
-            )));
+            return Err(FrameError::Version {
+                name: SUPER_FRAME.name(),
+                found: v,
+            }
+            .into());
         }
         let sb = Superblock {
-            sector_size: r.u32().map_err(bad)?,
-            zone_sectors: r.u64().map_err(bad)?,
-            zones: r.u32().map_err(bad)?,
-            conventional_zones: r.u32().map_err(bad)?,
-            slot_sectors: r.u64().map_err(bad)?,
-            mode: match r.u8().map_err(bad)? {
+            sector_size: r.u32().map_err(field)?,
+            zone_sectors: r.u64().map_err(field)?,
+            zones: r.u32().map_err(field)?,
+            conventional_zones: r.u32().map_err(field)?,
+            slot_sectors: r.u64().map_err(field)?,
+            mode: match r.u8().map_err(field)? {
                 0 => Mode::Soc,
                 1 => Mode::Loc,
                 m => return Err(FormatError::invalid(format!("unknown mode {m}"))),
@@ -109,5 +110,38 @@ mod tests {
             b[i] ^= 0x10;
             assert!(Superblock::decode(&b).is_err(), "flip at {i}");
         }
+        // Cut short behind its magic, or of another version: errors, not "no database".
+        assert!(Superblock::decode(&enc[..40]).is_err());
+        let mut v2 = enc.clone();
+        v2[8] = 2;
+        SUPER_FRAME.seal_at(&mut v2, SUPER_LEN);
+        assert_eq!(
+            Superblock::decode(&v2).unwrap_err().to_string(),
+            "unsupported smrdb superblock version 2"
+        );
+    }
+
+    /// The bytes of the documented layout (`docs/formats/smrdb.md`), checksum included.
+    #[test]
+    fn bytes_follow_the_documented_layout() {
+        let sb = Superblock {
+            sector_size: 512,
+            zone_sectors: 256,
+            zones: 64,
+            conventional_zones: 1,
+            slot_sectors: 100,
+            mode: Mode::Soc,
+        };
+        let mut want = b"SMRDBSUP".to_vec();
+        want.extend_from_slice(&1u32.to_le_bytes());
+        want.extend_from_slice(&512u32.to_le_bytes());
+        want.extend_from_slice(&256u64.to_le_bytes());
+        want.extend_from_slice(&64u32.to_le_bytes());
+        want.extend_from_slice(&1u32.to_le_bytes());
+        want.extend_from_slice(&100u64.to_le_bytes());
+        want.push(0);
+        let crc = tegula_codec::frame::Crc::Masked.of(&want);
+        want.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(sb.encode(), want);
     }
 }

@@ -3,11 +3,16 @@
 //! A data block is a run of entries in internal key order followed by a trailer:
 //! `entry* | count: u32 | crc: u32`, where an entry is
 //! `varint klen | key | varint (seq << 1 | has_value) | [varint vlen | value]` and the crc
-//! (masked crc32c) covers everything before it.
+//! (masked crc32c) covers everything before it: the checksum suffix [`BLOCK`] every band
+//! structure ends with.
 
 use crate::memtable::{Entry, EntryRef};
-use tegula_codec::checksum::masked_crc32c;
+use tegula_codec::frame::Suffix;
 use tegula_codec::{varint_len, Dec, DecodeError, Enc, FormatError};
+
+/// The frame of every band structure (data block, index, Bloom filter, histogram, footer):
+/// `payload | crc: u32`, the masked crc32c of the payload.
+pub const BLOCK: Suffix = Suffix::masked("band block");
 
 /// Bytes of a data block's trailer (`count: u32 | crc: u32`).
 pub const BLOCK_TRAILER: usize = 8;
@@ -55,31 +60,16 @@ impl BlockBuilder {
     }
 }
 
-/// Appends the masked crc of everything encoded so far and returns the bytes: the
-/// `payload | crc: u32` form every band structure, the manifest and the superblock end with.
+/// Seals everything encoded so far with [`BLOCK`] and returns the bytes: the
+/// `payload | crc: u32` form every band structure ends with.
 pub fn checksummed(mut e: Enc) -> Vec<u8> {
-    let c = masked_crc32c(e.as_bytes());
-    e.u32(c);
+    BLOCK.seal(&mut e);
     e.into_bytes()
 }
 
-/// Checks a checksummed structure `payload | crc: u32` and returns the payload.
+/// Opens a band structure `payload | crc: u32` ([`BLOCK`]) and returns the payload.
 pub fn verify(buf: &[u8]) -> Result<&[u8], FormatError> {
-    if buf.len() < 4 {
-        return Err(FormatError::invalid(format!(
-            "block of {} bytes is too short",
-            buf.len()
-        )));
-    }
-    let (body, tail) = buf.split_at(buf.len() - 4);
-    let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
-    let actual = masked_crc32c(body);
-    if stored != actual {
-        return Err(FormatError::invalid(format!(
-            "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
-        )));
-    }
-    Ok(body)
+    Ok(BLOCK.open(buf)?)
 }
 
 /// Decodes a data block (checking its checksum when `verify_crc`).

@@ -4,23 +4,30 @@
 //! padding to a sector`
 //!
 //! where the header crc (masked crc32c) covers the 12 bytes before it and the payload crc the
-//! payload. Version 1 (read only; written before the header had its own checksum):
+//! payload: the codec's sealed header [`CHUNK_FRAME`], with the length as its one field.
+//! Version 1 (read only; written before the header had its own checksum):
 //!
 //! `magic "SLOG" | crc u32 (of len and payload) | len u32 | payload | padding`
+//!
+//! whose crc, stored before the bytes it covers, is checked by the suffix [`CHUNK_V1_CRC`].
 //!
 //! With the header checked on its own, a chunk that claims to run past the zone's write pointer
 //! is known to be one a power cut tore (its header sector reached the media intact), never a
 //! damaged length field; see [`super::replay`].
 
-use tegula_codec::checksum::masked_crc32c as crc;
-use tegula_codec::{Dec, Enc};
+use tegula_codec::frame::{FrameError, SealedHeader, Suffix};
+use tegula_codec::{Dec, Enc, FormatError};
 
 /// Magic of a version 2 chunk (the one written).
 pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"SLG2");
 /// Magic of a version 1 chunk (still read).
 pub const LOG_MAGIC_V1: u32 = u32::from_le_bytes(*b"SLOG");
+/// The header of a version 2 chunk: magic "SLG2", len u32, payload crc, header crc (masked).
+pub const CHUNK_FRAME: SealedHeader = SealedHeader::new("log chunk", b"SLG2", 4).masked();
+/// The checksum of a version 1 chunk (masked, of its length and payload).
+pub const CHUNK_V1_CRC: Suffix = Suffix::masked("log chunk");
 /// Bytes of a version 2 chunk header.
-pub const CHUNK_HEADER: usize = 16;
+pub const CHUNK_HEADER: usize = CHUNK_FRAME.header_len();
 /// Bytes of a version 1 chunk header.
 pub const CHUNK_HEADER_V1: usize = 12;
 
@@ -29,8 +36,8 @@ pub const CHUNK_HEADER_V1: usize = 12;
 pub enum Head {
     /// No chunk magic (an unwritten sector reads as zeros).
     Missing,
-    /// A chunk magic whose header is damaged (version 2: its checksum fails).
-    Damaged(String),
+    /// A chunk magic whose header is damaged (version 2: its checksum fails) or cut short.
+    Damaged(FrameError),
     /// A chunk header: format version, payload length and the bytes before the payload.
     Chunk {
         /// 1 or 2.
@@ -55,47 +62,34 @@ impl Head {
 /// Reads the chunk header at the start of `b` (at least [`CHUNK_HEADER`] bytes for a
 /// version 2 chunk, else it is [`Head::Damaged`]).
 pub fn read_head(b: &[u8]) -> Head {
-    let mut r = Dec::new(b);
-    match r.u32() {
-        Ok(LOG_MAGIC) => {
-            let (Ok(len), Ok(_), Ok(stored)) = (r.u32(), r.u32(), r.u32()) else {
-                return Head::Damaged("chunk header cut short".into());
-            };
-            if crc(&b[..12]) != stored {
-                return Head::Damaged("log chunk header checksum mismatch".into());
-            }
-            Head::Chunk {
+    if CHUNK_FRAME.has_magic(b) {
+        return match CHUNK_FRAME.open(b).and_then(|h| Ok(h.dec().u32()?)) {
+            Ok(len) => Head::Chunk {
                 version: 2,
                 len,
                 header: CHUNK_HEADER,
-            }
-        }
-        Ok(LOG_MAGIC_V1) => {
-            let (Ok(_), Ok(len)) = (r.u32(), r.u32()) else {
-                return Head::Damaged("chunk header cut short".into());
-            };
-            Head::Chunk {
+            },
+            Err(e) => Head::Damaged(e),
+        };
+    }
+    if b.starts_with(&LOG_MAGIC_V1.to_le_bytes()) {
+        let mut r = Dec::new(b);
+        return match r.take(8).and_then(|_| r.u32()) {
+            Ok(len) => Head::Chunk {
                 version: 1,
                 len,
                 header: CHUNK_HEADER_V1,
-            }
-        }
-        _ => Head::Missing,
+            },
+            Err(e) => Head::Damaged(e.into()),
+        };
     }
+    Head::Missing
 }
 
 /// Fills the header of a version 2 chunk whose payload follows at `buf[CHUNK_HEADER..]`.
 pub fn seal(buf: &mut [u8]) {
-    if buf.len() < CHUNK_HEADER {
-        return;
-    }
-    let len = (buf.len() - CHUNK_HEADER) as u32;
-    let pc = crc(&buf[CHUNK_HEADER..]);
-    buf[..4].copy_from_slice(&LOG_MAGIC.to_le_bytes());
-    buf[4..8].copy_from_slice(&len.to_le_bytes());
-    buf[8..12].copy_from_slice(&pc.to_le_bytes());
-    let hc = crc(&buf[..12]);
-    buf[12..16].copy_from_slice(&hc.to_le_bytes());
+    let len = buf.len().saturating_sub(CHUNK_HEADER) as u32;
+    CHUNK_FRAME.seal_in_place(buf, &len.to_le_bytes());
 }
 
 /// Frames a payload as a version 2 chunk padded to whole sectors of `ss` bytes.
@@ -118,7 +112,7 @@ pub fn frame_v1(payload: &[u8], ss: u64) -> Vec<u8> {
     e.u32(payload.len() as u32);
     e.raw(payload);
     let mut b = e.into_bytes();
-    let c = crc(&b[8..]);
+    let c = CHUNK_V1_CRC.crc().of(&b[8..]);
     b[4..8].copy_from_slice(&c.to_le_bytes());
     let n = (b.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
     b.resize(n as usize, 0);
@@ -126,36 +120,31 @@ pub fn frame_v1(payload: &[u8], ss: u64) -> Vec<u8> {
 }
 
 /// The payload of the chunk at the start of `buf`, checked: `Ok(None)` when `buf` holds no
-/// chunk magic, `Err` when a chunk is there but damaged or cut short.
-pub fn chunk_payload(buf: &[u8]) -> Result<Option<&[u8]>, String> {
+/// chunk magic, `Err` when a chunk is there but damaged ([`FrameError::HeaderChecksum`],
+/// [`FrameError::Checksum`]) or cut short ([`FrameError::Truncated`]).
+pub fn chunk_payload(buf: &[u8]) -> Result<Option<&[u8]>, FormatError> {
     let (version, len, header) = match read_head(buf) {
         Head::Missing => return Ok(None),
-        Head::Damaged(w) => return Err(w),
+        Head::Damaged(e) => return Err(e.into()),
         Head::Chunk {
             version,
             len,
             header,
         } => (version, len, header),
     };
-    let end = header
-        .checked_add(len as usize)
-        .filter(|&e| e <= buf.len())
-        .ok_or_else(|| format!("chunk of {len} bytes runs past the data"))?;
-    let (covered, stored) = if version == 2 {
-        (
-            &buf[header..end],
-            u32::from_le_bytes([buf[8], buf[9], buf[10], buf[11]]),
-        )
+    let mut d = Dec::new(buf);
+    d.take(header).map_err(FrameError::from)?;
+    let payload = d.take(len as usize).map_err(FrameError::from)?;
+    if version == 2 {
+        let h = CHUNK_FRAME.open(buf)?;
+        CHUNK_FRAME.check_payload(&h, payload)?;
     } else {
-        (
-            &buf[8..end],
-            u32::from_le_bytes([buf[4], buf[5], buf[6], buf[7]]),
-        )
-    };
-    if crc(covered) != stored {
-        return Err("log chunk checksum mismatch".into());
+        let mut r = Dec::new(buf);
+        r.take(4).map_err(FrameError::from)?;
+        let stored = r.u32().map_err(FrameError::from)?;
+        CHUNK_V1_CRC.verify(&buf[8..header + payload.len()], stored)?;
     }
-    Ok(Some(&buf[header..end]))
+    Ok(Some(payload))
 }
 
 #[cfg(test)]
@@ -185,6 +174,63 @@ mod tests {
             }
         }
         assert_eq!(chunk_payload(&[0u8; 512]), Ok(None));
-        assert!(chunk_payload(&frame(&payload, 512)[..20]).is_err());
+        assert!(matches!(
+            chunk_payload(&frame(&payload, 512)[..20]),
+            Err(FormatError::Frame(FrameError::Truncated(_)))
+        ));
+    }
+
+    /// The bytes of the documented layouts (`docs/formats/smrdb.md`): a version 2 chunk, and
+    /// a version 1 chunk as engines before it wrote it, which still decodes.
+    #[test]
+    fn bytes_follow_the_documented_layouts() {
+        let crc = |b: &[u8]| tegula_codec::frame::Crc::Masked.of(b);
+        let f = frame(b"abc", 512);
+        let mut want = b"SLG2".to_vec();
+        want.extend_from_slice(&3u32.to_le_bytes());
+        want.extend_from_slice(&crc(b"abc").to_le_bytes());
+        let hc = crc(&want);
+        want.extend_from_slice(&hc.to_le_bytes());
+        want.extend_from_slice(b"abc");
+        want.resize(512, 0);
+        assert_eq!(f, want);
+        let mut v1 = b"SLOG".to_vec();
+        let mut covered = 3u32.to_le_bytes().to_vec();
+        covered.extend_from_slice(b"abc");
+        v1.extend_from_slice(&crc(&covered).to_le_bytes());
+        v1.extend_from_slice(&covered);
+        v1.resize(512, 0);
+        assert_eq!(frame_v1(b"abc", 512), v1);
+        assert_eq!(chunk_payload(&v1), Ok(Some(&b"abc"[..])));
+        assert_eq!(read_head(&v1).sectors(512), 1);
+    }
+
+    #[test]
+    fn damage_is_typed() {
+        let f = frame(b"records", 512);
+        let mut b = f.clone();
+        b[5] ^= 1;
+        assert!(matches!(
+            read_head(&b),
+            Head::Damaged(FrameError::HeaderChecksum {
+                name: "log chunk",
+                ..
+            })
+        ));
+        let mut b = f.clone();
+        b[CHUNK_HEADER] ^= 1;
+        assert!(matches!(
+            chunk_payload(&b),
+            Err(FormatError::Frame(FrameError::Checksum { .. }))
+        ));
+        assert!(matches!(
+            read_head(b"SLG2\x01"),
+            Head::Damaged(FrameError::Truncated(_))
+        ));
+        assert!(matches!(
+            read_head(b"SLOG\x01\x02"),
+            Head::Damaged(FrameError::Truncated(_))
+        ));
+        assert_eq!(read_head(b"SLG"), Head::Missing);
     }
 }

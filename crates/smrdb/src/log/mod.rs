@@ -11,7 +11,7 @@ pub mod replay;
 pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
 pub use replay::{replay_zone, LogEnd};
 
-use tegula_codec::{varint_len, Dec, DecodeError, Enc};
+use tegula_codec::{varint_len, Dec, Enc, FormatError};
 
 /// One operation of a batch: a put (`Some(value)`) or a delete (`None`).
 pub type Op = (Vec<u8>, Option<Vec<u8>>);
@@ -104,29 +104,32 @@ impl<'a> Record<'a> {
 
 /// The batch records of a chunk payload in order, each checked (lengths, operation kinds,
 /// count); an `Err` item ends the iteration.
-pub fn records(p: &[u8]) -> impl Iterator<Item = Result<Record<'_>, String>> + '_ {
+pub fn records(p: &[u8]) -> impl Iterator<Item = Result<Record<'_>, FormatError>> + '_ {
     let mut r = Dec::new(p);
     let mut failed = false;
     std::iter::from_fn(move || {
         if failed || r.is_empty() {
             return None;
         }
-        let rec = parse_record(&mut r);
+        let rec = parse_record(p, &mut r);
         failed = rec.is_err();
         Some(rec)
     })
 }
 
-fn parse_record<'a>(r: &mut Dec<'a>) -> Result<Record<'a>, String> {
-    let at = r.pos();
-    let rec = r
-        .bytes_varint()
-        .map_err(|_| format!("truncated batch record at payload offset {at}"))?;
-    let bad = |_: DecodeError| format!("malformed batch record at payload offset {at}");
-    let mut q = Dec::new(rec);
+/// The batch record at `r`'s position in payload `p`. Errors name the payload offset of
+/// what failed.
+fn parse_record<'a>(p: &'a [u8], r: &mut Dec<'a>) -> Result<Record<'a>, FormatError> {
+    let bad = FormatError::field("log batch record");
+    let rec = r.bytes_varint().map_err(bad)?;
+    // Decode the record's fields over the payload up to the record's end, so that an error
+    // names the payload offset and no field reads past the record.
+    let end = r.pos();
+    let mut q = Dec::new(&p[..end]);
+    q.take(end - rec.len()).map_err(bad)?;
     let first_seq = q.varint().map_err(bad)?;
     let count = q.varint().map_err(bad)?;
-    let ops = &rec[q.pos()..];
+    let ops = &p[q.pos()..end];
     for _ in 0..count {
         let kind = q.u8().map_err(bad)?;
         q.bytes_varint().map_err(bad)?;
@@ -149,7 +152,7 @@ fn parse_record<'a>(r: &mut Dec<'a>) -> Result<Record<'a>, String> {
 }
 
 /// Decodes a chunk payload into batches `(first_seq, ops)`.
-pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, String> {
+pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, FormatError> {
     records(p)
         .map(|r| {
             r.map(|r| {
@@ -222,7 +225,10 @@ impl LogBuffer {
 /// occupies (padding included, for sectors of `ss` bytes). `Ok(None)` when `buf` holds no
 /// chunk magic; `Err` when a chunk is there but torn or damaged.
 #[allow(clippy::type_complexity)]
-pub fn decode_chunk(buf: &[u8], ss: u64) -> Result<Option<(Vec<(u64, Vec<Op>)>, usize)>, String> {
+pub fn decode_chunk(
+    buf: &[u8],
+    ss: u64,
+) -> Result<Option<(Vec<(u64, Vec<Op>)>, usize)>, FormatError> {
     let Some(payload) = chunk::chunk_payload(buf)? else {
         return Ok(None);
     };
@@ -253,6 +259,21 @@ mod tests {
             let _ = decode_payload(&b);
         }
         assert!(decode_payload(&p[..p.len() - 1]).is_err());
+        // Errors are typed and name the payload offset of what failed.
+        let mut bad = p.clone();
+        let second = encode_batch(5, &ops).len();
+        // The first op's kind of the second record (after its length, first_seq and count); it
+        // is judged once its key ("a": 2 bytes) is read.
+        bad[second + 3] = 7;
+        let e = decode_payload(&bad).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "log batch record: malformed record at byte {}: unknown operation kind",
+                second + 6
+            )
+        );
+        assert!(matches!(e, FormatError::In { .. }));
         let f = frame(&p, 512);
         assert_eq!(f.len(), 512);
         assert_eq!(&f[..4], b"SLG2");

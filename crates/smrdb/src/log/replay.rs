@@ -98,7 +98,7 @@ pub fn replay_zone(
                 });
             }
             Head::Missing => return Err(damaged(pos, "no chunk magic".into())),
-            Head::Damaged(w) => return Err(damaged(pos, w)),
+            Head::Damaged(e) => return Err(damaged(pos, e.to_string())),
             Head::Chunk { version, .. } => version,
         };
         let secs = head.sectors(ss);
@@ -126,10 +126,10 @@ pub fn replay_zone(
         let payload = match chunk_payload(chunk) {
             Ok(Some(p)) => p,
             Ok(None) => return Err(damaged(pos, "no chunk magic".into())),
-            Err(w) => return Err(damaged(pos, w)),
+            Err(e) => return Err(damaged(pos, e.to_string())),
         };
         for r in records(payload) {
-            let r = r.map_err(|w| damaged(pos, w))?;
+            let r = r.map_err(|e| damaged(pos, e.to_string()))?;
             if !visit(r) {
                 return Ok(LogEnd {
                     end_sector: pos + secs,
