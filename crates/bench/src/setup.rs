@@ -7,8 +7,9 @@ use crate::error::{Error, Result};
 use crate::storage::{RunDir, Storage};
 use std::path::PathBuf;
 use std::sync::Arc;
-use tegula_device::{profile, Disk, DiskConfig, DriveKind};
+use tegula_device::{profile, DiskConfig, DriveKind};
 use tegula_kv::{EngineFactory, EngineKind, EngineOptions, Target};
+use tegula_open::{kind_of, Access, PathKind, Spec};
 
 /// Engines, targets and the settings every engine shares (the same memory budget for all).
 /// [`EngineSetup::default`] is the one source of the defaults documented on each field.
@@ -97,25 +98,15 @@ impl EngineSetup {
             .as_ref()
             .filter(|p| p.exists() && self.storage == Storage::Image)
         {
-            if matches!(
-                tegula_device::zbd::zoned_model_of(p),
-                Some(
-                    tegula_device::zbd::ZonedModel::HostManaged
-                        | tegula_device::zbd::ZonedModel::HostAware
-                )
-            ) {
-                use tegula_device::BlockDevice;
-                let opts = tegula_device::ZbdOptions {
-                    read_only: true,
-                    ..Default::default()
-                };
-                let d = tegula_device::Zbd::open(p, opts)
-                    .map_err(|e| Error::device(format!("opening {}", p.display()), e))?;
-                let i = d.info();
+            let spec = Spec::new(p, Access::ReadOnly);
+            if kind_of(p) == PathKind::ZonedBlock {
+                let d = tegula_open::open(&spec).map_err(tegula_kv::Error::from)?;
+                let i = d.device.as_block().info();
                 return Ok(i.zone_capacity_sectors * u64::from(i.sector_size));
             }
-            let d = Disk::open_image(p, Default::default())
-                .map_err(|e| Error::device(format!("opening disk image {}", p.display()), e))?;
+            let d = tegula_open::open_raw_disk(&spec)
+                .map_err(tegula_kv::Error::from)?
+                .device;
             let cfg = d.config();
             if matches!(cfg.kind, DriveKind::Cmr | DriveKind::SmrRaw) {
                 return Err(Error::invalid(format!(

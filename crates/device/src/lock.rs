@@ -3,9 +3,12 @@
 //! opener a shared one, for as long as the handle lives. Two writers (two `tegula serve nbd`, a
 //! mount and a `disk reset`, parallel `db put`s) would otherwise overwrite each other's state.
 //! A conflicting opener waits up to [`default_wait`] (set by the command line), then fails with
-//! [`DeviceError::Locked`] naming the holder where `/proc/locks` tells it.
+//! [`DeviceError::Locked`] naming the holder where `/proc/locks` tells it. A reader that only
+//! wants figures (`tegula disk info`) can instead pass a writer's lock at once
+//! ([`read_past_writers`]) and read what the writer last saved.
 
 use crate::error::{DeviceError, Result};
+use std::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::io::AsRawFd;
@@ -14,6 +17,46 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 static DEFAULT_WAIT_MS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Inside [`read_past_writers`] on this thread: `Some`, holding the writer passed over once
+    /// one was.
+    static PASSING: RefCell<Option<Option<String>>> = const { RefCell::new(None) };
+}
+
+/// Restores the enclosing [`read_past_writers`] state when a call ends, also by a panic.
+struct PassingScope(Option<Option<String>>);
+
+impl Drop for PassingScope {
+    fn drop(&mut self) {
+        let outer = self.0.take();
+        PASSING.with(|p| *p.borrow_mut() = outer);
+    }
+}
+
+/// Runs `open` so that a shared (read-only) lock another process's exclusive lock blocks is
+/// not waited for: the open goes on at once without the lock and reads the file as the writer
+/// last saved it (for an image: its header and the state of its last flush). Returns what
+/// `open` returned and the writer passed over, if one was (`process 42 (tegula serve nbd …)`).
+/// Writers' (exclusive) locks inside `open` wait as usual.
+pub fn read_past_writers<T>(open: impl FnOnce() -> T) -> (T, Option<String>) {
+    let scope = PassingScope(PASSING.with(|p| p.replace(Some(None))));
+    let out = open();
+    let passed = PASSING.with(|p| p.borrow().clone()).flatten();
+    drop(scope);
+    (out, passed)
+}
+
+/// Inside [`read_past_writers`]: records that the lock on `file` was passed over and returns
+/// true; outside, false.
+fn pass_writer(file: &File) -> bool {
+    if PASSING.with(|p| p.borrow().is_none()) {
+        return false;
+    }
+    let who = holder(file).unwrap_or_else(|| "another process".into());
+    PASSING.with(|p| *p.borrow_mut() = Some(Some(who)));
+    true
+}
 
 /// How long a lock is retried at least (see [`lock`]).
 const FORK_GRACE: Duration = Duration::from_millis(500);
@@ -53,6 +96,10 @@ pub fn lock(file: &File, path: &Path, exclusive: bool, wait: Duration) -> Result
         let err = std::io::Error::last_os_error();
         if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
             return Err(DeviceError::io(format!("locking {}", path.display()), err));
+        }
+        // A shared lock is refused only while a writer holds the file.
+        if !exclusive && pass_writer(file) {
+            return Ok(());
         }
         if start.elapsed() >= wait {
             return Err(DeviceError::Locked {
@@ -147,5 +194,29 @@ mod tests {
         assert!(matches!(e, DeviceError::Locked { .. }), "{e}");
         drop(a);
         lock(&c, &p, true, Duration::ZERO).unwrap();
+    }
+
+    #[test]
+    fn a_reader_passes_a_writer_at_once_only_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("img");
+        std::fs::write(&p, b"x").unwrap();
+        let writer = File::open(&p).unwrap();
+        lock(&writer, &p, true, Duration::ZERO).unwrap();
+        let reader = File::open(&p).unwrap();
+        let t0 = Instant::now();
+        let (r, passed) = read_past_writers(|| lock(&reader, &p, false, Duration::from_secs(5)));
+        assert!(r.is_ok());
+        assert!(passed.is_some());
+        assert!(t0.elapsed() < FORK_GRACE, "waited {:?}", t0.elapsed());
+        // A writer inside still waits; outside, a reader waits and fails as before.
+        let other = File::open(&p).unwrap();
+        let (r, _) = read_past_writers(|| lock(&other, &p, true, Duration::ZERO));
+        assert!(matches!(r, Err(DeviceError::Locked { .. })));
+        assert!(lock(&other, &p, false, Duration::ZERO).is_err());
+        // Nothing to pass: nothing reported.
+        drop(writer);
+        let (r, passed) = read_past_writers(|| lock(&other, &p, false, Duration::ZERO));
+        assert!(r.is_ok() && passed.is_none());
     }
 }

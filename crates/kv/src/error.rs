@@ -2,9 +2,10 @@
 //!
 //! The variants keep the caller's mistakes ([`Error::InvalidArgument`]), what this build
 //! lacks ([`Error::Unavailable`]), host I/O ([`Error::Io`]), the device under an engine
-//! ([`Error::Device`]), the engine itself ([`Error::Engine`]) and faults of an adapter
-//! ([`Error::Internal`]) apart. Every message names what failed; a wrapped error's text is part
-//! of the message and also its [`std::error::Error::source`].
+//! ([`Error::Device`]; [`Error::Open`] when opening it from its path failed), the engine
+//! itself ([`Error::Engine`]) and faults of an adapter ([`Error::Internal`]) apart. Every
+//! message names what failed; a wrapped error's text is part of the message and also its
+//! [`std::error::Error::source`].
 
 /// An error of an engine (SMRDB's typed error, or a C API's message).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -37,6 +38,10 @@ pub enum Error {
         #[source]
         source: tegula_device::DeviceError,
     },
+    /// The device could not be opened from its path (`tegula_open`: a missing or foreign
+    /// file, a lock another process holds, the device's own error).
+    #[error(transparent)]
+    Open(#[from] tegula_open::OpenError),
     /// The engine failed (SMRDB, RocksDB, LevelDB).
     #[error("{what}: {source}")]
     Engine {

@@ -1,5 +1,6 @@
 //! Opening an engine of one kind on one target, fresh or reusing what is there
-//! ([`EngineFactory`]): the one place that turns a target into a device or a directory.
+//! ([`EngineFactory`]): the one place that turns a target into a device (through the one
+//! device opener, [`tegula_open`]) or a directory.
 
 use crate::engine::KvEngine;
 use crate::error::{Error, Result};
@@ -9,7 +10,8 @@ use crate::target::Target;
 use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
-use tegula_device::{Disk, HostBanded, HostBandedOptions, ZoneFiles, ZoneFilesOptions};
+use tegula_device::{Disk, HostBanded, ZoneFiles};
+use tegula_open::{Access, Opened, Spec};
 
 /// Opens engines of one kind on one target, fresh or reusing what is there; the benchmarks
 /// reopen through it when a benchmark wants an empty database (db_bench's `fresh_db`).
@@ -145,137 +147,122 @@ impl EngineFactory {
         }
     }
 
-    /// Opens (or creates) the emulated disk of the target.
+    /// Opens (or creates) the device of a target on a path through the one opener
+    /// ([`tegula_open`]), fresh if asked: the spec of `path` for the target's kind. Reads of
+    /// a banded file or zone files go through a read-only mapping
+    /// ([`tegula_open::Spec::mmap_reads`]), as LevelDB reads its table files: without, every
+    /// block a seek misses in the 8 MiB block cache costs a `pread` system call (3-4 µs
+    /// here), which LevelDB does not pay.
+    fn open_device(&self, fresh: bool) -> Result<Opened> {
+        let mut spec = match &self.target {
+            Target::Image(path, cfg) => {
+                if !path.exists() && cfg.is_none() {
+                    return Err(Error::invalid(format!(
+                        "disk image {} does not exist (create it with `tegula disk create` or give --profile)",
+                        path.display()
+                    )));
+                }
+                let mut spec = Spec::new(path, Access::ReadWrite);
+                spec.new_image = cfg.clone();
+                spec
+            }
+            Target::Banded {
+                path,
+                zone_size,
+                capacity,
+                zone_files,
+            } => {
+                let mut spec = Spec::new(path, Access::ReadWrite);
+                if *zone_files {
+                    spec.zone_files = Some(*zone_size);
+                    spec.capacity = Some(*capacity / *zone_size * *zone_size);
+                } else {
+                    spec.banded = Some(*zone_size);
+                    spec.capacity = Some(*capacity);
+                }
+                spec.mmap_reads = true;
+                spec
+            }
+            Target::Zoned(path) => Spec::new(path, Access::ReadWrite),
+            other => return Err(Error::invalid(format!("target {other:?} is not a device"))),
+        };
+        spec.create = true;
+        spec.offers_banded = true;
+        spec.fresh = fresh;
+        Ok(tegula_open::open(&spec)?.device)
+    }
+
+    /// Opens (or creates) the emulated disk of the target: a new in-memory drive, or a disk
+    /// image (created with the target's configuration if missing; with `fresh`, recreated
+    /// with its own configuration).
     pub fn open_disk(&self, fresh: bool) -> Result<Disk> {
         match &self.target {
             Target::Emulated(cfg) => Disk::in_memory(cfg.clone())
                 .map_err(|e| Error::device("creating the in-memory emulated drive", e)),
-            Target::Image(path, cfg) => {
-                let shown = path.display();
-                if path.exists() {
-                    if !fresh {
-                        return Disk::open_image(path, Default::default())
-                            .map_err(|e| Error::device(format!("opening disk image {shown}"), e));
-                    }
-                    let old = Disk::open_image(path, Default::default())
-                        .map_err(|e| Error::device(format!("opening disk image {shown}"), e))?;
-                    let cfg = old.config().clone();
-                    drop(old);
-                    std::fs::remove_file(path)
-                        .map_err(|e| Error::io(format!("removing {shown} to start fresh"), e))?;
-                    Disk::create_image(path, cfg)
-                        .map_err(|e| Error::device(format!("recreating disk image {shown}"), e))
-                } else {
-                    let Some(cfg) = cfg else {
-                        return Err(Error::invalid(format!(
-                            "disk image {shown} does not exist (create it with `tegula disk create` or give --profile)"
-                        )));
-                    };
-                    Disk::create_image(path, cfg.clone())
-                        .map_err(|e| Error::device(format!("creating disk image {shown}"), e))
-                }
-            }
+            Target::Image(path, _) => match self.open_device(fresh)? {
+                Opened::Disk(d) => Ok(d),
+                // A drive-managed drive says it has no zones; anything else is no image.
+                other => Err(match other.zoned(path) {
+                    Err(e) => e.into(),
+                    Ok(_) => Error::invalid(format!("{} is not a disk image", path.display())),
+                }),
+            },
             other => Err(Error::invalid(format!("target {other:?} is not a device"))),
         }
     }
 
     /// Opens (or creates) the banded plain file of the target; with `fresh`, the file and its
-    /// write pointers are removed first. Reads go through a read-only mapping of the file
-    /// ([`HostBandedOptions::mmap_reads`]), as LevelDB reads its table files: without, every
-    /// block a seek misses in the 8 MiB block cache costs a `pread` system call (3-4 µs here),
-    /// which LevelDB does not pay.
+    /// write pointers are removed first.
     pub fn open_banded(&self, fresh: bool) -> Result<HostBanded> {
-        let Target::Banded {
-            path,
-            zone_size,
-            capacity,
-            zone_files: false,
-        } = &self.target
-        else {
-            return Err(Error::invalid(format!(
-                "target {:?} is not a banded file",
-                self.target
-            )));
-        };
-        let mut sidecar = path.as_os_str().to_owned();
-        sidecar.push(".zones");
-        if fresh {
-            for p in [path.as_path(), Path::new(&sidecar)] {
-                match std::fs::remove_file(p) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                        return Err(Error::io(
-                            format!("removing {} to start fresh", p.display()),
-                            e,
-                        ))
-                    }
-                    _ => {}
-                }
-            }
+        match (&self.target, self.open_device_of(fresh, "a banded file")?) {
+            (
+                Target::Banded {
+                    zone_files: false, ..
+                },
+                Opened::Banded(d),
+            ) => Ok(d),
+            _ => Err(self.not_a("a banded file")),
         }
-        let opts = HostBandedOptions {
-            zone_size: *zone_size,
-            capacity: Some(*capacity),
-            mmap_reads: true,
-            ..HostBandedOptions::default()
-        };
-        HostBanded::open(path, opts)
-            .map_err(|e| Error::device(format!("opening {} as a banded file", path.display()), e))
     }
 
     /// Opens (or creates) the zone-files directory of the target; with `fresh`, a device
     /// already there is removed first (a directory holding anything else is refused).
     pub fn open_zone_files(&self, fresh: bool) -> Result<ZoneFiles> {
-        let Target::Banded {
-            path,
-            zone_size,
-            capacity,
-            zone_files: true,
-        } = &self.target
-        else {
-            return Err(Error::invalid(format!(
-                "target {:?} is not a zone-files directory",
-                self.target
-            )));
-        };
-        if fresh && path.exists() {
-            if !ZoneFiles::is_device(path) {
-                return Err(Error::invalid(format!(
-                    "{} exists and is not a zone-files device; remove it or name another                      --disk",
-                    path.display()
-                )));
-            }
-            std::fs::remove_dir_all(path)
-                .map_err(|e| Error::io(format!("removing {} to start fresh", path.display()), e))?;
+        match (
+            &self.target,
+            self.open_device_of(fresh, "a zone-files directory")?,
+        ) {
+            (
+                Target::Banded {
+                    zone_files: true, ..
+                },
+                Opened::ZoneFiles(d),
+            ) => Ok(d),
+            _ => Err(self.not_a("a zone-files directory")),
         }
-        let opts = ZoneFilesOptions {
-            zone_size: *zone_size,
-            capacity: Some(*capacity / *zone_size * *zone_size),
-            mmap_reads: true,
-            ..ZoneFilesOptions::default()
-        };
-        ZoneFiles::open(path, opts)
-            .map_err(|e| Error::device(format!("opening {} as zone files", path.display()), e))
     }
 
     /// Opens the zoned block device of the target; with `fresh`, every zone is reset first.
     pub fn open_zbd(&self, fresh: bool) -> Result<tegula_device::Zbd> {
-        let Target::Zoned(path) = &self.target else {
-            return Err(Error::invalid(format!(
-                "target {:?} is not a zoned block device",
-                self.target
-            )));
-        };
-        let dev = tegula_device::Zbd::open(path, tegula_device::ZbdOptions::default())
-            .map_err(|e| Error::device(format!("opening {}", path.display()), e))?;
-        if fresh {
-            use tegula_device::ZonedDevice;
-            dev.zone_action(
-                tegula_device::ZoneAction::Reset,
-                tegula_device::ZoneTarget::All,
-            )
-            .map_err(|e| Error::device(format!("resetting every zone of {}", path.display()), e))?;
+        match (
+            &self.target,
+            self.open_device_of(fresh, "a zoned block device")?,
+        ) {
+            (Target::Zoned(_), Opened::Zbd(d)) => Ok(d),
+            _ => Err(self.not_a("a zoned block device")),
         }
-        Ok(dev)
+    }
+
+    /// [`EngineFactory::open_device`] for a target that should be `what`.
+    fn open_device_of(&self, fresh: bool, what: &str) -> Result<Opened> {
+        match &self.target {
+            Target::Banded { .. } | Target::Zoned(_) => self.open_device(fresh),
+            _ => Err(self.not_a(what)),
+        }
+    }
+
+    fn not_a(&self, what: &str) -> Error {
+        Error::invalid(format!("target {:?} is not {what}", self.target))
     }
 
     #[cfg(feature = "smrdb")]

@@ -3,7 +3,6 @@
 //! Signatures are recognised by their magic bytes, whether or not their checksums hold: a
 //! damaged superblock still means there is something to lose.
 
-use crate::device::Spec;
 use anyhow::{bail, Result};
 use std::fmt;
 use std::fs::File;
@@ -11,6 +10,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use tegula_device::{BlockDevice, ZoneAction, ZoneFilter, ZoneTarget, ZonedDevice};
+use tegula_open::{kind_of, PathKind, Spec};
 
 /// One thing found on a file or device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,14 +46,6 @@ impl fmt::Display for Found {
             Found::Data(w) => write!(f, "data ({w})"),
         }
     }
-}
-
-/// The first 8 bytes of the file at `path`, if it has that many.
-pub fn magic(path: &Path) -> Option<[u8; 8]> {
-    let f = File::open(path).ok()?;
-    let mut m = [0u8; 8];
-    f.read_exact_at(&mut m, 0).ok()?;
-    Some(m)
 }
 
 /// Signatures in the first bytes of a device or file (`head`: at least the first 68 KiB when
@@ -211,7 +203,7 @@ pub fn of_zoned(dev: &Arc<dyn ZonedDevice>) -> Result<Vec<Found>> {
 pub fn refuse_new_banded_unless_forced(spec: &Spec, action: &str, force: bool) -> Result<()> {
     let path = spec.path.as_path();
     if spec.banded.is_none()
-        || crate::device::kind_of(path) != crate::device::PathKind::Plain
+        || kind_of(path) != PathKind::Plain
         || tegula_device::hostfile::layout::sidecar_path(path).exists()
     {
         return Ok(());

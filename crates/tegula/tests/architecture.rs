@@ -96,3 +96,72 @@ fn no_product_crate_stands_on_the_benchmarks() {
         }
     }
 }
+
+#[test]
+fn the_one_device_opener_sits_under_the_binary_and_the_engines() {
+    let ws = workspace();
+    let (_, open) = &ws["tegula-open"];
+    for d in open {
+        assert!(
+            [
+                "tegula-codec",
+                "tegula-device",
+                "tegula-stl",
+                "tegula-dmimr"
+            ]
+            .contains(&d.as_str()),
+            "tegula-open depends on {d}: the opener stands on the devices only"
+        );
+    }
+    for user in ["tegula", "tegula-kv"] {
+        assert!(
+            ws[user].1.iter().any(|d| d == "tegula-open"),
+            "{user} does not open its devices through tegula-open"
+        );
+    }
+}
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).expect("reading a source folder") {
+        let p = e.expect("a folder entry").path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Issue 35: product code turns a path into a device only through `tegula_open` (the device
+/// layer's constructors are called there); tests may build devices directly.
+#[test]
+fn only_the_opener_opens_devices_from_paths() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for c in std::fs::read_dir(&crates).expect("reading crates/") {
+        let c = c.expect("a crate folder").path();
+        let name = c.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if name != "device" && name != "open" && c.join("src").is_dir() {
+            sources(&c.join("src"), &mut files);
+        }
+    }
+    assert!(!files.is_empty());
+    for f in files {
+        let text = std::fs::read_to_string(&f).expect("reading a source file");
+        // Product code is what comes before the file's test module.
+        let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for call in [
+            "Disk::open_image(",
+            "HostBanded::open(",
+            "ZoneFiles::open(",
+            "Zbd::open(",
+        ] {
+            assert!(
+                !product.contains(call),
+                "{} calls {call}: open devices from paths through tegula_open",
+                f.display()
+            );
+        }
+    }
+}

@@ -85,6 +85,70 @@ fn disk_reset_while_another_process_writes_the_image_is_refused() {
         .unwrap());
 }
 
+/// Issue 35: `tegula disk info` on an image a mount or a server holds waited the whole
+/// `--lock-wait` (10 s by default) and then failed. Only figures are asked for: it answers at
+/// once with what the holder last flushed, and says whose image it is; writers still wait.
+#[test]
+fn disk_info_answers_at_once_while_another_process_writes_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = image(dir.path(), "d.img");
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![5u8; 1 << 20]).unwrap();
+    ok(&tegula()
+        .args(["disk", "write"])
+        .arg(&img)
+        .args(["--zone", "1", "--file"])
+        .arg(&data)
+        .output()
+        .unwrap());
+    let mut server = serve(&img, &dir.path().join("a.sock"));
+    let t0 = std::time::Instant::now();
+    let info = tegula().args(["disk", "info"]).arg(&img).output().unwrap();
+    let took = t0.elapsed();
+    let json = tegula()
+        .args(["disk", "info", "--json"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    let reset = tegula()
+        .args(["--lock-wait", "0", "disk", "reset"])
+        .arg(&img)
+        .args(["--zone", "1"])
+        .output()
+        .unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let out = ok(&info);
+    // Not the default 10 s wait (a busy machine may be slow to start a process).
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?}");
+    assert!(
+        out.contains("written:") && out.contains("1.00 MiB by the host"),
+        "{out}"
+    );
+    let err = String::from_utf8_lossy(&info.stderr);
+    assert!(
+        err.starts_with(&format!("note: {} is in use by process", img.display()))
+            && err.contains("serve nbd")
+            && err
+                .trim_end()
+                .ends_with("the figures are as of its last flush"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&ok(&json).into_bytes()).unwrap();
+    assert_eq!(v["zone_conditions"]["empty"], 14, "{v}");
+    assert!(!reset.status.success(), "a writer went past the server");
+    assert!(String::from_utf8_lossy(&reset.stderr).contains("in use by process"));
+    // Nobody holds it any more: no note.
+    let again = tegula().args(["disk", "info"]).arg(&img).output().unwrap();
+    ok(&again);
+    assert!(
+        again.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
 /// Defect 3: with `tegula fs mount fs.img MNT` running, `tegula disk reset fs.img --zone 1`
 /// succeeded; reads through the mount then failed with EIO and `fs check` found 24
 /// inconsistencies.

@@ -37,11 +37,9 @@ struct CheckJson {
 /// What is wrong with the drive-managed IMR layer of an interlaced image formatted
 /// drive-managed (a damaged superblock or metadata copy), read-only; nothing for other images.
 fn dm_imr_findings(path: &std::path::Path) -> Result<Vec<FindingJson>> {
-    let opts = tegula_device::OpenOptions {
-        read_only: true,
-        ..Default::default()
-    };
-    let disk = tegula_device::Disk::open_image(path, opts)?;
+    let disk =
+        tegula_open::open_raw_disk(&tegula_open::Spec::new(path, tegula_open::Access::ReadOnly))?
+            .device;
     if !tegula_dmimr::DmImr::is_formatted(&disk) {
         return Ok(Vec::new());
     }

@@ -23,12 +23,12 @@ pub fn is_dm_config(text: &str) -> bool {
     DmConfig::is_dm_smr_toml(text)
 }
 
-/// Opens a drive-managed image read-only.
-fn open(path: &Path) -> Result<DmDrive> {
-    match crate::device::open(&crate::device::Spec::new(
-        path,
-        crate::device::Access::ReadOnly,
-    ))? {
+/// Opens a drive-managed image read-only; with `past_writer`, at once even while another
+/// process writes it (as that process last saved it).
+fn open(path: &Path, past_writer: bool) -> Result<DmDrive> {
+    let mut spec = crate::device::Spec::new(path, crate::device::Access::ReadOnly);
+    spec.read_past_writer = past_writer;
+    match crate::device::open(&spec)? {
         crate::device::Opened::Dm(d) => Ok(d),
         _ => bail!("{} is not a dm-smr image", path.display()),
     }
@@ -191,7 +191,7 @@ struct InfoJson<'a> {
 
 /// `disk info` on a dm-smr image.
 pub fn info(path: &Path, json: bool) -> Result<()> {
-    let d = open(path)?;
+    let d = open(path, true)?;
     if json {
         let info = d.info();
         return output::print_json(&InfoJson {
@@ -280,7 +280,7 @@ pub fn stl_summary(s: &StlStats) -> Vec<(String, String)> {
 
 /// `disk stats` on a dm-smr image.
 pub fn stats(path: &Path, json: bool) -> Result<()> {
-    let d = open(path)?;
+    let d = open(path, false)?;
     let s = d.stl_stats();
     let m = d.media_stats();
     if json {

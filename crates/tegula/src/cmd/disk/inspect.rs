@@ -1,6 +1,7 @@
 //! Read-only views of an image: `disk info`, `disk report`, `disk stats`, `disk profiles`.
 
 use super::{open_zoned, Access, ImageArg};
+use crate::device::Spec;
 use crate::output::{self, Align, Table};
 use anyhow::{anyhow, Result};
 use clap::Args;
@@ -54,7 +55,10 @@ pub fn info(a: InfoArgs) -> Result<()> {
     if super::dm::is_dm(&a.img.image) {
         return super::dm::info(&a.img.image, a.json);
     }
-    let disk = super::open_raw(&a.img.image, Access::ReadOnly)?;
+    // Figures only: an image a mount or server holds is read at once, as it last saved it.
+    let mut spec = Spec::new(&a.img.image, Access::ReadOnly);
+    spec.read_past_writer = true;
+    let disk = super::open_raw(&spec)?;
     let (disk, dm) = super::dmimr::describe(disk)?;
     let (dm_kv, dm_json) = dm.unwrap_or_default();
     let zones = disk.report_zones(ZoneFilter::All);
@@ -226,7 +230,7 @@ pub fn stats(a: StatsArgs) -> Result<()> {
     if super::dm::is_dm(&a.img.image) {
         return super::dm::stats(&a.img.image, a.json);
     }
-    let disk = super::open_raw(&a.img.image, Access::ReadOnly)?;
+    let disk = super::open_raw(&Spec::new(&a.img.image, Access::ReadOnly))?;
     let (disk, dm) = super::dmimr::describe(disk)?;
     let (dm_kv, dm_json) = dm.unwrap_or_default();
     let s = disk.stats();

@@ -153,11 +153,11 @@ pub fn open_zoned(path: &Path, access: Access) -> Result<ZonedHandle> {
 
 /// Opens a disk image as the raw drive, even one formatted drive-managed IMR (whose layer
 /// `disk info` and `disk stats` then describe from the raw drive's side).
-pub fn open_raw(path: &Path, access: Access) -> Result<Disk> {
-    if device::kind_of(path) == device::PathKind::ZonedImage {
-        return device::open_raw_disk(path, access);
+pub fn open_raw(spec: &Spec) -> Result<Disk> {
+    if device::kind_of(&spec.path) == device::PathKind::ZonedImage {
+        return device::open_raw_disk(spec);
     }
-    open(path, access)
+    open(&spec.path, spec.access)
 }
 
 /// Flushes and persists a modified disk, reporting failures.
