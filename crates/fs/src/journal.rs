@@ -8,7 +8,8 @@
 
 use crate::error::{FsError, Result};
 use std::sync::Arc;
-use tegula_codec::FormatError;
+use tegula_codec::frame::{FrameError, Sealed, SealedHeader, Suffix};
+use tegula_codec::{Dec, Enc, FormatError};
 use tegula_device::ZonedDevice;
 
 /// The first bytes of each superblock copy (LBA 0 and 1); how tools recognise a tegula fs.
@@ -22,7 +23,16 @@ const LOG_MAGIC: [u8; 8] = *b"TGLFSLOG";
 pub const FORMAT_VERSION: u32 = 2;
 /// The oldest format version still read.
 pub const MIN_FORMAT_VERSION: u32 = 1;
-const HDR: usize = 48;
+/// The superblock's frame: the crc32c of its first 84 bytes, after them.
+const SB_FRAME: Suffix = Suffix::plain("fs superblock");
+/// Bytes of the superblock before its checksum.
+const SB_LEN: usize = 8 + 4 * 5 + 8 * 7;
+/// The header of a checkpoint: magic, then gen, seq, payload_len and fs_id (u64 each), the
+/// payload's crc32c and the header's own.
+const CKP_FRAME: SealedHeader = SealedHeader::new("fs checkpoint", &CKP_MAGIC, 32);
+/// The header (and, from version 2, the trailer) of a log record: as a checkpoint's.
+const LOG_FRAME: SealedHeader = SealedHeader::new("fs log record", &LOG_MAGIC, 32);
+const HDR: usize = LOG_FRAME.header_len();
 /// The two superblock copies: name and LBA (`docs/formats/fs.md`).
 pub const SUPERBLOCK_COPIES: [(char, u64); 2] = [('A', 0), ('B', 1)];
 
@@ -56,93 +66,75 @@ pub struct Superblock {
 }
 
 impl Superblock {
-    /// Encodes into one sector (at least 128 bytes).
+    /// Encodes into one sector (at least 128 bytes): its fields, then the checksum suffix
+    /// [`SB_FRAME`] at byte 84.
     pub fn encode(&self) -> Vec<u8> {
-        let mut b = vec![0u8; (self.sector as usize).max(128)];
-        let mut p = 0usize;
-        let mut put = |v: &[u8]| {
-            b[p..p + v.len()].copy_from_slice(v);
-            p += v.len();
-        };
-        put(&SB_MAGIC);
-        put(&self.version.to_le_bytes());
-        put(&self.sector.to_le_bytes());
-        put(&self.zones.to_le_bytes());
-        put(&self.first_seq_zone.to_le_bytes());
-        put(&self.zone_sectors.to_le_bytes());
-        put(&self.slot0.to_le_bytes());
-        put(&self.slot1.to_le_bytes());
-        put(&self.slot_sectors.to_le_bytes());
-        put(&self.log_lba.to_le_bytes());
-        put(&self.log_sectors.to_le_bytes());
-        put(&self.back_pointers.to_le_bytes());
-        put(&self.fs_id.to_le_bytes());
-        let n = 8 + 4 * 5 + 8 * 7;
-        let crc = crc32c::crc32c(&b[..n]);
-        b[n..n + 4].copy_from_slice(&crc.to_le_bytes());
+        let mut e = Enc::with_capacity((self.sector as usize).max(128));
+        e.raw(&SB_MAGIC);
+        e.u32(self.version);
+        e.u32(self.sector);
+        e.u32(self.zones);
+        e.u32(self.first_seq_zone);
+        e.u64(self.zone_sectors);
+        e.u64(self.slot0);
+        e.u64(self.slot1);
+        e.u64(self.slot_sectors);
+        e.u64(self.log_lba);
+        e.u64(self.log_sectors);
+        e.u32(self.back_pointers);
+        e.u64(self.fs_id);
+        SB_FRAME.seal(&mut e);
+        let mut b = e.into_bytes();
+        b.resize((self.sector as usize).max(128), 0);
         b
     }
 
-    /// Decodes a superblock sector; never panics.
+    /// Decodes a superblock sector, checking magic, checksum and version in that order;
+    /// never panics.
     pub fn decode(b: &[u8]) -> std::result::Result<Superblock, FormatError> {
-        let n = 8 + 4 * 5 + 8 * 7;
-        if b.len() < n + 4 {
-            return Err(FormatError::invalid("short superblock"));
+        let field = FormatError::field("fs superblock");
+        if Dec::new(b).take(SB_MAGIC.len()).map_err(field)? != SB_MAGIC {
+            return Err(FrameError::Magic {
+                name: SB_FRAME.name(),
+            }
+            .into());
         }
-        if b[..8] != SB_MAGIC {
-            return Err(FormatError::invalid("no superblock magic"));
-        }
-        if crc32c::crc32c(&b[..n]) != le32(b, n) {
-            return Err(FormatError::invalid("superblock checksum mismatch"));
-        }
-        let version = le32(b, 8);
+        let mut d = Dec::new(SB_FRAME.open_at(b, SB_LEN)?);
+        d.take(SB_MAGIC.len()).map_err(field)?;
+        let version = d.u32().map_err(field)?;
         if !(MIN_FORMAT_VERSION..=FORMAT_VERSION).contains(&version) {
-            return Err(FormatError::invalid(format!(
-                "unknown format version {version}"
-            )));
+            return Err(FrameError::Version {
+                name: SB_FRAME.name(),
+                found: version,
+            }
+            .into());
         }
         Ok(Superblock {
             version,
-            sector: le32(b, 12),
-            zones: le32(b, 16),
-            first_seq_zone: le32(b, 20),
-            zone_sectors: le64(b, 24),
-            slot0: le64(b, 32),
-            slot1: le64(b, 40),
-            slot_sectors: le64(b, 48),
-            log_lba: le64(b, 56),
-            log_sectors: le64(b, 64),
-            back_pointers: le32(b, 72),
-            fs_id: le64(b, 76),
+            sector: d.u32().map_err(field)?,
+            zones: d.u32().map_err(field)?,
+            first_seq_zone: d.u32().map_err(field)?,
+            zone_sectors: d.u64().map_err(field)?,
+            slot0: d.u64().map_err(field)?,
+            slot1: d.u64().map_err(field)?,
+            slot_sectors: d.u64().map_err(field)?,
+            log_lba: d.u64().map_err(field)?,
+            log_sectors: d.u64().map_err(field)?,
+            back_pointers: d.u32().map_err(field)?,
+            fs_id: d.u64().map_err(field)?,
         })
     }
 }
 
-fn le32(b: &[u8], at: usize) -> u32 {
-    let mut a = [0u8; 4];
-    a.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(a)
-}
-
-fn le64(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
-
-/// Header shared by checkpoints and log records:
+/// The header of a checkpoint or log record ([`CKP_FRAME`], [`LOG_FRAME`]):
 /// magic 8 | gen 8 | seq 8 | payload_len 8 | fs_id 8 | payload_crc 4 | header_crc 4.
-fn header(magic: &[u8; 8], gen: u64, seq: u64, payload: &[u8], fs_id: u64) -> [u8; HDR] {
-    let mut h = [0u8; HDR];
-    h[..8].copy_from_slice(magic);
-    h[8..16].copy_from_slice(&gen.to_le_bytes());
-    h[16..24].copy_from_slice(&seq.to_le_bytes());
-    h[24..32].copy_from_slice(&(payload.len() as u64).to_le_bytes());
-    h[32..40].copy_from_slice(&fs_id.to_le_bytes());
-    h[40..44].copy_from_slice(&crc32c::crc32c(payload).to_le_bytes());
-    let c = crc32c::crc32c(&h[..44]);
-    h[44..48].copy_from_slice(&c.to_le_bytes());
-    h
+fn header(frame: &SealedHeader, gen: u64, seq: u64, payload: &[u8], fs_id: u64) -> Vec<u8> {
+    let mut f = Enc::with_capacity(32);
+    f.u64(gen);
+    f.u64(seq);
+    f.u64(payload.len() as u64);
+    f.u64(fs_id);
+    frame.encode(f.as_bytes(), payload)
 }
 
 /// A parsed, self-consistent header.
@@ -154,23 +146,35 @@ struct Hdr {
     payload_crc: u32,
 }
 
-/// A header with this magic and a valid checksum, of any file system.
-fn parse_any_header(b: &[u8], magic: &[u8; 8]) -> Option<Hdr> {
-    if b.len() < HDR || b[..8] != *magic || crc32c::crc32c(&b[..44]) != le32(b, 44) {
-        return None;
-    }
-    Some(Hdr {
-        gen: le64(b, 8),
-        seq: le64(b, 16),
-        len: le64(b, 24),
-        fs_id: le64(b, 32),
-        payload_crc: le32(b, 40),
+/// A header of this frame (magic) with a valid checksum, of any file system.
+fn parse_any_header(b: &[u8], frame: &SealedHeader) -> std::result::Result<Hdr, FrameError> {
+    let h = frame.open(b)?;
+    let mut d = h.dec();
+    Ok(Hdr {
+        gen: d.u64()?,
+        seq: d.u64()?,
+        len: d.u64()?,
+        fs_id: d.u64()?,
+        payload_crc: h.payload_crc,
     })
 }
 
 /// A header of this file system (`fs_id`).
-fn parse_header(b: &[u8], magic: &[u8; 8], fs_id: u64) -> Option<Hdr> {
-    parse_any_header(b, magic).filter(|h| h.fs_id == fs_id)
+fn parse_header(b: &[u8], frame: &SealedHeader, fs_id: u64) -> Option<Hdr> {
+    parse_any_header(b, frame).ok().filter(|h| h.fs_id == fs_id)
+}
+
+/// Checks that `payload` has the checksum its header `h` (of `frame`) holds.
+fn check_payload(
+    frame: &SealedHeader,
+    h: &Hdr,
+    payload: &[u8],
+) -> std::result::Result<(), FrameError> {
+    let sealed = Sealed {
+        fields: &[],
+        payload_crc: h.payload_crc,
+    };
+    frame.check_payload(&sealed, payload)
 }
 
 /// What recovery found.
@@ -279,7 +283,7 @@ impl Journal {
         if !self.trailers() || head.len() < HDR {
             return Ok(false);
         }
-        let Some(h) = parse_any_header(head, &LOG_MAGIC) else {
+        let Ok(h) = parse_any_header(head, &LOG_FRAME) else {
             return Ok(false);
         };
         let sectors = self.record_sectors(h.len);
@@ -304,7 +308,7 @@ impl Journal {
             let buf = self.read(at, n)?;
             for i in 0..n {
                 let sector = &buf[(i * ss) as usize..((i + 1) * ss) as usize];
-                let Some(h) = parse_any_header(&sector[sector.len() - HDR..], &LOG_MAGIC) else {
+                let Ok(h) = parse_any_header(&sector[sector.len() - HDR..], &LOG_FRAME) else {
                     continue;
                 };
                 if h.fs_id != self.sb.fs_id || h.gen != self.gen {
@@ -461,7 +465,7 @@ impl Journal {
     /// in the log, give the same state.
     fn refuse_a_lost_newer_checkpoint(&self) -> Result<()> {
         let first = self.read(self.sb.log_lba, 1)?;
-        let Some(h) = parse_header(&first, &LOG_MAGIC, self.sb.fs_id) else {
+        let Some(h) = parse_header(&first, &LOG_FRAME, self.sb.fs_id) else {
             return Ok(());
         };
         if h.gen <= self.gen {
@@ -482,7 +486,7 @@ impl Journal {
 
     fn read_checkpoint(&self, slot: u64) -> Option<(u64, Vec<u8>)> {
         let first = self.read(slot, 1).ok()?;
-        let h = parse_header(&first, &CKP_MAGIC, self.sb.fs_id)?;
+        let h = parse_header(&first, &CKP_FRAME, self.sb.fs_id)?;
         let total = (HDR as u64)
             .saturating_add(h.len)
             .div_ceil(self.sb.sector as u64);
@@ -490,8 +494,9 @@ impl Journal {
             return None;
         }
         let all = self.read(slot, total).ok()?;
-        let payload = all.get(HDR..HDR + h.len as usize)?.to_vec();
-        (crc32c::crc32c(&payload) == h.payload_crc).then_some((h.gen, payload))
+        let payload = all.get(HDR..HDR + h.len as usize)?;
+        check_payload(&CKP_FRAME, &h, payload).ok()?;
+        Some((h.gen, payload.to_vec()))
     }
 
     fn scan_log(&mut self) -> Result<Vec<Vec<u8>>> {
@@ -514,12 +519,12 @@ impl Journal {
             }
             let off = ((self.tail - buf_lba) * ss) as usize;
             let head = &buf[off..off + ss as usize];
-            let h = match parse_any_header(head, &LOG_MAGIC) {
+            let h = match parse_any_header(head, &LOG_FRAME) {
                 // A record of an earlier generation or file system (the log never reached it
                 // since the checkpoint), or a sector never written: the clean end of the log.
-                Some(h) if h.gen != self.gen || h.fs_id != self.sb.fs_id => break,
-                None if head.iter().all(|&b| b == 0) => break,
-                None => {
+                Ok(h) if h.gen != self.gen || h.fs_id != self.sb.fs_id => break,
+                Err(_) if head.iter().all(|&b| b == 0) => break,
+                Err(why) => {
                     if let Some(t) = self.trailer_of_damaged_header(self.tail)? {
                         return Err(self.corrupt(
                             self.tail,
@@ -529,10 +534,10 @@ impl Journal {
                             ),
                         ));
                     }
-                    self.end_or_corrupt(self.tail, "no valid record header")?;
+                    self.end_or_corrupt(self.tail, &format!("no valid record header: {why}"))?;
                     break;
                 }
-                Some(h) => h,
+                Ok(h) => h,
             };
             if h.seq != self.next_seq {
                 return Err(self.corrupt(
@@ -551,7 +556,7 @@ impl Journal {
             }
             let off = ((self.tail - buf_lba) * ss) as usize;
             let payload = &buf[off + HDR..off + HDR + h.len as usize];
-            if crc32c::crc32c(payload) != h.payload_crc {
+            if let Err(why) = check_payload(&LOG_FRAME, &h, payload) {
                 let head = buf[off..off + HDR].to_vec();
                 if self.trailer_matches(self.tail, &head)? {
                     return Err(self.corrupt(
@@ -560,7 +565,7 @@ impl Journal {
                          whole (not a torn write)",
                     ));
                 }
-                self.end_or_corrupt(self.tail, "payload checksum mismatch")?;
+                self.end_or_corrupt(self.tail, &why.to_string())?;
                 break;
             }
             out.push(payload.to_vec());
@@ -609,7 +614,7 @@ impl Journal {
             let buf = self.read(lba, n)?;
             for i in 0..n {
                 let at = (i * ss) as usize;
-                let Some(h) = parse_any_header(&buf[at..], &LOG_MAGIC) else {
+                let Ok(h) = parse_any_header(&buf[at..], &LOG_FRAME) else {
                     continue;
                 };
                 if h.gen != self.gen || h.fs_id != self.sb.fs_id {
@@ -624,7 +629,7 @@ impl Journal {
                 }
                 let rec = self.read(lba + i, sectors)?;
                 let payload = rec.get(HDR..HDR + h.len as usize).unwrap_or_default();
-                if crc32c::crc32c(payload) == h.payload_crc {
+                if check_payload(&LOG_FRAME, &h, payload).is_ok() {
                     return Ok(Some((lba + i, h.seq)));
                 }
             }
@@ -659,7 +664,7 @@ impl Journal {
         if self.tail + sectors >= self.sb.log_lba + self.sb.log_sectors {
             return Ok(false);
         }
-        let h = header(&LOG_MAGIC, self.gen, self.next_seq, payload, self.sb.fs_id);
+        let h = header(&LOG_FRAME, self.gen, self.next_seq, payload, self.sb.fs_id);
         let mut b = Vec::with_capacity((sectors * ss) as usize);
         b.extend_from_slice(&h);
         b.extend_from_slice(payload);
@@ -719,7 +724,7 @@ impl Journal {
             self.sb.slot1
         };
         let mut b = Vec::with_capacity((sectors * ss) as usize);
-        b.extend_from_slice(&header(&CKP_MAGIC, gen, 0, payload, self.sb.fs_id));
+        b.extend_from_slice(&header(&CKP_FRAME, gen, 0, payload, self.sb.fs_id));
         b.extend_from_slice(payload);
         b.resize((sectors * ss) as usize, 0);
         self.dev.write(slot, &b)?;
@@ -730,3 +735,6 @@ impl Journal {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
