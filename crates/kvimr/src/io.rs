@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::map::{FileEntry, Map, Place};
+use crate::stats::Stats;
 use crate::store::Inner;
 
 impl Inner {
@@ -15,11 +16,25 @@ impl Inner {
 
     /// Flushes the device's write cache (one sync).
     pub fn flush(&mut self) -> Result<()> {
+        self.flush_uncounted()?;
+        self.stats.syncs += 1;
+        Ok(())
+    }
+
+    /// Flushes the device's write cache; the caller has counted the sync.
+    fn flush_uncounted(&mut self) -> Result<()> {
         self.dev.flush()?;
         self.media_dirty = false;
         self.dirty_bottoms.clear();
-        self.stats.syncs += 1;
         Ok(())
+    }
+
+    /// The store's counters over its life: those the map it opened recorded, plus this
+    /// open's.
+    pub fn lifetime(&self) -> Stats {
+        let mut t = self.base.clone();
+        t.add(&self.stats);
+        t
     }
 
     /// Writes whole sectors at sector `off` of the safe space.
@@ -158,6 +173,7 @@ impl Inner {
             applied_rmw: self.applied_rmw,
             next_file: self.next_file,
             files,
+            totals: Some(self.lifetime()),
         }
     }
 
@@ -169,24 +185,27 @@ impl Inner {
             self.flush()?;
         }
         let seq = self.map_seq + 1;
-        let mut b = self.map_copy(seq).encode();
         let ss = self.layout.ss;
         let r = self.layout.regions;
-        let sectors = (b.len() as u64).div_ceil(ss);
-        if sectors > r.map_sectors {
+        // The counters the copy records include the copy itself and the flush after it (its
+        // length does not depend on the counters' values).
+        let padded = (self.map_copy(seq).encode().len() as u64).div_ceil(ss) * ss;
+        if padded / ss > r.map_sectors {
             return Err(Error::NoSpace(format!(
-                "map of {} bytes exceeds its slot of {} sectors",
-                b.len(),
+                "map of {padded} bytes exceeds its slot of {} sectors",
                 r.map_sectors
             )));
         }
-        b.resize((sectors * ss) as usize, 0);
+        self.stats.map_writes += 1;
+        self.stats.map_bytes += padded;
+        self.stats.syncs += 1;
+        let mut b = self.map_copy(seq).encode();
+        b.resize(padded as usize, 0);
         self.safe_write(r.map[(seq % 2) as usize], &b)?;
-        self.flush()?;
+        self.flush_uncounted()?;
         self.map_seq = seq;
         self.map_dirty = false;
-        self.stats.map_writes += 1;
-        self.stats.map_bytes += b.len() as u64;
+        self.saved = self.stats.clone();
         self.free_pending();
         Ok(())
     }

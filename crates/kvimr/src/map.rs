@@ -1,17 +1,23 @@
 //! The file-to-track map: which files exist, where each lives (its data tracks, in order, or
 //! its safe slot), its level and its durable length, plus the newest read-modify-write whose
 //! backup needs no replay. Two alternating slots in the safe region; the valid copy with the
-//! higher sequence number wins. Byte layout in `docs/formats/kvimr-map.md`.
+//! higher sequence number wins. Since version 2 a copy also carries the store's lifetime
+//! counters ([`Stats`]). Byte layout in `docs/formats/kvimr-map.md`.
 
+use crate::stats::{Placement, Stats};
 use tegula_codec::frame::Format;
 use tegula_codec::{Dec, DecodeError, Enc, FormatError};
 
 /// Magic of a map copy.
 pub const MAP_MAGIC: [u8; 8] = *b"KVIMRMAP";
-/// Current map version.
-pub const MAP_VERSION: u32 = 1;
-/// The frame around a map copy.
-pub const MAP_FORMAT: Format = Format::slot("kvimr map", &MAP_MAGIC, MAP_VERSION);
+/// Current map version: 2 adds the lifetime counters.
+pub const MAP_VERSION: u32 = 2;
+/// The frame around a map copy (reads versions 1 and 2, writes 2).
+pub const MAP_FORMAT: Format = Format::slot("kvimr map", &MAP_MAGIC, MAP_VERSION).reading_from(1);
+/// The frame of a version-1 copy (no counters), written only to re-encode one.
+const MAP_FORMAT_V1: Format = Format::slot("kvimr map", &MAP_MAGIC, 1);
+/// Bytes of one level's placement counters in a map copy.
+const LEVEL_BYTES: usize = 1 + 3 * 8;
 /// Most tracks one file may list (a bound for decoders, far above any real file).
 pub const MAX_FILE_TRACKS: usize = 1 << 20;
 /// The level byte of a file without a level.
@@ -62,6 +68,64 @@ pub struct Map {
     pub next_file: u64,
     /// The files.
     pub files: Vec<FileEntry>,
+    /// The store's counters over its life when this copy was written (version 2; `None` in
+    /// a version-1 copy).
+    pub totals: Option<Stats>,
+}
+
+/// The level byte of a [`Stats::levels`] key (`L3` → 3, `none` → 0xff).
+fn level_byte(key: &str) -> Option<u8> {
+    match key {
+        "none" => Some(NO_LEVEL),
+        k => k.strip_prefix('L')?.parse().ok().filter(|&l| l != NO_LEVEL),
+    }
+}
+
+fn encode_totals(e: &mut Enc, t: &Stats) {
+    let mut t = t.clone();
+    for c in t.counters_mut() {
+        e.u64(*c);
+    }
+    let levels: Vec<(u8, Placement)> = t
+        .levels
+        .iter()
+        .filter_map(|(k, p)| Some((level_byte(k)?, *p)))
+        .collect();
+    e.u32(levels.len() as u32);
+    for (l, p) in levels {
+        e.u8(l);
+        e.u64(p.files);
+        e.u64(p.top_bytes);
+        e.u64(p.bottom_bytes);
+    }
+}
+
+fn decode_totals(d: &mut Dec<'_>) -> Result<Stats, DecodeError> {
+    let mut t = Stats::default();
+    for c in t.counters_mut() {
+        *c = d.u64()?;
+    }
+    let n = d.u32()? as usize;
+    if n > d.remaining() / LEVEL_BYTES {
+        return Err(d.invalid("level count exceeds the record"));
+    }
+    for _ in 0..n {
+        let l = d.u8()?;
+        let p = Placement {
+            files: d.u64()?,
+            top_bytes: d.u64()?,
+            bottom_bytes: d.u64()?,
+        };
+        let key = if l == NO_LEVEL {
+            "none".to_string()
+        } else {
+            format!("L{l}")
+        };
+        if t.levels.insert(key, p).is_some() {
+            return Err(d.invalid("a level's counters listed twice"));
+        }
+    }
+    Ok(t)
 }
 
 /// Encodes a track list as runs `(first, count, step)`.
@@ -137,7 +201,13 @@ impl Map {
             e.u8(f.sealed as u8);
             encode_tracks(&mut e, &f.tracks);
         }
-        MAP_FORMAT.encode(0, self.seq, e.as_bytes())
+        match &self.totals {
+            Some(t) => {
+                encode_totals(&mut e, t);
+                MAP_FORMAT.encode(0, self.seq, e.as_bytes())
+            }
+            None => MAP_FORMAT_V1.encode(0, self.seq, e.as_bytes()),
+        }
     }
 
     /// Bytes of the frame at the start of `b`, from its header (to know how much to read), or
@@ -198,6 +268,11 @@ impl Map {
                     tracks,
                 });
             }
+            let totals = if f.header.version >= 2 {
+                Some(decode_totals(&mut d)?)
+            } else {
+                None
+            };
             if !d.is_empty() {
                 return Err(d.invalid("trailing bytes"));
             }
@@ -207,6 +282,7 @@ impl Map {
                 applied_rmw,
                 next_file,
                 files,
+                totals,
             })
         })()?;
         Ok(m)
@@ -250,23 +326,60 @@ mod tests {
                     tracks: vec![],
                 },
             ],
+            totals: Some(totals()),
         }
+    }
+
+    fn totals() -> Stats {
+        let mut t = Stats::default();
+        for (i, c) in t.counters_mut().into_iter().enumerate() {
+            *c = 1000 + i as u64;
+        }
+        for (l, files) in [(Some(0), 3), (Some(12), 1), (None, 2)] {
+            let p = t.level_mut(l);
+            p.files = files;
+            p.top_bytes = files << 20;
+            p.bottom_bytes = files << 21;
+        }
+        t
     }
 
     #[test]
     fn round_trips_and_detects_every_flipped_byte() {
-        let m = sample();
+        let mut v1 = sample();
+        v1.totals = None;
+        let mut empty = sample();
+        empty.totals = Some(Stats::default());
+        for m in [sample(), v1, empty] {
+            let b = m.encode();
+            assert_eq!(Map::decode(&b), Ok(m.clone()));
+            assert_eq!(Map::frame_len(&b), Some(b.len()));
+            for i in 0..b.len() {
+                let mut bad = b.clone();
+                bad[i] ^= 0x04;
+                assert!(Map::decode(&bad).is_err(), "flip at {i}");
+            }
+            for n in 0..b.len() {
+                assert!(Map::decode(&b[..n]).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn a_version_1_copy_has_no_counters_and_a_level_twice_is_refused() {
+        let mut m = sample();
+        m.totals = None;
         let b = m.encode();
-        assert_eq!(Map::decode(&b), Ok(m));
-        assert_eq!(Map::frame_len(&b), Some(b.len()));
-        for i in 0..b.len() {
-            let mut bad = b.clone();
-            bad[i] ^= 0x04;
-            assert!(Map::decode(&bad).is_err(), "flip at {i}");
-        }
-        for n in 0..b.len() {
-            assert!(Map::decode(&b[..n]).is_err());
-        }
+        assert_eq!(u32::from_le_bytes(b[8..12].try_into().unwrap()), 1);
+        // The sample's counters with level 0 listed twice, checksum valid.
+        let b = sample().encode();
+        let f = MAP_FORMAT.decode(&b).unwrap();
+        let mut p = f.payload.to_vec();
+        let n_at = p.len() - 3 * LEVEL_BYTES - 4;
+        p[n_at] = 4;
+        p.extend_from_within(n_at + 4..n_at + 4 + LEVEL_BYTES);
+        let bad = MAP_FORMAT.encode(0, 9, &p);
+        assert!(Map::decode(&bad).is_err());
     }
 
     #[test]
@@ -308,6 +421,11 @@ mod tests {
                         tracks: if slot.is_some() { vec![] } else { tracks },
                     })
                     .collect(),
+                totals: (applied % 3 != 0).then(|| {
+                    let mut t = Stats { syncs: applied, ..Stats::default() };
+                    t.level_mut(Some((applied % 7) as u8)).files = applied / 3;
+                    t
+                }),
             };
             prop_assert_eq!(Map::decode(&m.encode()), Ok(m));
         }

@@ -29,6 +29,32 @@ impl Policy {
             Policy::CompactionAware => "compaction-aware",
         }
     }
+
+    /// The policy of a name [`Policy::name`] gives (`aware` is short for compaction-aware).
+    pub fn parse(name: &str) -> Option<Policy> {
+        match name {
+            "seq" => Some(Policy::Seq),
+            "three-phase" => Some(Policy::ThreePhase),
+            "compaction-aware" | "aware" => Some(Policy::CompactionAware),
+            _ => None,
+        }
+    }
+
+    /// Its byte in the superblock (`docs/formats/kvimr-map.md`).
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Policy::Seq => 0,
+            Policy::ThreePhase => 1,
+            Policy::CompactionAware => 2,
+        }
+    }
+
+    /// The policy of a superblock byte.
+    pub(crate) fn of_code(code: u8) -> Option<Policy> {
+        [Policy::Seq, Policy::ThreePhase, Policy::CompactionAware]
+            .into_iter()
+            .find(|p| p.code() == code)
+    }
 }
 
 /// How a file's writes to bottom tracks protect the valid data of neighbouring top tracks.
@@ -54,10 +80,36 @@ impl RmwMode {
             RmwMode::Merged => "merged",
         }
     }
+
+    /// The mode of a name [`RmwMode::name`] gives.
+    pub fn parse(name: &str) -> Option<RmwMode> {
+        match name {
+            "naive" => Some(RmwMode::Naive),
+            "merged" => Some(RmwMode::Merged),
+            _ => None,
+        }
+    }
+
+    /// Its byte in the superblock.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            RmwMode::Naive => 0,
+            RmwMode::Merged => 1,
+        }
+    }
+
+    /// The mode of a superblock byte.
+    pub(crate) fn of_code(code: u8) -> Option<RmwMode> {
+        [RmwMode::Naive, RmwMode::Merged]
+            .into_iter()
+            .find(|m| m.code() == code)
+    }
 }
 
 /// Options of [`crate::Store::open`] that may change from one open to the next.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// [`crate::Store::format`] records them in the superblock (all but
+/// `unsafe_skip_bottom_sync`), and [`crate::Store::open_stored`] opens with what it recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Options {
     /// Track allocation policy. Default [`Policy::CompactionAware`].
     pub policy: Policy,

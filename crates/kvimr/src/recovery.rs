@@ -32,7 +32,10 @@ fn tracks_end(tl: &TrackLayout) -> u64 {
         .map_or(0, |t| t.end_lba())
 }
 
-fn read_superblock(dev: &dyn BlockDevice, tl: &TrackLayout) -> Result<Option<Superblock>> {
+pub(crate) fn read_superblock(
+    dev: &dyn BlockDevice,
+    tl: &TrackLayout,
+) -> Result<Option<Superblock>> {
     let ss = dev.info().sector_size as usize;
     let mut b = vec![0u8; ss];
     dev.read(superblock_lba(tl)?, &mut b)?;
@@ -61,6 +64,7 @@ pub fn format(
         tracks_end: tracks_end(tl),
         epoch,
         format: fmt,
+        options: Some(opts.clone()),
     };
     let mut inner = Inner::new(dev, layout, fmt, opts, epoch);
     let mut b = sb.encode();
@@ -98,8 +102,8 @@ fn read_map(inner: &mut Inner, slot: usize) -> std::result::Result<Map, CopyErro
     Ok(Map::decode(&b)?)
 }
 
-/// Opens a formatted drive.
-pub fn open(dev: Arc<dyn BlockDevice>, tl: &TrackLayout, opts: Options) -> Result<Store> {
+/// Opens a formatted drive with `opts`, or with the options its superblock recorded.
+pub fn open(dev: Arc<dyn BlockDevice>, tl: &TrackLayout, opts: Option<Options>) -> Result<Store> {
     let ss = dev.info().sector_size as u64;
     let sb = read_superblock(&*dev, tl)?.ok_or(Error::NotFormatted)?;
     if sb.sector_size as u64 != ss
@@ -120,6 +124,7 @@ pub fn open(dev: Arc<dyn BlockDevice>, tl: &TrackLayout, opts: Options) -> Resul
         ));
     }
     let layout = Layout::new(tl, ss, &sb.format)?;
+    let opts = opts.or(sb.options).unwrap_or_default();
     let mut inner = Inner::new(dev, layout, sb.format, opts, sb.epoch);
     let mut best: Option<Map> = None;
     let mut problems = Vec::new();
@@ -153,6 +158,7 @@ fn load(inner: &mut Inner, map: &Map) -> Result<()> {
     inner.next_file = map.next_file;
     inner.applied_rmw = map.applied_rmw;
     inner.rmw_seq = map.applied_rmw;
+    inner.base = map.totals.clone().unwrap_or_default();
     for e in &map.files {
         let bad = |p: String| Error::corrupt("map", format!("file {}: {p}", e.id));
         if inner.files.contains_key(&e.id) {

@@ -15,8 +15,10 @@ pub struct Placement {
     pub bottom_bytes: u64,
 }
 
-/// Cumulative counters of one store (since it was opened).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// Cumulative counters of one store: since it was opened ([`crate::Store::stats`]), or over
+/// the store's life ([`crate::Store::lifetime_stats`]: what every map copy records, plus
+/// this open's).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
     /// Files created.
     pub files_created: u64,
@@ -68,6 +70,46 @@ pub struct Stats {
 }
 
 impl Stats {
+    /// Every scalar counter, in the order a map copy stores them
+    /// (`docs/formats/kvimr-map.md`).
+    pub(crate) fn counters_mut(&mut self) -> [&mut u64; 19] {
+        [
+            &mut self.files_created,
+            &mut self.files_deleted,
+            &mut self.bytes_appended,
+            &mut self.data_bytes_top,
+            &mut self.data_bytes_bottom,
+            &mut self.rmw_ops,
+            &mut self.top_rewrites,
+            &mut self.rmw_bytes,
+            &mut self.staging_bytes,
+            &mut self.syncs,
+            &mut self.rmw_syncs,
+            &mut self.map_writes,
+            &mut self.map_bytes,
+            &mut self.safe_bytes,
+            &mut self.raw_bytes,
+            &mut self.rmw_ns,
+            &mut self.persist_ns,
+            &mut self.sync_ns,
+            &mut self.recovered_rmw,
+        ]
+    }
+
+    /// Adds `other`'s counters to these (saturating).
+    pub fn add(&mut self, other: &Stats) {
+        let mut o = other.clone();
+        for (a, b) in self.counters_mut().into_iter().zip(o.counters_mut()) {
+            *a = a.saturating_add(*b);
+        }
+        for (k, p) in &other.levels {
+            let e = self.levels.entry(k.clone()).or_default();
+            e.files = e.files.saturating_add(p.files);
+            e.top_bytes = e.top_bytes.saturating_add(p.top_bytes);
+            e.bottom_bytes = e.bottom_bytes.saturating_add(p.bottom_bytes);
+        }
+    }
+
     /// The placement counters of `level`.
     pub fn level_mut(&mut self, level: Option<u8>) -> &mut Placement {
         let key = level.map_or_else(|| "none".to_string(), |l| format!("L{l}"));

@@ -121,6 +121,10 @@ pub(crate) struct Inner {
     pub dirty_bottoms: Vec<u32>,
     pub poisoned: Option<String>,
     pub stats: Stats,
+    /// The lifetime counters the map this store opened recorded (zero on a new store).
+    pub base: Stats,
+    /// `stats` as the last map copy recorded them.
+    pub saved: Stats,
 }
 
 /// Files on an interlaced drive, placed by LSM level, protected by read-modify-write, with a
@@ -165,6 +169,8 @@ impl Inner {
             dirty_bottoms: Vec::new(),
             poisoned: None,
             stats: Stats::default(),
+            base: Stats::default(),
+            saved: Stats::default(),
         }
     }
 
@@ -431,7 +437,22 @@ impl Store {
     /// Opens a formatted drive: reads the superblock and the newest map, restores the backups
     /// of an interrupted read-modify-write, and forgets data that no durable map records.
     pub fn open(dev: Arc<dyn BlockDevice>, tracks: &TrackLayout, opts: Options) -> Result<Store> {
-        crate::recovery::open(dev, tracks, opts)
+        crate::recovery::open(dev, tracks, Some(opts))
+    }
+
+    /// [`Store::open`] with the options the superblock recorded at format
+    /// ([`Options::default`] for a version-1 superblock, which recorded none).
+    pub fn open_stored(dev: Arc<dyn BlockDevice>, tracks: &TrackLayout) -> Result<Store> {
+        crate::recovery::open(dev, tracks, None)
+    }
+
+    /// The superblock on `dev` (whose track layout is `tracks`): `Ok(None)` when the drive
+    /// holds none (never formatted), an error when it holds a damaged one or cannot be read.
+    pub fn superblock(
+        dev: &dyn BlockDevice,
+        tracks: &TrackLayout,
+    ) -> Result<Option<crate::superblock::Superblock>> {
+        crate::recovery::read_superblock(dev, tracks)
     }
 
     /// Creates a file; `name` is the client's name for it (kept in the map).
@@ -526,6 +547,30 @@ impl Store {
     /// Counters since the store was opened.
     pub fn stats(&self) -> Stats {
         self.inner.lock().stats.clone()
+    }
+
+    /// Counters over the store's life: what the newest map copy recorded when the store was
+    /// opened, plus this open's. Each map copy records them, so after a crash those since
+    /// the last copy are missing (see [`Store::checkpoint`]).
+    pub fn lifetime_stats(&self) -> Stats {
+        self.inner.lock().lifetime()
+    }
+
+    /// The options the store runs with.
+    pub fn options(&self) -> Options {
+        self.inner.lock().opts.clone()
+    }
+
+    /// Writes a map copy when the counters changed since the last one, so that
+    /// [`Store::lifetime_stats`] survives a close (a copy records only durable data, so this
+    /// changes nothing else; data appended and not synced stays as unsynced as it was).
+    pub fn checkpoint(&self) -> Result<()> {
+        self.write_op(|g| {
+            if g.stats != g.saved {
+                g.write_map()?;
+            }
+            Ok(())
+        })
     }
 
     /// The format options recorded in the superblock.

@@ -59,6 +59,26 @@ impl Default for ZonedOptions {
 }
 
 impl ZonedOptions {
+    /// The zoned view a store was formatted for, from the format options its superblock
+    /// records (`None` when they are not those of a zoned view).
+    pub fn of_format(f: &FormatOptions) -> Option<ZonedOptions> {
+        let zone_bytes = f.file_bytes;
+        if zone_bytes == 0
+            || f.raw_bytes == 0
+            || f.safe_file_bytes != zone_bytes
+            || !f.raw_bytes.is_multiple_of(zone_bytes)
+        {
+            return None;
+        }
+        let zo = ZonedOptions {
+            zone_bytes,
+            conventional_zones: u32::try_from(f.raw_bytes / zone_bytes).ok()?,
+            log_zones: f.safe_files,
+            staging_bytes: f.staging_bytes,
+        };
+        (zo.format() == *f).then_some(zo)
+    }
+
     /// The store format these options need.
     pub fn format(&self) -> FormatOptions {
         FormatOptions {
@@ -156,6 +176,24 @@ impl ZonedAdapter {
     ) -> crate::Result<Self> {
         let store = Store::open(dev.clone(), tracks, opts)?;
         Self::wrap(store, dev)
+    }
+
+    /// Opens a drive formatted by [`ZonedAdapter::format`] with the store options recorded
+    /// at format ([`Store::open_stored`]).
+    pub fn open_stored(dev: Arc<dyn BlockDevice>, tracks: &TrackLayout) -> crate::Result<Self> {
+        let store = Store::open_stored(dev.clone(), tracks)?;
+        Self::wrap(store, dev)
+    }
+
+    /// The zoned view's shape (zone size, conventional and log zones, staging area).
+    pub fn zoned_options(&self) -> ZonedOptions {
+        let f = self.store.format_options();
+        ZonedOptions::of_format(&f).unwrap_or(ZonedOptions {
+            zone_bytes: f.file_bytes,
+            conventional_zones: self.conv,
+            log_zones: f.safe_files,
+            staging_bytes: f.staging_bytes,
+        })
     }
 
     fn wrap(store: Store, dev: Arc<dyn BlockDevice>) -> crate::Result<Self> {
@@ -472,6 +510,16 @@ impl ZonedAdapter {
         st.hints[i] = None;
         st.open.remove(&zone);
         Ok(())
+    }
+}
+
+/// A dropped adapter records the store's counters in a map copy when they changed since the
+/// last one ([`Store::checkpoint`]; errors are ignored: a drive that lost power or is read
+/// only keeps the previous copy), so that the lifetime statistics survive an engine that
+/// closes its device by dropping it.
+impl Drop for ZonedAdapter {
+    fn drop(&mut self) {
+        let _ = self.store.checkpoint();
     }
 }
 
