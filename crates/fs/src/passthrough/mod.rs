@@ -113,7 +113,11 @@ impl Passthrough {
         done: mpsc::Sender<Result<(), FsError>>,
         threads: usize,
     ) -> std::io::Result<Self> {
-        sys::raise_fd_limit();
+        let limit = sys::raise_fd_limit();
+        tracing::info!(
+            "pass-through: up to {limit} open descriptors, one per inode the kernel knows (the \
+             hard limit, or fs.nr_open when privileged)"
+        );
         let root = sys::open_path(dir)?;
         let st0 = sys::stat(root.as_raw_fd()).map_err(std::io::Error::from_raw_os_error)?;
         if st0.st_mode & libc::S_IFMT != libc::S_IFDIR {

@@ -41,19 +41,38 @@ fn owned(fd: libc::c_int) -> Result<OwnedFd, i32> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Raises the soft limit of open descriptors to the hard limit (one per known inode).
-pub(super) fn raise_fd_limit() {
+/// Raises the limit of open descriptors as far as this process may (one per known inode): a
+/// privileged process (`CAP_SYS_RESOURCE`) raises both limits to the kernel's `fs.nr_open`,
+/// any other its soft limit to its hard one. Returns the soft limit in force.
+pub(super) fn raise_fd_limit() -> u64 {
     let mut r = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<libc::rlim_t>().ok());
     // SAFETY: plain calls on a local struct.
     unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        if let Some(n) = nr_open.filter(|&n| n > r.rlim_max) {
+            let up = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &up) == 0 {
+                return n as u64;
+            }
+        }
+        if r.rlim_cur < r.rlim_max {
             r.rlim_cur = r.rlim_max;
             libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
         }
     }
+    r.rlim_cur as u64
 }
 
 /// An `O_PATH` descriptor of a host path.
