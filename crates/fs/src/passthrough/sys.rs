@@ -63,7 +63,7 @@ pub(super) fn raise_fd_limit() -> u64 {
                 rlim_max: n,
             };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &up) == 0 {
-                return n as u64;
+                return n;
             }
         }
         if r.rlim_cur < r.rlim_max {
@@ -72,7 +72,7 @@ pub(super) fn raise_fd_limit() -> u64 {
             libc::getrlimit(libc::RLIMIT_NOFILE, &mut r);
         }
     }
-    r.rlim_cur as u64
+    r.rlim_cur
 }
 
 /// An `O_PATH` descriptor of a host path.
