@@ -6,6 +6,7 @@ use crate::engine::KvEngine;
 use crate::error::{Error, Result};
 use crate::kind::EngineKind;
 use crate::options::EngineOptions;
+use crate::storage_label::StorageLabel;
 use crate::target::Target;
 use std::any::Any;
 use std::path::Path;
@@ -194,13 +195,18 @@ impl EngineFactory {
 
     /// Opens (or creates) the emulated disk of the target: a new in-memory drive, or a disk
     /// image (created with the target's configuration if missing; with `fresh`, recreated
-    /// with its own configuration).
+    /// with its own configuration). A KVIMR image is not a plain disk: SMRDB opens it on its
+    /// store ([`EngineFactory::open`]).
     pub fn open_disk(&self, fresh: bool) -> Result<Disk> {
         match &self.target {
             Target::Emulated(cfg) => Disk::in_memory(cfg.clone())
                 .map_err(|e| Error::device("creating the in-memory emulated drive", e)),
             Target::Image(path, _) => match self.open_device(fresh)? {
                 Opened::Disk(d) => Ok(d),
+                Opened::Kvimr(_) => Err(Error::invalid(format!(
+                    "{} holds a KVIMR store: SMRDB opens it on the store, not on the raw drive",
+                    path.display()
+                ))),
                 // A drive-managed drive says it has no zones; anything else is no image.
                 other => Err(match other.zoned(path) {
                     Err(e) => e.into(),
@@ -269,6 +275,12 @@ impl EngineFactory {
     fn open_smrdb(&self, fresh: bool) -> Result<Box<dyn KvEngine>> {
         use crate::engines::smrdb::SmrdbEngine;
         let loc = self.kind == EngineKind::TegulaLoc;
+        if let Target::Image(path, _) = &self.target {
+            // Before a fresh start recreates it.
+            if !loc && tegula_open::kvimr::is_kvimr_image(path) {
+                return Err(SmrdbEngine::soc_on_kvimr());
+            }
+        }
         let engine = match &self.target {
             Target::Banded {
                 zone_files: false, ..
@@ -277,6 +289,19 @@ impl EngineFactory {
                 zone_files: true, ..
             } => SmrdbEngine::open_zone_files(self.open_zone_files(fresh)?, loc, &self.opts)?,
             Target::Zoned(_) => SmrdbEngine::open_zoned(self.open_zbd(fresh)?, loc, &self.opts)?,
+            Target::Image(path, _) => match self.open_device(fresh)? {
+                Opened::Disk(d) => SmrdbEngine::open(d, StorageLabel::Image, loc, &self.opts)?,
+                // A KVIMR image (`tegula db create` on an imr image): SMRDB-LOC on the store.
+                Opened::Kvimr(k) => {
+                    SmrdbEngine::open_kvimr(k, StorageLabel::Image, loc, &self.opts)?
+                }
+                other => {
+                    return Err(match other.zoned(path) {
+                        Err(e) => e.into(),
+                        Ok(_) => Error::invalid(format!("{} is not a disk image", path.display())),
+                    })
+                }
+            },
             t => SmrdbEngine::open(self.open_disk(fresh)?, t.storage(), loc, &self.opts)?,
         };
         Ok(Box::new(engine))

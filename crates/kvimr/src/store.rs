@@ -534,6 +534,14 @@ impl Store {
         })
     }
 
+    /// Discards the whole raw area: it reads as zeros (durable after a sync).
+    pub fn discard_raw(&self) -> Result<()> {
+        self.write_op(|g| {
+            let r = g.layout.regions;
+            g.safe_discard(r.raw, r.raw_sectors)
+        })
+    }
+
     /// Facts about one file.
     pub fn file(&self, id: u64) -> Result<FileInfo> {
         Ok(self.inner.lock().file(id)?.info())

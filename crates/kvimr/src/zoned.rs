@@ -152,7 +152,9 @@ fn dev_err(e: Error) -> DeviceError {
 }
 
 impl ZonedAdapter {
-    /// Formats the interlaced drive for the zoned view `zo` and opens it.
+    /// Formats the interlaced drive for the zoned view `zo` and opens it. The conventional
+    /// zones read as zeros afterwards (whatever an earlier format left there is discarded),
+    /// and every sequential zone is empty.
     pub fn format(
         dev: Arc<dyn BlockDevice>,
         tracks: &TrackLayout,
@@ -165,6 +167,8 @@ impl ZonedAdapter {
             ));
         }
         let store = Store::format(dev.clone(), tracks, zo.format(), opts)?;
+        store.discard_raw()?;
+        store.sync()?;
         Self::wrap(store, dev)
     }
 

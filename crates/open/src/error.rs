@@ -39,6 +39,18 @@ pub enum OpenError {
         #[source]
         source: StlError,
     },
+    /// A KVIMR store failed (closing it).
+    #[error(transparent)]
+    Kvimr(#[from] tegula_kvimr::Error),
+    /// The KVIMR store of an interlaced image could not be formatted, opened or closed.
+    #[error("{what}: {source}")]
+    KvimrAt {
+        /// What was being done, naming the path where known.
+        what: String,
+        /// The store's error.
+        #[source]
+        source: tegula_kvimr::Error,
+    },
     /// The drive-managed IMR layer of an interlaced image could not be opened.
     #[error("{what}: {source}")]
     DmImrAt {

@@ -2,8 +2,8 @@
 //! `tegula-kv` turns a path into a device here, so that recognising what a path holds,
 //! locking it, the hints for the usual mistakes and starting a device fresh live in one place.
 //!
-//! A path names a tegula disk image (zoned, or interlaced and formatted drive-managed IMR), a
-//! drive-managed SMR image, a plain file or block device banded like SMR ([`Spec::banded`]),
+//! A path names a tegula disk image (zoned, or interlaced: raw, formatted drive-managed IMR,
+//! or holding a KVIMR store for SMRDB, [`KvimrDrive`]), a drive-managed SMR image, a plain file or block device banded like SMR ([`Spec::banded`]),
 //! a directory of one file per zone ([`Spec::zone_files`] to create one), a TOML drive
 //! configuration (an in-memory drive) or a Linux zoned block device ([`kind_of`] tells which).
 //! [`open`] opens it as the [`Spec`] asks and returns an [`Opening`]: the device by what it is
@@ -14,10 +14,12 @@
 
 mod error;
 mod kind;
+pub mod kvimr;
 mod opened;
 
 pub use error::{OpenError, Result};
 pub use kind::{kind_of, magic, PathKind};
+pub use kvimr::{KvimrDrive, KvimrFormat};
 pub use opened::{Opened, Opening, Warning};
 
 use std::path::{Path, PathBuf};
@@ -165,9 +167,14 @@ pub fn open(spec: &Spec) -> Result<Opening> {
             Ok(opening.map(Opened::Dm))
         }
         PathKind::ZonedImage if spec.fresh => {
-            let d = recreate_image(path)?;
+            let (d, kvimr) = recreate_image(path)?;
             d.set_clock(spec.clock);
-            Ok(Opening::new(Opened::Disk(d)))
+            // A KVIMR image starts fresh as a new store of the same format.
+            let device = match kvimr {
+                Some(f) => Opened::Kvimr(KvimrDrive::format(d, &f).map_err(|e| at(path, e))?),
+                None => Opened::Disk(d),
+            };
+            Ok(Opening::new(device))
         }
         PathKind::ZonedImage => {
             let opening = open_image_disk(spec)?;
@@ -182,9 +189,18 @@ pub fn open(spec: &Spec) -> Result<Opening> {
                     warnings.extend(self::warnings(path, dm.open_warnings()));
                     Opened::DmImr(*dm)
                 }
-                Probe::Raw(d) => Opened::Disk(Arc::try_unwrap(d).map_err(|_| {
-                    OpenError::Internal(format!("probing {} kept the drive open", path.display()))
-                })?),
+                Probe::Raw(d) => {
+                    let d = Arc::try_unwrap(d).map_err(|_| {
+                        OpenError::Internal(format!(
+                            "probing {} kept the drive open",
+                            path.display()
+                        ))
+                    })?;
+                    match KvimrDrive::probe(d).map_err(|e| at(path, e))? {
+                        kvimr::KvimrProbe::Opened(k) => Opened::Kvimr(k),
+                        kvimr::KvimrProbe::Raw(d) => Opened::Disk(d),
+                    }
+                }
             };
             Ok(Opening {
                 device,
@@ -495,19 +511,34 @@ fn open_disk(path: &Path, access: Access, mmap_reads: bool) -> Result<Disk> {
     })
 }
 
-/// Replaces the disk image at `path` with a new, empty one of the same configuration.
-fn recreate_image(path: &Path) -> Result<Disk> {
+/// Names `path` in a KVIMR error of the opener.
+fn at(path: &Path, e: OpenError) -> OpenError {
+    match e {
+        OpenError::KvimrAt { what, source } => OpenError::KvimrAt {
+            what: format!("{what} on {}", path.display()),
+            source,
+        },
+        OpenError::DoesNotApply(m) => OpenError::DoesNotApply(format!("{}: {m}", path.display())),
+        e => e,
+    }
+}
+
+/// Replaces the disk image at `path` with a new, empty one of the same configuration, and
+/// says what KVIMR format the old one had, if any (to repeat it).
+fn recreate_image(path: &Path) -> Result<(Disk, Option<KvimrFormat>)> {
     let old = open_disk(path, Access::ReadWrite, false)?;
     let cfg = old.config().clone();
+    let kvimr = KvimrDrive::stored_format(&old);
     drop(old);
     std::fs::remove_file(path).map_err(|source| OpenError::Io {
         what: format!("removing {} to start fresh", path.display()),
         source,
     })?;
-    Disk::create_image(path, cfg).map_err(|source| OpenError::DeviceAt {
+    let d = Disk::create_image(path, cfg).map_err(|source| OpenError::DeviceAt {
         what: format!("recreating disk image {}", path.display()),
         source,
-    })
+    })?;
+    Ok((d, kvimr))
 }
 
 fn open_dm_image(path: &Path, access: Access) -> Result<DmDrive> {

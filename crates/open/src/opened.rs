@@ -2,6 +2,7 @@
 //! caller should tell its user about the open ([`Opening`]).
 
 use crate::error::{OpenError, Result};
+use crate::kvimr::KvimrDrive;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +28,9 @@ pub enum Opened {
     DmImr(DmImr),
     /// A Linux zoned block device.
     Zbd(Zbd),
+    /// An interlaced disk image holding a KVIMR store (`tegula db create` on an `imr`
+    /// image): zoned through the store's adapter, whose zones are SSTable slots.
+    Kvimr(KvimrDrive),
 }
 
 impl fmt::Debug for Opened {
@@ -38,15 +42,17 @@ impl fmt::Debug for Opened {
             Opened::ZoneFiles(_) => "ZoneFiles",
             Opened::DmImr(_) => "DmImr",
             Opened::Zbd(_) => "Zbd",
+            Opened::Kvimr(_) => "Kvimr",
         };
         write!(f, "Opened::{what}")
     }
 }
 
 impl Opened {
-    /// The device behind the block interface.
+    /// The device behind the block interface (a KVIMR image's is its zoned view).
     pub fn block(self) -> Arc<dyn BlockDevice> {
         match self {
+            Opened::Kvimr(k) => k.adapter().clone(),
             Opened::Disk(d) => Arc::new(d),
             Opened::Dm(d) => Arc::new(d),
             Opened::Banded(d) => Arc::new(d),
@@ -64,6 +70,7 @@ impl Opened {
             Opened::Banded(d) => return Ok(Arc::new(d)),
             Opened::ZoneFiles(d) => return Ok(Arc::new(d)),
             Opened::Zbd(d) => return Ok(Arc::new(d)),
+            Opened::Kvimr(k) => return Ok(k.zoned()),
             Opened::Dm(_) => "SMR (dm-smr)",
             Opened::DmImr(_) => "IMR (dm-imr)",
         };
@@ -82,6 +89,7 @@ impl Opened {
             Opened::ZoneFiles(d) => d.now(),
             Opened::DmImr(d) => d.now(),
             Opened::Zbd(d) => d.now(),
+            Opened::Kvimr(k) => k.disk().now(),
         }
     }
 
@@ -92,6 +100,7 @@ impl Opened {
             Opened::Banded(d) => Some(d),
             Opened::ZoneFiles(d) => Some(d),
             Opened::Zbd(d) => Some(d),
+            Opened::Kvimr(k) => Some(&**k.adapter()),
             Opened::Dm(_) | Opened::DmImr(_) => None,
         }
     }
@@ -105,6 +114,7 @@ impl Opened {
             Opened::Zbd(d) => d,
             Opened::Dm(d) => d,
             Opened::DmImr(d) => d,
+            Opened::Kvimr(k) => &**k.adapter(),
         }
     }
 
@@ -123,6 +133,7 @@ impl Opened {
             Opened::Zbd(d) => {
                 d.flush()?;
             }
+            Opened::Kvimr(k) => k.close()?,
         }
         Ok(())
     }

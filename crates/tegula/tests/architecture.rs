@@ -107,7 +107,9 @@ fn the_one_device_opener_sits_under_the_binary_and_the_engines() {
                 "tegula-codec",
                 "tegula-device",
                 "tegula-stl",
-                "tegula-dmimr"
+                "tegula-dmimr",
+                // The KVIMR store of an interlaced image (under dm-imr already).
+                "tegula-kvimr"
             ]
             .contains(&d.as_str()),
             "tegula-open depends on {d}: the opener stands on the devices only"

@@ -90,6 +90,39 @@ impl SmrdbEngine {
         Self::open_on(dev, backing, loc, o)
     }
 
+    /// Opens (or creates) SMRDB-LOC on the KVIMR store of an interlaced image (its zoned
+    /// view); like [`SmrdbEngine::open`], with the raw drive's clock and counters. The store
+    /// places SSTables by their LSM level, which only LOC gives it: SOC is refused.
+    pub fn open_kvimr(
+        k: tegula_open::KvimrDrive,
+        storage: StorageLabel,
+        loc: bool,
+        o: &EngineOptions,
+    ) -> Result<Self> {
+        if !loc {
+            return Err(Self::soc_on_kvimr());
+        }
+        let disk = k.disk().clone();
+        let zone_rates = zone_rates(&disk)?;
+        // The engine holds the store's zoned view; the raw drive closes when both go.
+        let dev = k.zoned();
+        drop(k);
+        let backing = Backing::Emulated {
+            disk,
+            storage,
+            zone_rates,
+        };
+        Self::open_on(dev, backing, loc, o)
+    }
+
+    /// Why SMRDB-SOC does not run on a KVIMR image.
+    pub fn soc_on_kvimr() -> Error {
+        Error::invalid(
+            "engine tegula (SMRDB-SOC) cannot run on a KVIMR image: the store places SSTables \
+             by their LSM level and holds SMRDB-LOC; run engine tegula-loc (--engine tegula-loc)",
+        )
+    }
+
     /// Opens (or creates) SMRDB on a banded plain file; like [`SmrdbEngine::open`].
     pub fn open_banded(dev: HostBanded, loc: bool, o: &EngineOptions) -> Result<Self> {
         Self::open_files(dev, StorageLabel::Banded, loc, o)

@@ -223,6 +223,10 @@ fn open(args: &ProbeArgs) -> Result<Subject> {
                     "{t} is a drive-managed IMR drive: the prober infers the internals of \
                      drive-managed SMR drives (Skylight), not of IMR translation"
                 ),
+                Opened::Kvimr(_) => bail!(
+                    "{t} holds a KVIMR store (`tegula db create` on an imr image): the \
+                     prober infers the internals of drive-managed drives, not of a host's store"
+                ),
             }
         }
         PathKind::ZonedBlock => bail!(

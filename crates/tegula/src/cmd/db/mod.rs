@@ -1,6 +1,8 @@
 //! `tegula db …`: the SMRDB engine on a disk image or a banded plain file, from the command
-//! line: create, put, get, del, scan, compact, stats, check.
+//! line: create, put, get, del, scan, compact, stats, check. On an interlaced (`imr`) image
+//! the engine is SMRDB-LOC on a KVIMR store (`kvimr.rs`).
 
+mod kvimr;
 mod show;
 
 use super::args::BandedArgs;
@@ -12,6 +14,8 @@ use serde::Serialize;
 use show::Format;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tegula_open::kvimr::ZonedAdapter;
 use tegula_smrdb::{Db, Error as DbError, FormatOptions, Mode, Options, WriteBatch, WriteOptions};
 
 /// `tegula db`.
@@ -53,19 +57,26 @@ impl PrintArgs {
 }
 
 /// The `tegula db` subcommands. Each takes a disk image made by `tegula disk create` (or a
-/// plain file with `--banded`).
+/// plain file with `--banded`). On an interlaced (`imr`) image, `create` formats a KVIMR
+/// store (SSTables placed on the tracks by LSM level) with SMRDB-LOC on it, and the others
+/// reopen it with the options stored at create.
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
-    /// Creates an empty database; refuses a device that holds anything unless --force.
+    /// Creates an empty database; refuses a device that holds anything unless --force. On
+    /// an interlaced (imr) image: a KVIMR store with SMRDB-LOC on it.
     Create {
         /// Disk image.
         image: PathBuf,
-        /// LevelDB-style organisation (SMRDB-LOC) instead of SMRDB-SOC.
+        /// LevelDB-style organisation (SMRDB-LOC) instead of SMRDB-SOC (always, on an imr
+        /// image).
         #[arg(long)]
         loc: bool,
         /// Erase whatever the device holds (every zone is reset).
         #[arg(long)]
         force: bool,
+        /// The KVIMR store's settings (imr images only; stored on the image).
+        #[command(flatten)]
+        kvimr: kvimr::KvimrArgs,
     },
     /// Stores a value (durably: the put is synced before the command returns).
     Put {
@@ -140,7 +151,7 @@ pub enum DbCommand {
     },
 }
 
-fn cli_options() -> Options {
+pub(crate) fn cli_options() -> Options {
     Options {
         background_compaction: false,
         ..Options::default()
@@ -149,13 +160,31 @@ fn cli_options() -> Options {
 
 /// Opens the database on `image` for writing (exclusive lock).
 fn open_db(args: &BandedArgs, image: &Path) -> Result<Db> {
-    let dev = device::open_zoned(&args.spec(image, Access::ReadWrite)?)?;
+    Ok(open_db_with_store(args, image)?.0)
+}
+
+/// [`open_db`], with the KVIMR store under the database when the image holds one (close the
+/// database before dropping it).
+fn open_db_with_store(args: &BandedArgs, image: &Path) -> Result<(Db, Option<Arc<ZonedAdapter>>)> {
+    let spec = args.spec(image, Access::ReadWrite)?;
+    let opened = device::open(&spec)?;
+    let store = match &opened {
+        device::Opened::Kvimr(k) => Some(k.adapter().clone()),
+        device::Opened::Disk(d) if tegula_open::kvimr::is_raw_interlaced(d) => bail!(
+            "{} is a raw IMR drive without a database (run `tegula db create {}`: it formats \
+             a KVIMR store for SMRDB)",
+            image.display(),
+            image.display()
+        ),
+        _ => None,
+    };
+    let dev = opened.zoned(image)?;
     match Db::open(dev, cli_options()) {
         Err(DbError::NotFound(_)) => bail!(
             "{} holds no database (run `tegula db create` first)",
             image.display()
         ),
-        r => Ok(r?),
+        r => Ok((r?, store)),
     }
 }
 
@@ -206,7 +235,12 @@ pub fn run(args: DbArgs) -> Result<()> {
         bail!("--capacity applies to `create` only");
     }
     match args.cmd {
-        DbCommand::Create { image, loc, force } => create(&dev, &image, loc, force),
+        DbCommand::Create {
+            image,
+            loc,
+            force,
+            kvimr,
+        } => create(&dev, &image, loc, force, &kvimr),
         DbCommand::Put {
             image,
             key,
@@ -304,13 +338,16 @@ pub fn run(args: DbArgs) -> Result<()> {
             Ok(())
         }
         DbCommand::Stats { image, json } => {
-            let db = open_db(&dev, &image)?;
+            let (db, store) = open_db_with_store(&dev, &image)?;
             let s = db.stats();
             db.close()?;
+            // The KVIMR store's counters are its life's (each map copy records them).
+            let kv = store.as_deref().map(kvimr::KvimrStats::of);
+            drop(store);
             // Only what the database holds: SMRDB's operation counters (puts, gets, bytes
             // written, write amplification) count from this open, which did nothing.
             if json {
-                return output::print_json(&serde_json::json!({
+                let mut v = serde_json::json!({
                     "mode": s.mode,
                     "bands_per_level": s.bands_per_level,
                     "overlap_count": s.overlap_count,
@@ -319,7 +356,11 @@ pub fn run(args: DbArgs) -> Result<()> {
                     "log_bands": s.log_bands,
                     "memtable_bytes": s.memtable_bytes,
                     "last_sequence": s.last_sequence,
-                }));
+                });
+                if let Some(kv) = &kv {
+                    v["kvimr"] = serde_json::to_value(kv)?;
+                }
+                return output::print_json(&v);
             }
             println!("mode                {}", s.mode);
             println!("bands per level     {:?}", s.bands_per_level);
@@ -329,18 +370,39 @@ pub fn run(args: DbArgs) -> Result<()> {
             println!("log bands           {}", s.log_bands);
             println!("memtable bytes      {}", s.memtable_bytes);
             println!("last sequence       {}", s.last_sequence);
+            for (k, v) in kv.iter().flat_map(kvimr::KvimrStats::lines) {
+                println!("{k:<19} {v}");
+            }
             Ok(())
         }
         DbCommand::Check { image, json } => check(&dev, &image, json),
     }
 }
 
-fn create(dev_args: &BandedArgs, image: &Path, loc: bool, force: bool) -> Result<()> {
+fn create(
+    dev_args: &BandedArgs,
+    image: &Path,
+    loc: bool,
+    force: bool,
+    kv: &kvimr::KvimrArgs,
+) -> Result<()> {
     let mut spec = dev_args.spec(image, Access::ReadWrite)?;
     spec.create = true;
     // Before HostBanded touches the file (the opener refuses a tegula image by itself).
     signature::refuse_new_banded_unless_forced(&spec, "creating a database", force)?;
-    let dev = device::open_zoned(&spec)?;
+    let dev = if spec.banded.is_none()
+        && spec.zone_files.is_none()
+        && device::kind_of(image) == device::PathKind::ZonedImage
+    {
+        // An interlaced image gets a KVIMR store; a drive-managed one is refused.
+        match kvimr::create(&spec, image, kv, force)? {
+            None => return Ok(()),
+            Some(opened) => opened.zoned(image)?,
+        }
+    } else {
+        kvimr::refuse_flags_off_imr(kv, image)?;
+        device::open_zoned(&spec)?
+    };
     let found = signature::of_zoned(&dev)?;
     if found.contains(&signature::Found::Smrdb) && !force {
         bail!(
@@ -371,16 +433,22 @@ struct CheckJson {
 }
 
 fn check(dev_args: &BandedArgs, image: &Path, json: bool) -> Result<()> {
-    let report = match open_db(dev_args, image) {
-        Ok(db) => {
+    let report = match open_db_with_store(dev_args, image) {
+        Ok((db, store)) => {
             let r = db.check()?;
             db.close()?;
+            let mut problems: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+            // The KVIMR store's map against its track states.
+            if let Some(Err(e)) = store.as_deref().map(|a| a.store().check()) {
+                problems.push(format!("KVIMR store: {e}"));
+            }
+            drop(store);
             CheckJson {
-                ok: r.is_ok(),
+                ok: problems.is_empty(),
                 bands: r.bands as u64,
                 entries: r.entries,
                 data_bytes: r.data_bytes,
-                problems: r.problems.iter().map(ToString::to_string).collect(),
+                problems,
                 repaired: r.repaired.clone(),
             }
         }

@@ -99,6 +99,10 @@ pub fn open(path: &Path, access: Access) -> Result<Disk> {
             "{} is a drive-managed IMR (dm-imr) drive: a plain block device without zones; use disk info, stats, read or write, or serve it with tegula serve nbd",
             path.display()
         ),
+        Opened::Kvimr(_) => anyhow::bail!(
+            "{} holds a KVIMR store (`tegula db create` on an imr image): its zones are the store's SSTable slots; use disk info, stats or tracks for the raw drive, or tegula db",
+            path.display()
+        ),
         _ => anyhow::bail!(
             "{} is a drive-managed SMR (dm-smr) image: a plain block device without zones; use disk info, stats, read, write or dump, or serve it with tegula serve nbd",
             path.display()
