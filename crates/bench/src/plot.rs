@@ -2,9 +2,14 @@
 //! ([`bars`]) for every figure, plus the per-benchmark plots of `tegula bench db --plot`
 //! (throughput over time, the SMRDB paper's Fig. 15, and compaction bytes over time).
 
+/// The look every tegula plot shares (axes fitted to the data, tick labels, legend
+/// placement): the prober's module, included here by path so that both crates draw alike.
+#[path = "../../skylight/src/plot/figure.rs"]
+pub mod figure;
+
 use crate::error::{BoxError, Error, Result};
 use crate::report::BenchResult;
-use plotters::coord::types::RangedCoordf64;
+use figure::{Axis, Entry, Fit, Frame, Mark, Occupied, Zero};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -76,38 +81,21 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// Where a chart's legend goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Legend {
-    /// Right edge, middle (plotters' default).
-    #[default]
-    MiddleRight,
-    /// Top left corner.
-    UpperLeft,
-    /// Top right corner.
-    UpperRight,
-}
-
-impl Legend {
-    fn position(self) -> SeriesLabelPosition {
-        match self {
-            Legend::MiddleRight => SeriesLabelPosition::MiddleRight,
-            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
-            Legend::UpperRight => SeriesLabelPosition::UpperRight,
-        }
-    }
-}
+/// Series of at most this many points get markers when [`LineChart::markers`] is 0.
+const FEW_POINTS: usize = 25;
 
 /// A line chart: every figure of the harness that is not a bar chart. The defaults
-/// ([`LineChart::new`]) draw 960 × 540 pixels, x from 0, a linear y axis from 0 to at least 1
-/// with 10 % headroom, lines 2 pixels wide and no markers.
+/// ([`LineChart::new`]) draw 960 × 540 pixels, axes fitted to the data ([`figure::Axis`]: x
+/// from 0 when the data starts near it, to its end; a linear y axis from 0 that clips far
+/// outliers with a note), lines 2 pixels wide, markers on short series, and the legend where
+/// there is no data.
 #[derive(Debug, Clone)]
 pub struct LineChart {
     /// Caption.
     pub title: String,
-    /// x axis description.
+    /// x axis description, with its unit.
     pub x_label: String,
-    /// y axis description.
+    /// y axis description, with its unit.
     pub y_label: String,
     /// Size in pixels.
     pub size: (u32, u32),
@@ -115,31 +103,19 @@ pub struct LineChart {
     pub caption_size: u32,
     /// Width of the y label area in pixels.
     pub y_label_area: u32,
-    /// x range; `None`: from 0 to the largest x times `x_headroom`.
+    /// x range; `None`: fitted to the data.
     pub x_range: Option<(f64, f64)>,
-    /// Factor on the largest x when `x_range` is `None`.
-    pub x_headroom: f64,
-    /// Factor on the largest y for the top of the y axis.
-    pub y_headroom: f64,
-    /// The smallest top of a linear y axis (before `y_headroom`), so that an empty or flat
-    /// chart still has a range.
-    pub min_top: f64,
-    /// Logarithmic y axis from half the smallest positive y (but not below `log_min`);
-    /// values at or below it are drawn at the bottom, and tick labels read 10k, 2M.
+    /// Logarithmic y axis over the positive values, labelled in 1-2-5 steps; values at or
+    /// below 0 are drawn at the bottom.
     pub log_y: bool,
-    /// The lowest bottom of a logarithmic y axis.
-    pub log_min: f64,
-    /// Tick labels of the x axis, `(x, text)`; a tick shows the text nearest to it. Empty:
-    /// numbers.
+    /// The x axis's ticks, `(x, text)`: exactly these. Empty: numbers fitted to the data.
     pub x_ticks: Vec<(f64, String)>,
-    /// Radius of a circle at every point (0: none).
+    /// Radius of a marker at every point; 0: markers only on series of at most 25 points.
     pub markers: u32,
     /// Line width in pixels.
     pub stroke: u32,
     /// Faint vertical lines `(series index, x)` in that series' colour (e.g. phase ends).
     pub rules: Vec<(usize, f64)>,
-    /// Legend position.
-    pub legend: Legend,
 }
 
 impl LineChart {
@@ -150,19 +126,14 @@ impl LineChart {
             x_label: x_label.into(),
             y_label: y_label.into(),
             size: (960, 540),
-            caption_size: 22,
+            caption_size: 20,
             y_label_area: 80,
             x_range: None,
-            x_headroom: 1.0,
-            y_headroom: 1.1,
-            min_top: 1.0,
             log_y: false,
-            log_min: 1.0,
             x_ticks: Vec::new(),
             markers: 0,
             stroke: 2,
             rules: Vec::new(),
-            legend: Legend::default(),
         }
     }
 
@@ -174,128 +145,109 @@ impl LineChart {
         })
     }
 
-    fn draw_inner(&self, path: &Path, series: &[Series]) -> std::result::Result<(), BoxError> {
-        let xs = || series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-        let ys = || series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-        let (x0, x1) = self
-            .x_range
-            .unwrap_or_else(|| (0.0, xs().fold(0.0f64, f64::max).max(1e-3) * self.x_headroom));
-        let root = SVGBackend::new(path, self.size).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut builder = ChartBuilder::on(&root);
-        builder
-            .caption(&self.title, ("sans-serif", self.caption_size))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(self.y_label_area);
-        let ticks = &self.x_ticks;
-        let x_fmt = |x: &f64| -> String {
-            if ticks.is_empty() {
-                format!("{x}")
-            } else {
-                ticks
-                    .iter()
-                    .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
-                    .map(|t| t.1.clone())
-                    .unwrap_or_default()
-            }
-        };
-        if self.log_y {
-            let positive = || ys().filter(|y| *y > 0.0);
-            let ymax = positive().fold(1.0f64, f64::max) * 2.0;
-            let ymin = (positive().fold(f64::INFINITY, f64::min) / 2.0)
-                .clamp(self.log_min.min(ymax / 10.0), ymax / 10.0);
-            let mut c = builder.build_cartesian_2d(x0..x1, (ymin..ymax).log_scale())?;
-            let mut mesh = c.configure_mesh();
-            mesh.x_desc(&self.x_label)
-                .y_desc(&self.y_label)
-                .y_label_formatter(&|y| short_number(*y));
-            if !ticks.is_empty() {
-                mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
-            }
-            mesh.draw()?;
-            self.lines(&mut c, series, ymin, ymax)?;
-            self.legend(&mut c)?;
+    /// The x axis: the given ticks over the given or the data's range, else fitted.
+    fn x_axis(&self, series: &[Series]) -> Axis {
+        let xs: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .collect();
+        if self.x_ticks.is_empty() {
+            return match self.x_range {
+                Some((lo, hi)) => {
+                    let fit = Fit {
+                        zero: Zero::Never,
+                        ..Fit::X
+                    };
+                    let mut a = Axis::linear(&[lo, hi], fit);
+                    a.ticks.retain(|t| t.0 >= lo && t.0 <= hi);
+                    Axis { lo, hi, ..a }
+                }
+                None => Axis::linear(&xs, Fit::X),
+            };
+        }
+        let (lo, hi) = self.x_range.unwrap_or_else(|| {
+            let t = self.x_ticks.iter().map(|t| t.0);
+            let lo = t
+                .clone()
+                .chain(xs.iter().copied())
+                .fold(f64::INFINITY, f64::min);
+            let hi = t
+                .chain(xs.iter().copied())
+                .fold(f64::NEG_INFINITY, f64::max);
+            let pad = ((hi - lo) * 0.05).max(0.5);
+            (lo - pad, hi + pad)
+        });
+        Axis::labelled(lo, hi, self.x_ticks.clone())
+    }
+
+    /// The marker radius of `s` (0: none).
+    fn marker_radius(&self, s: &Series) -> u32 {
+        if self.markers > 0 {
+            self.markers
+        } else if s.points.len() <= FEW_POINTS {
+            3
         } else {
-            let ymax = ys().fold(0.0f64, f64::max).max(self.min_top) * self.y_headroom;
-            let mut c = builder.build_cartesian_2d(x0..x1, 0.0..ymax)?;
-            let mut mesh = c.configure_mesh();
-            mesh.x_desc(&self.x_label).y_desc(&self.y_label);
-            if !ticks.is_empty() {
-                mesh.x_labels(ticks.len()).x_label_formatter(&x_fmt);
-            }
-            mesh.draw()?;
-            self.lines(&mut c, series, 0.0, ymax)?;
-            self.legend(&mut c)?;
+            0
         }
+    }
+
+    fn draw_inner(&self, path: &Path, series: &[Series]) -> std::result::Result<(), BoxError> {
+        let x = self.x_axis(series);
+        let ys: Vec<f64> = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .collect();
+        let y = if self.log_y {
+            Axis::log(&ys, 10)
+        } else {
+            Axis::linear(&ys, Fit::Y)
+        };
+        let mut occupied = Occupied::new();
+        let entries: Vec<Entry> = series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                occupied.line(&x, &y, &s.points);
+                let r = self.marker_radius(s);
+                if r > 0 {
+                    occupied.dots(&x, &y, &s.points, 0.006);
+                }
+                Entry {
+                    name: s.name.clone(),
+                    color: figure::color(i),
+                    mark: Mark::Line((r > 0).then_some(i)),
+                }
+            })
+            .collect();
+        for &(i, rx) in &self.rules {
+            if i < series.len() {
+                occupied.line(&x, &y, &[(rx, y.lo), (rx, y.hi)]);
+            }
+        }
+        let frame = Frame {
+            title_size: self.caption_size,
+            y_label_area: self.y_label_area,
+            ..Frame::new(self.size, &self.title, &self.x_label, &self.y_label)
+        };
+        let root = SVGBackend::new(path, self.size).into_drawing_area();
+        frame.draw(&root, &x, &y, &entries, &occupied, |c| {
+            for ((s, e), i) in series.iter().zip(&entries).zip(0..) {
+                let rules = self.rules.iter().filter(|r| r.0 == i);
+                c.draw_series(rules.map(|&(_, rx)| {
+                    PathElement::new(vec![(rx, y.lo), (rx, y.hi)], e.color.mix(0.35))
+                }))?;
+                c.draw_series(LineSeries::new(
+                    s.points.iter().copied(),
+                    e.color.stroke_width(self.stroke),
+                ))?;
+                let r = self.marker_radius(s);
+                if r > 0 {
+                    figure::draw_marks(c, &s.points, i, r as i32, e.color)?;
+                }
+            }
+            Ok(())
+        })?;
         Ok(root.present()?)
-    }
-
-    /// Draws the lines, markers and rules; y values below `floor` are drawn at it.
-    fn lines<'a, DB, Y>(
-        &self,
-        c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
-        series: &[Series],
-        floor: f64,
-        top: f64,
-    ) -> std::result::Result<(), BoxError>
-    where
-        DB: DrawingBackend + 'a,
-        DB::ErrorType: 'static,
-        Y: Ranged<ValueType = f64>,
-    {
-        for (i, s) in series.iter().enumerate() {
-            let color = color(i);
-            let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (x, y.max(floor))).collect();
-            c.draw_series(LineSeries::new(
-                pts.iter().copied(),
-                color.stroke_width(self.stroke),
-            ))?
-            .label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-            if self.markers > 0 {
-                let r = self.markers;
-                c.draw_series(pts.iter().map(|&p| Circle::new(p, r, color.filled())))?;
-            }
-            let rules = self.rules.iter().filter(|r| r.0 == i);
-            c.draw_series(rules.map(|&(_, x)| {
-                PathElement::new(vec![(x, floor), (x, top)], color.mix(0.35).stroke_width(1))
-            }))?;
-        }
-        Ok(())
-    }
-
-    fn legend<'a, DB, Y>(
-        &self,
-        c: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
-    ) -> std::result::Result<(), BoxError>
-    where
-        DB: DrawingBackend + 'a,
-        DB::ErrorType: 'static,
-        Y: Ranged<ValueType = f64>,
-    {
-        c.configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.8))
-            .position(self.legend.position())
-            .draw()?;
-        Ok(())
-    }
-}
-
-/// The colour of series `i`, the same in every chart.
-fn color(i: usize) -> RGBAColor {
-    Palette99::pick(i).to_rgba()
-}
-
-/// 1500 → `1.5k`, 2000000 → `2M`.
-fn short_number(y: f64) -> String {
-    if y >= 1e6 {
-        format!("{}M", y / 1e6)
-    } else if y >= 1e3 {
-        format!("{}k", y / 1e3)
-    } else {
-        format!("{y}")
     }
 }
 
@@ -311,7 +263,9 @@ pub fn chart(
 }
 
 /// Draws a grouped bar chart into an SVG file: one group per category, one bar per series
-/// (`series[i].1[j]` is series `i`'s value in category `j`).
+/// (`series[i].1[j]` is series `i`'s value in category `j`), a y axis from 0 fitted to the
+/// values, the legend where there are no bars. The categories name themselves (no x axis
+/// title); [`bars_x`] gives one.
 pub fn bars(
     path: &Path,
     title: &str,
@@ -319,67 +273,79 @@ pub fn bars(
     categories: &[String],
     series: &[(String, Vec<f64>)],
 ) -> Result<()> {
-    bars_inner(path, title, y_label, categories, series).map_err(|source| Error::Plot {
+    bars_x(path, title, "", y_label, categories, series)
+}
+
+/// [`bars`] with an x axis title saying what the categories are.
+pub fn bars_x(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<()> {
+    let draw = || -> std::result::Result<(), BoxError> {
+        let n = categories.len().max(1);
+        let x = Axis::labelled(
+            0.0,
+            n as f64,
+            categories
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (i as f64 + 0.5, c.clone()))
+                .collect(),
+        );
+        let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
+        let y = Axis::linear(
+            &values,
+            Fit {
+                clip_outliers: false,
+                ..Fit::Y
+            },
+        );
+        let k = series.len();
+        let mut occupied = Occupied::new();
+        let mut entries = Vec::new();
+        for (si, (name, vals)) in series.iter().enumerate() {
+            for (ci, &v) in vals.iter().enumerate() {
+                let (a, b) = bar_rect(ci, si, k, v);
+                occupied.rect(&x, &y, a, b);
+            }
+            entries.push(Entry {
+                name: name.clone(),
+                color: figure::color(si),
+                mark: Mark::Bar,
+            });
+        }
+        let frame = Frame {
+            x_grid: false,
+            ..Frame::new((960, 540), title, x_label, y_label)
+        };
+        let root = SVGBackend::new(path, frame.size).into_drawing_area();
+        frame.draw(&root, &x, &y, &entries, &occupied, |c| {
+            for (si, ((_, vals), e)) in series.iter().zip(&entries).enumerate() {
+                c.draw_series(vals.iter().enumerate().map(|(ci, &v)| {
+                    let (a, b) = bar_rect(ci, si, k, v);
+                    Rectangle::new([a, b], e.color.filled())
+                }))?;
+            }
+            Ok(())
+        })?;
+        Ok(root.present()?)
+    };
+    draw().map_err(|source| Error::Plot {
         path: path.to_path_buf(),
         source,
     })
 }
 
-fn bars_inner(
-    path: &Path,
-    title: &str,
-    y_label: &str,
-    categories: &[String],
-    series: &[(String, Vec<f64>)],
-) -> std::result::Result<(), BoxError> {
-    let n = categories.len().max(1);
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.1.iter().copied())
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.15;
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut c = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0.0..n as f64, 0.0..ymax)?;
-    let cats = categories.to_vec();
-    c.configure_mesh()
-        .disable_x_mesh()
-        .x_labels(2 * n + 1)
-        .x_label_formatter(&|x: &f64| {
-            let i = x.floor();
-            if (x - i - 0.5).abs() < 1e-6 {
-                cats.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .y_desc(y_label)
-        .draw()?;
-    let k = series.len().max(1) as f64;
-    let width = 0.8 / k;
-    for (si, (name, values)) in series.iter().enumerate() {
-        let color = color(si);
-        let rects = values.iter().enumerate().map(move |(ci, &v)| {
-            let x0 = ci as f64 + 0.1 + si as f64 * width;
-            let v = if v.is_finite() { v } else { 0.0 };
-            Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
-        });
-        c.draw_series(rects)?
-            .label(name.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
-    }
-    c.configure_series_labels()
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.8))
-        .draw()?;
-    Ok(root.present()?)
+/// The rectangle of series `si`'s bar in category `ci`, of `k` series: `((x0, 0), (x1, v))`.
+fn bar_rect(ci: usize, si: usize, k: usize, v: f64) -> ((f64, f64), (f64, f64)) {
+    let width = 0.8 / k.max(1) as f64;
+    let x0 = ci as f64 + 0.1 + si as f64 * width;
+    let v = if v.is_finite() { v } else { 0.0 };
+    ((x0, 0.0), (x0 + width * 0.92, v))
 }
 
 /// Draws, for each benchmark in `results`: throughput over wall time, throughput over modelled
@@ -414,9 +380,12 @@ pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>>
         let p = dir.join(format!("{}-throughput.svg", safe(b)));
         chart(
             &p,
-            &format!("{b}: throughput over time"),
-            "wall seconds",
-            &format!("ops/s ({bucket:.1} s buckets)"),
+            &format!("{b}: throughput over wall time, per engine"),
+            "wall time (s)",
+            &format!(
+                "throughput (ops/s, {} s buckets)",
+                figure::format_value(bucket)
+            ),
             &wall,
         )?;
         files.push(p);
@@ -445,9 +414,9 @@ pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>>
             let p = dir.join(format!("{}-device-throughput.svg", safe(b)));
             chart(
                 &p,
-                &format!("{b}: throughput over modelled device time"),
-                "device seconds",
-                "ops per device second",
+                &format!("{b}: throughput over modelled device time, per engine"),
+                "device time (s)",
+                "throughput (ops per device second)",
                 &dev,
             )?;
             files.push(p);
@@ -477,9 +446,9 @@ pub fn plot_results(dir: &Path, results: &[BenchResult]) -> Result<Vec<PathBuf>>
             let p = dir.join(format!("{}-compaction.svg", safe(b)));
             chart(
                 &p,
-                &format!("{b}: compaction bytes written"),
-                "wall seconds",
-                "MiB written by compaction",
+                &format!("{b}: bytes written by compaction since the start, per engine"),
+                "wall time (s)",
+                "written by compaction (MiB)",
                 &comp,
             )?;
             files.push(p);
@@ -503,6 +472,73 @@ mod tests {
         assert_eq!(r.len(), 4);
         assert!((r[3].1 - 200.0).abs() < 1e-9);
         assert!(rate_series(&[], 1.0).is_empty());
+    }
+
+    fn svg_texts(path: &Path) -> Vec<String> {
+        figure::svg_texts(&std::fs::read_to_string(path).expect("read"))
+    }
+
+    #[test]
+    fn a_spike_is_clipped_with_a_note_and_the_bulk_is_labelled() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("t.svg");
+        // YCSB's run phase: a burst at the start, then ~300 ops/s.
+        let mut pts: Vec<(f64, f64)> = (0..300)
+            .map(|i| (i as f64, 300.0 + (i % 7) as f64))
+            .collect();
+        pts[0].1 = 90_000.0;
+        pts[1].1 = 20_000.0;
+        chart(
+            &p,
+            "t",
+            "device time (s)",
+            "throughput (ops/s)",
+            &[Series {
+                name: "a".into(),
+                points: pts,
+            }],
+        )
+        .expect("draw");
+        let texts = svg_texts(&p);
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("2 of 300 values above") && t.contains("90k")),
+            "{texts:?}"
+        );
+        assert!(texts.iter().any(|t| t == "300"), "{texts:?}");
+        assert!(!texts.iter().any(|t| t == "80k"), "{texts:?}");
+    }
+
+    #[test]
+    fn bar_charts_label_integers_as_integers() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("b.svg");
+        let cats = vec!["load".to_string(), "A".to_string()];
+        let series = vec![
+            ("SOC".to_string(), vec![7092.3, 301.2]),
+            ("LOC".to_string(), vec![6150.0, 305.9]),
+        ];
+        bars_x(&p, "t", "workload", "throughput (ops/s)", &cats, &series).expect("draw");
+        let texts = svg_texts(&p);
+        for want in [
+            "0", "2000", "4000", "6000", "load", "A", "workload", "SOC", "LOC",
+        ] {
+            assert!(texts.iter().any(|t| t == want), "{want} missing: {texts:?}");
+        }
+        assert!(!texts.iter().any(|t| t.ends_with(".0")), "{texts:?}");
+    }
+
+    #[test]
+    fn bars_are_laid_out_inside_their_category() {
+        for k in 1..6 {
+            for si in 0..k {
+                let ((x0, y0), (x1, y1)) = bar_rect(2, si, k, 5.0);
+                assert!(x0 >= 2.0 && x1 <= 3.0 && x0 < x1, "{k} {si}: {x0}..{x1}");
+                assert_eq!((y0, y1), (0.0, 5.0));
+            }
+        }
+        assert_eq!(bar_rect(0, 0, 1, f64::NAN).1 .1, 0.0);
     }
 
     #[test]

@@ -391,12 +391,12 @@ pub fn write(
         (
             "load",
             "kvimr-timeline.svg",
-            "KVIMR: random load, throughput per usage step",
+            "KVIMR: random load, throughput per usage step, per scheme",
         ),
         (
             "sweep",
             "kvimr-sweep.svg",
-            "KVIMR: overwrites at steady space usage",
+            "KVIMR: overwrites at steady space usage, per scheme",
         ),
     ] {
         let ser: Vec<Series> = schemes
@@ -414,7 +414,7 @@ pub fn write(
         LineChart::new(
             title,
             "data inserted (% of the data tracks)",
-            "ops per device second",
+            "throughput (ops per device s)",
         )
         .draw(&p, &ser)?;
         plots.push(p);
@@ -441,8 +441,8 @@ pub fn write(
         let p = out.join("kvimr-ycsb.svg");
         bars(
             &p,
-            "KVIMR: YCSB after the load",
-            "ops per device second",
+            "KVIMR: YCSB workloads after the load, per scheme",
+            "throughput (ops per device s)",
             &cats,
             &ser,
         )?;
@@ -473,7 +473,13 @@ pub fn write(
             ),
         ];
         let p = out.join("kvimr-counts.svg");
-        bars(&p, "KVIMR: load totals", "count", &cats, &ser)?;
+        bars(
+            &p,
+            "KVIMR: top-track rewrites, RMWs, syncs and compactions during the load, per scheme",
+            "events during the load (count)",
+            &cats,
+            &ser,
+        )?;
         plots.push(p);
     }
     Ok(PaperReport {

@@ -3,7 +3,7 @@
 use super::context::Out;
 use super::{Sizes, MIB};
 use crate::error::{Error, Result};
-use crate::plot::bars;
+use crate::plot::bars_x;
 use std::fmt::Write as _;
 use tegula_device::{BlockDevice, Disk, DiskConfig, Request, ZoneFilter, ZoneType, ZonedDevice};
 
@@ -80,10 +80,11 @@ pub(super) fn table(out: &mut Out<'_>, s: &Sizes, raw: &[(String, (f64, f64))]) 
     }
     let cats: Vec<String> = raw.iter().map(|r| r.0.clone()).collect();
     let p = out.svg("fig07-raw-seq-write.svg");
-    bars(
+    bars_x(
         &p,
-        "Figure 7: raw sequential write bandwidth",
-        "MB/s (device time)",
+        "Figure 7: raw sequential write bandwidth of 1 MiB writes, per drive",
+        "drive profile",
+        "write bandwidth (MB per device s)",
         &cats,
         &[
             (

@@ -3,7 +3,7 @@
 use super::context::{bench_cfg, dev_mb, factory, measure, Out};
 use super::{drive, Sizes};
 use crate::error::Result;
-use crate::plot::bars;
+use crate::plot::bars_x;
 use std::fmt::Write as _;
 use tegula_kv::{EngineKind, EngineOptions};
 
@@ -74,10 +74,11 @@ pub(super) fn run(
         }
     }
     let p = out.svg("fig08-seq-put-sync.svg");
-    bars(
+    bars_x(
         &p,
         "Figure 8: sequential puts, sync every N puts or no log (SMRDB-SOC)",
-        "MB/s of keys+values (device time)",
+        "puts per sync (never: no sync until the end; no-log: without the log)",
+        "keys + values written (MB per device s)",
         &cats,
         &series,
     )

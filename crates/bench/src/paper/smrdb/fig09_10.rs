@@ -83,8 +83,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, profiles: &[String]) -> Result<(
     let p = out.svg("fig09-random-put.svg");
     bars(
         &p,
-        "Figure 9: random puts (4 KiB values)",
-        "puts per device second",
+        "Figure 9: random puts (4 KiB values), per drive and engine",
+        "put throughput (puts per device s)",
         &["random put".to_string()],
         &put_series
             .iter()
@@ -94,8 +94,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, profiles: &[String]) -> Result<(
     let p = out.svg("fig09-readseq-after-random-put.svg");
     bars(
         &p,
-        "Figure 9: sequential read after the random puts",
-        "MB/s (device time)",
+        "Figure 9: sequential read after the random puts, per drive and engine",
+        "read throughput (MB per device s)",
         &["readseq".to_string()],
         &put_series
             .iter()
@@ -105,8 +105,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, profiles: &[String]) -> Result<(
     let p = out.svg("fig10-compaction-bytes.svg");
     bars(
         &p,
-        "Figure 10: compaction data read and written",
-        "MiB",
+        "Figure 10: data read and written by compaction, per drive and engine",
+        "compaction I/O (MiB)",
         &["read".to_string(), "written".to_string()],
         &comp_series
             .iter()
@@ -116,8 +116,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, profiles: &[String]) -> Result<(
     let p = out.svg("fig10-compaction-time.svg");
     bars(
         &p,
-        "Figure 10: compaction device time",
-        "device seconds",
+        "Figure 10: device time spent in compaction, per drive and engine",
+        "compaction time (device s)",
         &["compaction".to_string()],
         &comp_series
             .iter()

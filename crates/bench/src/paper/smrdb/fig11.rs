@@ -3,7 +3,7 @@
 use super::context::{dev_mb, dev_ops, fill_then_readseq, mib, stat, Out};
 use super::{drive, Sizes};
 use crate::error::Result;
-use crate::plot::{chart, Series};
+use crate::plot::{LineChart, Series};
 use std::fmt::Write as _;
 use tegula_kv::{EngineKind, EngineOptions};
 
@@ -42,23 +42,34 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
         out.keep(fill, format!("fig11-trigger{t}-fillrandom"));
         out.keep(rs, format!("fig11-trigger{t}-readseq"));
     }
+    // The swept triggers are the x ticks.
+    let sweep = |title: &str, y_label: &str| LineChart {
+        x_ticks: s
+            .l0_triggers
+            .iter()
+            .map(|&t| (t as f64, t.to_string()))
+            .collect(),
+        ..LineChart::new(title, "L0 compaction trigger (bands in L0)", y_label)
+    };
     let path = out.svg("fig11-l0-trigger.svg");
-    chart(
+    sweep(
+        "Figure 11: random puts against the L0 compaction trigger (SMRDB-SOC)",
+        "put throughput (puts per device s)",
+    )
+    .draw(
         &path,
-        "Figure 11: random puts vs L0 compaction trigger (SMRDB-SOC)",
-        "L0 bands that trigger a compaction",
-        "puts per device second",
         &[Series {
             name: "random put".into(),
             points: puts,
         }],
     )?;
     let path = out.svg("fig11-readseq.svg");
-    chart(
+    sweep(
+        "Figure 11: sequential read after the puts against the L0 trigger (SMRDB-SOC)",
+        "read throughput (MB per device s)",
+    )
+    .draw(
         &path,
-        "Figure 11: sequential read after the puts vs L0 trigger",
-        "L0 bands that trigger a compaction",
-        "MB/s (device time)",
         &[Series {
             name: "readseq".into(),
             points: reads,

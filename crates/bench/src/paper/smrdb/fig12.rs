@@ -54,8 +54,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
     let path = out.svg("fig12-random-read.svg");
     bars(
         &path,
-        "Figure 12: random read latency after sequential / random load",
-        "ms per get (device time)",
+        "Figure 12: random read latency after a sequential or random load, per engine",
+        "mean latency per get (device ms)",
         &["after sequential load".into(), "after random load".into()],
         &series,
     )

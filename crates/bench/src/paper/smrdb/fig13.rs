@@ -3,7 +3,7 @@
 use super::context::{dev_ops, label, mib, random_fill, stat, Out, ENGINES};
 use super::{drive, Sizes, MIB};
 use crate::error::Result;
-use crate::plot::{chart, Series};
+use crate::plot::{LineChart, Series};
 use std::fmt::Write as _;
 
 /// Runs figure 13 on profile `p`.
@@ -32,7 +32,8 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
                 mib(stat(&fill, "compaction_bytes_written")),
                 fill.write_amp.unwrap_or(0.0)
             );
-            pts.push(((band / MIB) as f64, dev_ops(&fill)));
+            // Band sizes double: x is log2 of the size in MiB.
+            pts.push((((band / MIB) as f64).log2(), dev_ops(&fill)));
             out.keep(fill, format!("fig13-{}-band{}MiB", kind.name(), band / MIB));
         }
         series.push(Series {
@@ -41,11 +42,17 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
         });
     }
     let path = out.svg("fig13-band-size.svg");
-    chart(
-        &path,
-        "Figure 13: random puts vs band size",
-        "band size (MiB)",
-        "puts per device second",
-        &series,
-    )
+    LineChart {
+        x_ticks: s
+            .band_sizes
+            .iter()
+            .map(|&b| (((b / MIB) as f64).log2(), (b / MIB).to_string()))
+            .collect(),
+        ..LineChart::new(
+            "Figure 13: random puts against band size, per engine",
+            "band size (MiB, log scale)",
+            "put throughput (puts per device s)",
+        )
+    }
+    .draw(&path, &series)
 }

@@ -74,17 +74,17 @@ pub(super) fn run(out: &mut Out<'_>, s: &Sizes, p: &str) -> Result<()> {
     let path = out.svg("fig14-ycsb.svg");
     bars(
         &path,
-        "Figure 14: YCSB with 4 KiB values",
-        "operations per device second",
+        "Figure 14: YCSB load and workloads A, B, D with 4 KiB values, per engine",
+        "throughput (ops per device s)",
         &["load".into(), "A".into(), "B".into(), "D".into()],
         &series,
     )?;
     let path = out.svg("fig15-ycsb-load-over-time.svg");
     chart(
         &path,
-        "Figure 15: YCSB load phase over time",
-        "device seconds",
-        "inserts per device second",
+        "Figure 15: YCSB load phase, inserts over device time, per engine",
+        "device time (s)",
+        "insert throughput (inserts per device s)",
         &timelines,
     )?;
     let _ = writeln!(

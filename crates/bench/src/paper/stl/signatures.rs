@@ -12,7 +12,7 @@ use super::{drive_name, new_drive, read_config, DEFAULT_CONFIG};
 use crate::error::{Error, Result};
 use crate::observer::Observer;
 use crate::paper::PaperReport;
-use crate::plot::{Legend, LineChart, Series};
+use crate::plot::{LineChart, Series};
 use crate::report::{write_json_value, write_text};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -273,13 +273,11 @@ pub fn run(opts: &SignatureOptions, obs: &dyn Observer) -> Result<PaperReport> {
         .collect();
     LineChart {
         log_y: true,
-        log_min: 0.01,
         stroke: 1,
-        legend: Legend::UpperRight,
         ..LineChart::new(
-            "QD1 random 4 KiB writes: latency per write (modelled)",
-            "write",
-            "latency (ms, log)",
+            "QD1 random 4 KiB writes: latency of each write, per drive (modelled)",
+            "write number",
+            "latency (ms, log scale)",
         )
     }
     .draw(&plot, &series)?;

@@ -4,7 +4,7 @@
 use super::{Discovery, Figure2, Throughput, ZeaSizes, KIB, MIB};
 use crate::error::Result;
 use crate::paper::PaperReport;
-use crate::plot::{Legend, LineChart, Series};
+use crate::plot::{LineChart, Series};
 use crate::report::{write_json_value, write_text};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -107,8 +107,6 @@ fn figure2_chart(title: &str, x_label: &str, y_label: &str) -> LineChart {
         caption_size: 18,
         y_label_area: 60,
         markers: 3,
-        legend: Legend::UpperLeft,
-        min_top: 1e-6,
         ..LineChart::new(title, x_label, y_label)
     }
 }
@@ -125,14 +123,11 @@ fn plot_discovery(path: &Path, pts: &[Discovery], bps: &[u16]) -> Result<()> {
                 .collect(),
         })
         .collect();
-    LineChart {
-        x_headroom: 1.05,
-        ..figure2_chart(
-            "(a) ZEA start-up discovery of one zone (hm-smr, 4 KiB extents)",
-            "extents in the zone",
-            "device seconds (open + forward iteration)",
-        )
-    }
+    figure2_chart(
+        "(a) ZEA start-up discovery of one zone (hm-smr, 4 KiB extents)",
+        "extents in the zone (count)",
+        "open + forward iteration (device s)",
+    )
     .draw(path, &series)
 }
 
@@ -155,12 +150,15 @@ fn plot_throughput(path: &Path, title: &str, pts: &[Throughput]) -> Result<()> {
     ];
     LineChart {
         x_range: Some((x0, x1)),
-        y_headroom: 1.15,
         x_ticks: pts
             .iter()
             .map(|p| ((p.extent as f64).log2(), size_label(p.extent)))
             .collect(),
-        ..figure2_chart(title, "extent size", "MB/s (device time)")
+        ..figure2_chart(
+            title,
+            "extent size (log scale)",
+            "throughput (MB per device s)",
+        )
     }
     .draw(path, &series)
 }

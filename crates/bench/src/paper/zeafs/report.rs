@@ -4,7 +4,7 @@ use super::run::Run;
 use super::ZeafsOptions;
 use crate::error::Result;
 use crate::paper::PaperReport;
-use crate::plot::{Legend, LineChart, Series};
+use crate::plot::{LineChart, Series};
 use crate::report::{write_json_value, write_text};
 use std::fmt::Write as _;
 
@@ -43,7 +43,6 @@ fn plot(path: &std::path::Path, runs: &[Run], title: &str) -> Result<()> {
         size: (900, 520),
         caption_size: 18,
         y_label_area: 70,
-        x_headroom: 1.02,
         log_y: true,
         markers: 2,
         stroke: 1,
@@ -52,11 +51,10 @@ fn plot(path: &std::path::Path, runs: &[Run], title: &str) -> Result<()> {
             .enumerate()
             .flat_map(|(k, r)| r.phase_span.iter().map(move |&(_, e)| (k, e)))
             .collect(),
-        legend: Legend::UpperRight,
         ..LineChart::new(
             title,
             "device time since the first db_bench started (s)",
-            "operations per device second (log; 0 drawn at the bottom)",
+            "throughput (ops per device s, log; 0 at the bottom)",
         )
     }
     .draw(path, &series)
