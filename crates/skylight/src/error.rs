@@ -62,6 +62,14 @@ pub enum ProbeError {
         /// Elapsed wall time in seconds.
         after_s: f64,
     },
+    /// A test ran past its budget of wall or modelled time; the probe goes on without it.
+    #[error("TEST {test} did not conclude within its budget: {spent}")]
+    OutOfBudget {
+        /// Test number.
+        test: u8,
+        /// What was spent, against which limit, and what the test was doing.
+        spent: String,
+    },
     /// An argument is out of range.
     #[error("invalid argument: {0}")]
     Invalid(String),

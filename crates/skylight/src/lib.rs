@@ -29,7 +29,7 @@ pub mod stats;
 pub mod targets;
 
 pub use error::{BoxError, ProbeError, Result, TargetError};
-pub use probe::{parse_tests, plan, Probe, ProbeOptions};
+pub use probe::{parse_tests, plan, Budget, Probe, ProbeOptions};
 pub use report::Report;
 pub use session::{Observer, Quiet};
 pub use targets::{

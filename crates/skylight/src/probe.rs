@@ -78,6 +78,31 @@ impl Default for ProbeOptions {
     }
 }
 
+/// The time a probe may spend. A TEST that runs past its share stops at its next command and
+/// reports what it could not determine as unknown, with what it spent (the probe goes on
+/// with the next test); on a target with a virtual clock the whole probe has a wall-time
+/// budget too, and tests that would start after it are skipped with that reason.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Budget {
+    /// Wall seconds one TEST may run on a target with a virtual clock.
+    pub test_wall_s: f64,
+    /// Seconds of the target's clock one TEST may spend (on a wall-clock target, its wall
+    /// time: a drive's hours).
+    pub test_device_s: f64,
+    /// Wall seconds of the whole probe on a target with a virtual clock (none by default).
+    pub probe_wall_s: f64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget {
+            test_wall_s: 60.0,
+            test_device_s: 48.0 * 3600.0,
+            probe_wall_s: f64::INFINITY,
+        }
+    }
+}
+
 /// A finished probe.
 #[derive(Debug, Clone)]
 pub struct Probe {
@@ -142,9 +167,21 @@ pub fn plan(selected: &[u8]) -> Vec<(u8, bool)> {
         .collect()
 }
 
-/// Runs a probe of `target`.
+/// Runs a probe of `target` within the default [`Budget`].
 pub fn run(target: &mut dyn Target, opts: &ProbeOptions, obs: &mut dyn Observer) -> Result<Probe> {
+    run_within(target, opts, &Budget::default(), obs)
+}
+
+/// Runs a probe of `target` within `budget`.
+pub fn run_within(
+    target: &mut dyn Target,
+    opts: &ProbeOptions,
+    budget: &Budget,
+    obs: &mut dyn Observer,
+) -> Result<Probe> {
+    let started = Instant::now();
     let mut s = Session::new(target, obs, opts.seed);
+    let virtual_clock = s.virtual_time();
     if s.cap < 64 << 20 {
         return Err(ProbeError::Invalid(format!(
             "the target holds {} bytes: at least 64 MiB are needed",
@@ -155,7 +192,16 @@ pub fn run(target: &mut dyn Target, opts: &ProbeOptions, obs: &mut dyn Observer)
         let wall = Instant::now();
         let dev0 = s.now_s();
         let applicable = !smr_only(id) || s.f.smr == Some(true);
-        let verdict = if !applicable {
+        let spent = started.elapsed().as_secs_f64();
+        let verdict = if applicable && virtual_clock && spent >= budget.probe_wall_s {
+            let why = format!(
+                "skipped: the probe's budget of {:.0} s of wall time was spent ({spent:.0} s)",
+                budget.probe_wall_s
+            );
+            s.begin(id, name(id), 1);
+            s.cut.push((id, why.clone()));
+            why
+        } else if !applicable {
             let why = match s.f.smr {
                 Some(false) => "not applicable: a conventional drive has no persistent cache",
                 _ => "not applicable: TEST 1 did not find a shingled disk",
@@ -163,9 +209,31 @@ pub fn run(target: &mut dyn Target, opts: &ProbeOptions, obs: &mut dyn Observer)
             s.begin(id, name(id), 1);
             why.to_string()
         } else {
-            match probes::run(id, &mut s) {
+            let wall = if virtual_clock {
+                budget
+                    .test_wall_s
+                    .min((budget.probe_wall_s - spent).max(0.0))
+            } else {
+                budget.test_device_s
+            };
+            s.limit(wall, budget.test_device_s);
+            let r = probes::run(id, &mut s);
+            s.unlimit();
+            match r {
                 Ok(v) => v,
                 Err(e @ ProbeError::Stopped { .. }) => return Err(e),
+                Err(ProbeError::OutOfBudget { spent, .. }) => {
+                    // A test cut during a power cut leaves the drive off: the next needs it on.
+                    if let Some(p) = s.power() {
+                        if !p.is_powered() {
+                            let _ = p.power_on();
+                        }
+                    }
+                    s.dirty = true;
+                    let why = format!("did not conclude within its budget: {spent}");
+                    s.cut.push((id, why.clone()));
+                    why
+                }
                 Err(e) => format!("failed: {e}"),
             }
         };

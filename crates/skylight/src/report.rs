@@ -205,6 +205,9 @@ pub struct Property {
     pub evidence: String,
     /// 0..1: how clearly the measurements separate this value from the alternatives.
     pub confidence: f64,
+    /// Why the value is null (the evidence of an undetermined property); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
 }
 
 /// Everything a probe found.
@@ -277,11 +280,13 @@ impl Report {
         evidence: impl Into<String>,
         confidence: f64,
     ) {
+        let evidence = evidence.into();
         let p = Property {
             key: key.to_string(),
+            why: value.is_null().then(|| evidence.clone()),
             value,
             tests: tests.to_string(),
-            evidence: evidence.into(),
+            evidence,
             confidence: confidence.clamp(0.0, 1.0),
         };
         match self.properties.iter_mut().find(|q| q.key == key) {

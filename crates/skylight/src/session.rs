@@ -95,6 +95,21 @@ pub(crate) struct Session<'a> {
     started: Instant,
     /// Whether the cache may hold data written by earlier tests.
     pub dirty: bool,
+    /// The current test's limits: a wall-clock deadline and a device-clock deadline (seconds).
+    limit: Option<Limit>,
+    /// What the current test is doing (named when it runs out of budget).
+    pub stage: String,
+    /// Tests that ran out of their budget, with what they spent.
+    pub cut: Vec<(u8, String)>,
+}
+
+/// The budget of the test in progress.
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    wall_start: Instant,
+    wall_s: f64,
+    dev_start: f64,
+    dev_s: f64,
 }
 
 impl<'a> Session<'a> {
@@ -119,7 +134,61 @@ impl<'a> Session<'a> {
             done: 0,
             started: Instant::now(),
             dirty: false,
+            limit: None,
+            stage: String::new(),
+            cut: Vec::new(),
         }
+    }
+
+    /// Limits the current test to `wall_s` seconds of wall time and `dev_s` seconds of the
+    /// target's clock from now: a command past either fails with
+    /// [`ProbeError::OutOfBudget`].
+    pub fn limit(&mut self, wall_s: f64, dev_s: f64) {
+        self.limit = Some(Limit {
+            wall_start: Instant::now(),
+            wall_s,
+            dev_start: self.now_s(),
+            dev_s,
+        });
+        self.stage.clear();
+    }
+
+    /// Lifts the current test's limits.
+    pub fn unlimit(&mut self) {
+        self.limit = None;
+    }
+
+    /// Names what the current test is doing, for the reason given if it runs out of budget.
+    pub fn stage(&mut self, what: impl Into<String>) {
+        self.stage = what.into();
+    }
+
+    /// Why the current test is over its budget, if it is.
+    fn over_budget(&self) -> Option<String> {
+        let l = self.limit?;
+        let wall = l.wall_start.elapsed().as_secs_f64();
+        let dev = self.now_s() - l.dev_start;
+        if wall <= l.wall_s && dev <= l.dev_s {
+            return None;
+        }
+        let doing = if self.stage.is_empty() {
+            String::new()
+        } else {
+            format!(", while {}", self.stage)
+        };
+        Some(if wall > l.wall_s {
+            format!(
+                "{wall:.0} s of wall time (budget {:.0} s), {:.1} h on the drive's clock{doing}",
+                l.wall_s,
+                dev / 3600.0
+            )
+        } else {
+            format!(
+                "{:.1} h on the drive's clock (budget {:.1} h), {wall:.0} s of wall time{doing}",
+                dev / 3600.0,
+                l.dev_s / 3600.0
+            )
+        })
     }
 
     /// Starts test `id`.
@@ -148,12 +217,17 @@ impl<'a> Session<'a> {
     }
 
     fn check_stop(&mut self) -> Result<()> {
-        if self.obs.keep_going() {
-            Ok(())
-        } else {
-            Err(ProbeError::Stopped {
+        if !self.obs.keep_going() {
+            return Err(ProbeError::Stopped {
                 after_s: self.started.elapsed().as_secs_f64(),
-            })
+            });
+        }
+        match self.over_budget() {
+            Some(spent) => Err(ProbeError::OutOfBudget {
+                test: self.test,
+                spent,
+            }),
+            None => Ok(()),
         }
     }
 
@@ -209,6 +283,7 @@ impl<'a> Session<'a> {
 
     /// FLUSH; latency in ms.
     pub fn flush(&mut self) -> Result<f64> {
+        self.check_stop()?;
         let r = self.target.flush();
         r.map(ms).map_err(|e| self.fail(e))
     }
@@ -319,6 +394,7 @@ impl<'a> Session<'a> {
         if self.f.aggressive != Some(true) {
             return Ok("the cache may hold earlier tests' data (no secure erase; cleaning is not idle-time)".into());
         }
+        self.stage("idling until cleaning has emptied the cache");
         let delay = self.f.idle_delay.unwrap_or(SEC) as f64 / SEC as f64;
         let budget = if self.virtual_time() { 1e6 } else { 300.0 };
         let mut spent = 0.0;

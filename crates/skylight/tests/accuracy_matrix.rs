@@ -20,7 +20,7 @@
 //! `TEGULA_PROBE_MATRIX=N` probes drives 0..N; `TEGULA_PROBE_MATRIX_ONLY=3,7` or
 //! `=fully-assoc` probes only those drives (by index, or by a piece of their class name);
 //! `TEGULA_PROBE_MATRIX_SEED` changes the draw (default 31); `TEGULA_PROBE_MATRIX_JSON=DIR`
-//! writes each report there; `TEGULA_PROBE_MATRIX_LIST=1` only lists the drawn drives. Drive `i` depends only on the seed and `i`, so a smaller run
+//! writes each report there; `TEGULA_PROBE_MATRIX_LIST=1` only lists the drawn drives (and writes their TOML there). Drive `i` depends only on the seed and `i`, so a smaller run
 //! probes the first drives of a larger one.
 #![allow(clippy::unwrap_used, missing_docs)]
 
@@ -386,6 +386,10 @@ fn drawn_drives_are_probed_right() {
     if std::env::var("TEGULA_PROBE_MATRIX_LIST").is_ok() {
         for &i in &picked {
             let (c, real) = draw(seed, i);
+            if let Ok(dir) = std::env::var("TEGULA_PROBE_MATRIX_JSON") {
+                let _ = std::fs::create_dir_all(&dir);
+                let _ = std::fs::write(format!("{dir}/drive-{i:03}.toml"), c.to_toml());
+            }
             println!(
                 "#{i} [{}] {} (real cache {:.2} GiB)",
                 class(&c),

@@ -87,6 +87,11 @@ pub(crate) fn fill(
         qd,
         ..Fill::default()
     };
+    s.stage(format!(
+        "filling the cache with {} writes of {} at queue depth {qd}",
+        max_ops,
+        crate::report::bytes(size)
+    ));
     let mut seq = Spread::new(seed);
     let align = s.bs;
     let cap = s.cap;
@@ -102,6 +107,15 @@ pub(crate) fn fill(
             s.write_batch(&offs, size)?.into_iter().fold(0.0, f64::max)
         };
         f.batches.push(lat);
+        if std::env::var("SKY_DEBUG").is_ok()
+            && (b % 100 == 0 || lat > 4.0 * f.levels.0.max(1.0))
+            && b < 20000
+        {
+            eprintln!(
+                "fill {size} qd{qd} batch {b}: {lat:.1} ms (base {:.1})",
+                f.levels.0
+            );
+        }
         if b % tick_every == 0 {
             s.tick(tick_every as u64);
         }
@@ -175,6 +189,10 @@ impl Units {
 /// Single `size`-byte writes, evenly spread, on past the first collapse: counts the writes
 /// that complete without cleaning until 64 in a row need it (every unit taken).
 pub(crate) fn fill_units(s: &mut Session<'_>, size: u64, seed: f64) -> Result<Units> {
+    s.stage(format!(
+        "counting cache units with single writes of {}",
+        crate::report::bytes(size)
+    ));
     let mut u = Units::default();
     let mut seq = Spread::new(seed);
     let cap = s.cap;

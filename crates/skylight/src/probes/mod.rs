@@ -85,8 +85,15 @@ pub(crate) fn not_applicable(s: &mut Session<'_>) {
                 | "zones.layout"
                 | "zones.plateaus"
         );
+        let cut = s.cut.iter().find(|(id, _)| {
+            tests
+                .split(", ")
+                .any(|x| crate::report::test_label(*id) == x)
+        });
         let why = if cmr && smr_property {
             "not applicable: conventional drive (no persistent cache, no bands)".to_string()
+        } else if let Some((id, why)) = cut {
+            format!("TEST {}: {why}", crate::report::test_label(*id))
         } else {
             let ran = s.report.tests.iter().any(|t| {
                 tests
