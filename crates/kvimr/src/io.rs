@@ -158,10 +158,7 @@ impl Inner {
                     id: f.id,
                     name: f.name,
                     place: f.place,
-                    len: match f.place {
-                        Place::Data { .. } => f.durable,
-                        Place::Safe { .. } => 0,
-                    },
+                    len: f.durable,
                     sealed: f.sealed && f.durable == f.len,
                     tracks,
                 }

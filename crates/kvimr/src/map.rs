@@ -175,6 +175,12 @@ fn decode_tracks(d: &mut Dec<'_>) -> Result<Vec<u32>, DecodeError> {
 }
 
 impl Map {
+    /// Whether the copy records safe files' lengths (version 2: their length as of the sync
+    /// that wrote the copy); version 1 recorded 0, and a safe file was its whole slot.
+    pub fn records_safe_lengths(&self) -> bool {
+        self.totals.is_some()
+    }
+
     /// Encodes this copy (one frame; the caller pads it to whole sectors).
     pub fn encode(&self) -> Vec<u8> {
         let mut e = Enc::new();

@@ -182,11 +182,22 @@ fn load(inner: &mut Inner, map: &Map) -> Result<()> {
                     return Err(bad(format!("safe slot {slot} missing or taken twice")));
                 }
                 inner.slots[slot as usize] = SlotOwner::File(e.id);
-                // Appends need no map update, so the length is not known: the whole slot.
-                f.len = r.file_sectors * ss;
-                f.buf_start = f.len;
-                f.durable = 0;
-                f.sealed = true;
+                if map.records_safe_lengths() {
+                    // Its length as of the last sync; appends go on from there.
+                    if e.len > r.file_sectors * ss || !e.len.is_multiple_of(ss) {
+                        return Err(bad(format!(
+                            "safe file length {} does not fit its slot of {} sectors",
+                            e.len, r.file_sectors
+                        )));
+                    }
+                    f.buf_start = e.len;
+                } else {
+                    // A version-1 map records no safe file's length: the whole slot, sealed.
+                    f.len = r.file_sectors * ss;
+                    f.buf_start = f.len;
+                    f.durable = f.len;
+                    f.sealed = true;
+                }
             }
             Place::Data { .. } => {
                 let mut left = e.len.div_ceil(ss);

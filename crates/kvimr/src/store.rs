@@ -37,7 +37,7 @@ pub struct FileInfo {
     pub place: Place,
     /// Bytes appended.
     pub len: u64,
-    /// Bytes the durable map records (safe files: 0, see [`Store::read`]).
+    /// Bytes the durable map records (for a safe file: its length as of the last sync).
     pub durable: u64,
     /// Whether it is sealed.
     pub sealed: bool,
@@ -325,8 +325,11 @@ impl Inner {
         if self.media_dirty {
             self.flush()?;
         }
+        // A safe file's length is recorded too: after a crash its durable length is the
+        // write pointer the layer above sees, which must not cover a sector the flush did not
+        // put on the media (a log replay takes damage below it for corruption).
         for f in self.files.values_mut() {
-            if matches!(f.place, Place::Data { .. }) && f.durable != f.len {
+            if f.durable != f.len {
                 f.durable = f.len;
                 self.map_dirty = true;
             }

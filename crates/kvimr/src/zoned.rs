@@ -16,8 +16,10 @@
 //!   [`ZonedDevice::zone_space`] reports: the store's room on the data tracks. A write whose
 //!   data finds no tracks fails with [`DeviceError::NoSpace`], and the zone can be reset.
 //!
-//! After a reopen a data zone's write pointer is the durable length the map records; a log
-//! zone reads as full (its appends did not update the map), with zeros after its records.
+//! After a reopen a zone's write pointer is the durable length the map records: for a data
+//! zone what its last sync persisted, for a log zone (a safe file) its length at the last
+//! sync, so that no sector below it missed the media (a sync whose log grew writes a map
+//! copy); appends go on from there.
 
 use crate::error::Error;
 use crate::map::Place;
@@ -255,8 +257,10 @@ impl ZonedAdapter {
                     state.wp[i] = fi.len.div_ceil(ss);
                 }
                 Place::Safe { .. } => {
+                    // Its length as of the last sync (the whole slot on a version-1 map): no
+                    // sector below it can have missed the media.
                     state.uses[i] = Use::Safe(fi.id);
-                    state.wp[i] = zone_sectors;
+                    state.wp[i] = (fi.len / ss).min(zone_sectors);
                 }
             }
         }
