@@ -1,14 +1,11 @@
 //! The harness's one plotting module: SVG line charts ([`LineChart`]) and grouped bar charts
 //! ([`bars`]) for every figure, plus the per-benchmark plots of `tegula bench db --plot`
-//! (throughput over time, the SMRDB paper's Fig. 15, and compaction bytes over time).
-
-/// The look every tegula plot shares (axes fitted to the data, tick labels, legend
-/// placement): the prober's module, included here by path so that both crates draw alike.
-#[path = "../../skylight/src/plot/figure.rs"]
-pub mod figure;
+//! (throughput over time, the SMRDB paper's Fig. 15, and compaction bytes over time), in the
+//! look every tegula plot shares (`tegula-plot`).
 
 use crate::error::{BoxError, Error, Result};
 use crate::report::BenchResult;
+use tegula_plot as figure;
 use figure::{Axis, Entry, Fit, Frame, Mark, Occupied, Zero};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};

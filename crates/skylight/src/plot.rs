@@ -1,9 +1,8 @@
 //! Plots in the paper's style, as SVG: latency per operation (scatter), latency against a
 //! size, throughput against offset. Tests describe a [`Plot`]; [`write_all`] draws them.
 
-pub mod figure;
-
 use crate::error::{BoxError, ProbeError, Result};
+use tegula_plot as figure;
 use figure::{Axis, Entry, Fit, Frame, Mark, Occupied};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
