@@ -149,3 +149,60 @@ fn the_passthrough_mount_profiles_any_directory() {
     let e = fails(&["fs", "profile", dir.path().to_str().unwrap()]);
     assert!(e.contains("not a tegula fs mount"), "{e}");
 }
+
+/// The files a mount leaves in `tmp`'s registry directory (logs, profiles, registry entries).
+fn left_in(tmp: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(tmp.join("tegula-fs-mounts"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Mounts do not pile files up in the temporary directory: a mount that fails shows its log
+/// and removes it, and the mounts of one mount point share one log and one profile file.
+#[test]
+fn mounts_leave_one_log_per_mount_point_and_a_failed_mount_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let mp = dir.path().join("mnt");
+    std::fs::create_dir(&mp).unwrap();
+    let mount = |img: &str| {
+        tegula_cmd()
+            .env("TMPDIR", &tmp)
+            .args(["fs", "mount", img, mp.to_str().unwrap()])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    // No file system on it: the mount process fails before FUSE is involved.
+    let bare = image(dir.path(), "bare.img", "hm-smr", "1GiB", &[]);
+    let o = mount(&bare);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("mount process exited"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(left_in(&tmp), Vec::<String>::new(), "a failed mount left files");
+
+    if let Some(why) = fuse_missing() {
+        skip(&format!("mounts_leave_one_log…: the mounts: {why}"));
+        return;
+    }
+    let img = image(dir.path(), "fs.img", "hm-smr", "1GiB", &[]);
+    ok(&["fs", "mkfs", &img]);
+    for _ in 0..2 {
+        let o = mount(&img);
+        assert!(o.status.success(), "{}", stderr(&o));
+        unmount_and_wait(&mp, &String::from_utf8_lossy(&o.stdout));
+    }
+    let left = left_in(&tmp);
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left[0].ends_with(".log") && left[1].ends_with(".profile.jsonl"), "{left:?}");
+}

@@ -31,7 +31,9 @@ pub struct MountArgs {
     /// Per-file write buffer.
     #[arg(long, default_value = "5MiB")]
     buffer: String,
-    /// Log file of the background mount process (default: `/tmp/tegula-fs-<pid>.log`).
+    /// Log file of the background mount process (default: one per mount point,
+    /// `$TMPDIR/tegula-fs-mounts/<hash of the mount point>.log`, replaced by the next mount
+    /// there; a mount that fails removes it after showing it).
     #[arg(long)]
     log: Option<PathBuf>,
     /// Where profile dumps go, one JSON line each (default: the log file's name with
@@ -132,8 +134,10 @@ fn registered_by(mp: &Path, pid: u32) -> bool {
         .is_some_and(|e| e.pid == pid)
 }
 
-fn default_log() -> PathBuf {
-    PathBuf::from(format!("/tmp/tegula-fs-{}.log", std::process::id()))
+/// The log of the mount at `mp` when `--log` is not given: beside its registry file, one per
+/// mount point, so that mounts do not pile files up in the temporary directory.
+fn default_log(mp: &Path) -> PathBuf {
+    registry(mp).with_extension("log")
 }
 
 /// Mounts and serves until unmounted or a stop signal arrives.
@@ -176,7 +180,7 @@ fn foreground(a: &MountArgs) -> anyhow::Result<()> {
         tegula_fs::mount(fs, &mp, &opts)?
     };
     let profile_path = a.profile.clone().unwrap_or_else(|| {
-        let log = a.log.clone().unwrap_or_else(default_log);
+        let log = a.log.clone().unwrap_or_else(|| default_log(&mp));
         log.with_extension("profile.jsonl")
     });
     let reg = registry(&mp);
@@ -251,7 +255,10 @@ fn background(a: &MountArgs) -> anyhow::Result<()> {
         .canonicalize()
         .with_context(|| format!("mount point {}", a.mountpoint.display()))?;
     let exe = std::env::current_exe().context("finding this executable")?;
-    let log = a.log.clone().unwrap_or_else(default_log);
+    let log = a.log.clone().unwrap_or_else(|| default_log(&mp));
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
     let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
     let err = out.try_clone()?;
     let mut cmd = std::process::Command::new(exe);
@@ -282,6 +289,10 @@ fn background(a: &MountArgs) -> anyhow::Result<()> {
             let mut text = String::new();
             if let Ok(mut f) = std::fs::File::open(&log) {
                 let _ = f.read_to_string(&mut text);
+            }
+            if a.log.is_none() {
+                // Shown below in full; nothing is left behind for a mount that never was.
+                let _ = std::fs::remove_file(&log);
             }
             bail!("mount process exited with {status}:\n{text}");
         }
