@@ -19,9 +19,9 @@
 //! `compaction_read_ahead_bytes`), `PAGE_CACHE` (the adapter's `page_cache_bytes`).
 #![allow(clippy::unwrap_used, clippy::print_stdout, missing_docs)]
 
-use std::sync::Mutex;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::sync::Mutex;
 use tegula_device::{
     profile, BlockDevice, Completion, DeviceInfo, Disk, IoDone, Nanos, Request, Result, Stats,
     WriteFlags, Zone, ZoneAction, ZoneFilter, ZoneHint, ZoneSpace, ZoneTarget, ZonedDevice,

@@ -5,10 +5,10 @@
 
 use crate::error::{BoxError, Error, Result};
 use crate::report::BenchResult;
-use tegula_plot as figure;
 use figure::{Axis, Entry, Fit, Frame, Mark, Occupied, Zero};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
+use tegula_plot as figure;
 
 /// Rates per bucket from cumulative `(time, count)` points: the count at each bucket edge is
 /// interpolated linearly, so buckets need not line up with the samples.

@@ -186,4 +186,3 @@ where
     root.draw(&Text::new(e.name.clone(), (x + 32, y), style))?;
     Ok(())
 }
-

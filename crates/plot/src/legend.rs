@@ -164,4 +164,3 @@ pub(crate) fn legend_rows(entries: &[Entry], width: i32) -> Vec<Vec<&Entry>> {
 pub(crate) fn entry_width(e: &Entry) -> i32 {
     text_width(&e.name, LEGEND_FONT) + 52
 }
-

@@ -16,9 +16,9 @@ mod axis;
 mod frame;
 mod legend;
 mod marks;
-mod ticks;
 #[cfg(test)]
 mod tests;
+mod ticks;
 
 pub use axis::{Axis, Fit, Zero};
 pub use frame::Frame;
@@ -53,7 +53,6 @@ pub const PALETTE: [RGBColor; 10] = [
 pub fn color(i: usize) -> RGBAColor {
     PALETTE[i % PALETTE.len()].to_rgba()
 }
-
 
 /// The text of every `<text>` element of an SVG file these plots drew (for tests).
 pub fn svg_texts(svg: &str) -> Vec<String> {

@@ -33,7 +33,12 @@ pub(crate) fn marker_shape(shape: usize, r: i32) -> (Vec<(i32, i32)>, bool) {
 pub(crate) type Marker<C, DB> =
     plotters::element::ComposedElement<C, DB, Polygon<(i32, i32)>, PathElement<(i32, i32)>>;
 
-pub(crate) fn marker<C, DB: DrawingBackend>(shape: usize, at: C, r: i32, c: RGBAColor) -> Marker<C, DB> {
+pub(crate) fn marker<C, DB: DrawingBackend>(
+    shape: usize,
+    at: C,
+    r: i32,
+    c: RGBAColor,
+) -> Marker<C, DB> {
     let (outline, filled) = marker_shape(shape, r);
     let fill = if filled { c } else { c.mix(0.0) };
     EmptyElement::at(at)
@@ -58,4 +63,3 @@ where
     chart.draw_series(points.iter().map(|&p| marker(shape, p, r, c)))?;
     Ok(())
 }
-

@@ -2,10 +2,10 @@
 //! size, throughput against offset. Tests describe a [`Plot`]; [`write_all`] draws them.
 
 use crate::error::{BoxError, ProbeError, Result};
-use tegula_plot as figure;
 use figure::{Axis, Entry, Fit, Frame, Mark, Occupied};
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
+use tegula_plot as figure;
 
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
