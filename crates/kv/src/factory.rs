@@ -277,7 +277,7 @@ impl EngineFactory {
         let loc = self.kind == EngineKind::TegulaLoc;
         if let Target::Image(path, _) = &self.target {
             // Before a fresh start recreates it.
-            if !loc && tegula_open::kvimr::is_kvimr_image(path) {
+            if !loc && tegula_open::kvimr::is_interlaced_image(path) {
                 return Err(SmrdbEngine::soc_on_kvimr());
             }
         }
@@ -290,6 +290,16 @@ impl EngineFactory {
             } => SmrdbEngine::open_zone_files(self.open_zone_files(fresh)?, loc, &self.opts)?,
             Target::Zoned(_) => SmrdbEngine::open_zoned(self.open_zbd(fresh)?, loc, &self.opts)?,
             Target::Image(path, _) => match self.open_device(fresh)? {
+                // A raw interlaced image: a KVIMR store with the defaults of `tegula db
+                // create`, and SMRDB-LOC on it.
+                Opened::Disk(d) if tegula_open::kvimr::is_raw_interlaced(&d) => {
+                    if !loc {
+                        return Err(SmrdbEngine::soc_on_kvimr());
+                    }
+                    let k =
+                        tegula_open::KvimrDrive::format(d, &tegula_open::KvimrFormat::default())?;
+                    SmrdbEngine::open_kvimr(k, StorageLabel::Image, loc, &self.opts)?
+                }
                 Opened::Disk(d) => SmrdbEngine::open(d, StorageLabel::Image, loc, &self.opts)?,
                 // A KVIMR image (`tegula db create` on an imr image): SMRDB-LOC on the store.
                 Opened::Kvimr(k) => {

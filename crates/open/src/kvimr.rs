@@ -92,12 +92,20 @@ pub fn is_raw_interlaced(disk: &Disk) -> bool {
             .any(|z| z.zone_type.is_sequential())
 }
 
-/// Whether `path` is a disk image holding a KVIMR store (read without its lock taken for
-/// writing: a look before a decision, such as refusing an engine before recreating it).
+/// Whether `path` is a disk image holding a KVIMR store (read, not locked for writing: a look
+/// before a decision, such as refusing an engine before recreating it).
 pub fn is_kvimr_image(path: &std::path::Path) -> bool {
     crate::kind_of(path) == crate::PathKind::ZonedImage
         && crate::open_raw_disk(&crate::Spec::new(path, crate::Access::ReadOnly))
             .is_ok_and(|o| KvimrDrive::stored_format(&o.device).is_some())
+}
+
+/// Whether `path` is a disk image of interlaced media without zones (raw, or holding a KVIMR
+/// store; not a drive-managed one): what SMRDB uses through a KVIMR store only.
+pub fn is_interlaced_image(path: &std::path::Path) -> bool {
+    crate::kind_of(path) == crate::PathKind::ZonedImage
+        && crate::open_raw_disk(&crate::Spec::new(path, crate::Access::ReadOnly))
+            .is_ok_and(|o| is_raw_interlaced(&o.device) && !DmImr::is_formatted(&o.device))
 }
 
 impl KvimrDrive {

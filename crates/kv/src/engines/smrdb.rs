@@ -115,11 +115,12 @@ impl SmrdbEngine {
         Self::open_on(dev, backing, loc, o)
     }
 
-    /// Why SMRDB-SOC does not run on a KVIMR image.
+    /// Why SMRDB-SOC does not run on an interlaced (IMR) image.
     pub fn soc_on_kvimr() -> Error {
         Error::invalid(
-            "engine tegula (SMRDB-SOC) cannot run on a KVIMR image: the store places SSTables \
-             by their LSM level and holds SMRDB-LOC; run engine tegula-loc (--engine tegula-loc)",
+            "engine tegula (SMRDB-SOC) cannot run on an IMR image: SMRDB runs there on a KVIMR \
+             store, which places SSTables by their LSM level and holds SMRDB-LOC; run engine \
+             tegula-loc (--engine tegula-loc)",
         )
     }
 
