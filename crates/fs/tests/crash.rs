@@ -520,7 +520,10 @@ fn a_record_whose_data_never_reached_the_media_is_dropped_not_replayed() {
     d.power_cut();
     d.power_on();
     let mut fs = Fs::open(zoned(&d), small_opts()).unwrap();
-    assert!(fs.meta_stats().dropped_unacknowledged, "the record's data is not on the media");
+    assert!(
+        fs.meta_stats().dropped_unacknowledged,
+        "the record's data is not on the media"
+    );
     assert_eq!(fs.read(a, 0, 1 << 20).unwrap(), first);
     check_again(&d, &mut fs, a, "log written first");
 
