@@ -274,7 +274,7 @@ impl KvimrStats {
             (
                 "files".into(),
                 format!(
-                    "{} on data tracks, {} logs in the safe region",
+                    "{} on data tracks, {} in the safe region (logs)",
                     self.data_files, self.safe_files
                 ),
             ),
