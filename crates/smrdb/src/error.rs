@@ -20,6 +20,10 @@ pub enum Error {
         offset: u64,
         /// What is wrong.
         what: String,
+        /// The decoder's error, where a structure failed to decode (a log chunk's frame or
+        /// record).
+        #[source]
+        cause: Option<FormatError>,
     },
     /// A band structure, a manifest copy or the superblock does not decode.
     #[error("corruption in band at zone {zone}, byte offset {offset}: {source}")]
@@ -62,6 +66,22 @@ impl Error {
             zone,
             offset,
             what: what.into(),
+            cause: None,
+        }
+    }
+
+    /// A corruption error whose cause is a structure that did not decode.
+    pub fn corruption_from(
+        zone: u32,
+        offset: u64,
+        what: impl Into<String>,
+        cause: FormatError,
+    ) -> Self {
+        Error::Corruption {
+            zone,
+            offset,
+            what: what.into(),
+            cause: Some(cause),
         }
     }
 

@@ -126,7 +126,10 @@ fn expect_corruption(disk: &Arc<Disk>, z: &Zone, chunk_lba: u64) -> String {
         ),
         Err(e) => e,
     };
-    let Error::Corruption { zone, offset, what } = &err else {
+    let Error::Corruption {
+        zone, offset, what, ..
+    } = &err
+    else {
         panic!("expected corruption, got {err}");
     };
     assert_eq!(*zone, z.index, "{err}");

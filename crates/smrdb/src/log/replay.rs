@@ -76,6 +76,19 @@ pub fn replay_zone(
             ),
         )
     };
+    // The same, keeping the decoder's error as the cause (its text ends the message, as
+    // every error of the stack does with its source).
+    let undecodable = |pos: u64, e: tegula_codec::FormatError| {
+        Error::corruption_from(
+            zone,
+            pos * ss,
+            format!(
+                "log chunk at sector {pos}, below the write pointer (sector {wp_sectors}), does \
+                 not decode, so it is not a torn write: {e}"
+            ),
+            e,
+        )
+    };
     while pos < wp_sectors {
         ensure(&mut buf, &mut buf_start, pos, 1)?;
         let at = ((pos - buf_start) * ss) as usize;
@@ -98,7 +111,7 @@ pub fn replay_zone(
                 });
             }
             Head::Missing => return Err(damaged(pos, "no chunk magic".into())),
-            Head::Damaged(e) => return Err(damaged(pos, e.to_string())),
+            Head::Damaged(e) => return Err(undecodable(pos, e.into())),
             Head::Chunk { version, .. } => version,
         };
         let secs = head.sectors(ss);
@@ -126,10 +139,10 @@ pub fn replay_zone(
         let payload = match chunk_payload(chunk) {
             Ok(Some(p)) => p,
             Ok(None) => return Err(damaged(pos, "no chunk magic".into())),
-            Err(e) => return Err(damaged(pos, e.to_string())),
+            Err(e) => return Err(undecodable(pos, e)),
         };
         for r in records(payload) {
-            let r = r.map_err(|e| damaged(pos, e.to_string()))?;
+            let r = r.map_err(|e| undecodable(pos, e))?;
             if !visit(r) {
                 return Ok(LogEnd {
                     end_sector: pos + secs,
