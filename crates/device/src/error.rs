@@ -161,6 +161,9 @@ pub enum DeviceError {
         lba: u64,
         /// What is wrong.
         problem: String,
+        /// The decoder's error, where the structure did not decode (its text ends `problem`).
+        #[source]
+        cause: Option<FormatError>,
     },
     /// A disk image is truncated, foreign, of an unknown version, or corrupt.
     #[error("disk image {path}: {problem}")]

@@ -197,7 +197,7 @@ impl Zea {
             data_lba: lba,
             data_len: len,
             meta_lba: lba + sectors,
-            data_crc: crc32c::crc32c(data),
+            data_crc: tegula_codec::checksum::crc32c(data),
             chunk_bytes: cb as u32,
             chunk_crcs: chunk_crcs(data, cb),
             back,
@@ -322,7 +322,7 @@ impl Zea {
         let m = self.decode_at(&mb, meta_lba)?;
         self.expect_extent(&m, lba, len)?;
         buf.truncate(len as usize);
-        if crc32c::crc32c(&buf) != m.data_crc {
+        if tegula_codec::checksum::crc32c(&buf) != m.data_crc {
             return Err(self.checksum_err(lba));
         }
         Ok(buf)
@@ -358,7 +358,7 @@ impl Zea {
             let a = ((c - c0) * cb) as usize;
             let b = (((c + 1) * cb).min(m.data_len) - byte0) as usize;
             let want = m.chunk_crcs.get(c as usize).copied();
-            if buf.get(a..b).map(crc32c::crc32c) != want {
+            if buf.get(a..b).map(tegula_codec::checksum::crc32c) != want {
                 return Err(self.checksum_err(lba0 + (c - c0) * cb / self.sector));
             }
         }
@@ -440,7 +440,7 @@ impl Zea {
         match self.read_sectors(m.data_lba, m.data_sectors(self.sector)) {
             Ok(mut b) => {
                 b.truncate(m.data_len as usize);
-                crc32c::crc32c(&b) == m.data_crc
+                tegula_codec::checksum::crc32c(&b) == m.data_crc
             }
             Err(_) => false,
         }

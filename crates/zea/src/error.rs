@@ -29,6 +29,9 @@ pub enum MetaError {
     /// The fields contradict each other.
     #[error("inconsistent metadata: {0}")]
     Layout(&'static str),
+    /// The block's frame did not open for another reason than its checksum.
+    #[error(transparent)]
+    Frame(#[from] tegula_codec::frame::FrameError),
 }
 
 /// Everything a ZEA operation can fail with; each variant names the zone and where.

@@ -105,7 +105,7 @@ impl ExtentMeta {
         }
         BLOCK_FRAME.open_at(b, need - 4).map_err(|e| match e {
             FrameError::Checksum { .. } => MetaError::Checksum,
-            _ => MetaError::Layout("counts exceed the block"),
+            e => MetaError::Frame(e),
         })?;
         let m = ExtentMeta {
             chunk_bytes: u32le(b, 16),

@@ -16,7 +16,7 @@ fn block(len: u64, back: Vec<u64>, seq: u64, zba: u64) -> (ExtentMeta, Vec<u8>) 
         data_lba,
         data_len: len,
         meta_lba: data_lba + len.div_ceil(4096),
-        data_crc: crc32c::crc32c(&data),
+        data_crc: tegula_codec::checksum::crc32c(&data),
         chunk_bytes: cb as u32,
         chunk_crcs: chunk_crcs(&data, cb),
         back,

@@ -35,9 +35,10 @@ impl ConvZones {
                 let mut hb = vec![0u8; self.ss()];
                 self.inner.read(pos, &mut hb)?;
                 let h = Header::decode(&hb).map_err(|why| {
-                    corrupt(
+                    undecodable(
                         pos,
-                        format!("a header below the write pointer ({end}) does not decode: {why}"),
+                        &format!("a header below the write pointer ({end}) does not decode"),
+                        why,
                     )
                 })?;
                 record::check(&h, &self.layout, self.conv_sectors, pos)?;

@@ -38,7 +38,7 @@ use crate::media::{Completion, IoDone, Request};
 use crate::units::Nanos;
 use crate::zone::{Zone, ZoneAction, ZoneCondition, ZoneFilter, ZoneType};
 use parking_lot::Mutex;
-use record::{corrupt, Header, Layout};
+use record::{corrupt, undecodable, Header, Layout};
 use std::sync::Arc;
 
 /// A virtual sector with no copy in the log (reads as zeros).

@@ -91,6 +91,18 @@ pub fn corrupt(lba: u64, problem: impl Into<String>) -> DeviceError {
         what: "conventional-zone log record",
         lba,
         problem: problem.into(),
+        cause: None,
+    }
+}
+
+/// A corruption error for the log record at `lba` whose header did not decode: `problem`,
+/// then the decoder's error, which the error keeps as its source.
+pub fn undecodable(lba: u64, problem: &str, cause: tegula_codec::FormatError) -> DeviceError {
+    DeviceError::Corrupt {
+        what: "conventional-zone log record",
+        lba,
+        problem: format!("{problem}: {cause}"),
+        cause: Some(cause),
     }
 }
 
