@@ -17,48 +17,10 @@ fn kill_9_on_zone_files_loses_no_acknowledged_write_under_appendfsync_always() {
 }
 
 fn kill_9_under_always(img: &Path) {
-    let img = img.to_path_buf();
-    let s = Served::start(&img, &["--appendfsync", "always"]);
-    let acked = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut writers = Vec::new();
-    for w in 0..8 {
-        let (acked, stop, addr) = (acked.clone(), stop.clone(), s.addr());
-        writers.push(std::thread::spawn(move || {
-            let mut c = Client::connect(addr);
-            let mut i = 0u64;
-            // Half the writers pipeline 8 SETs at a time.
-            let depth = if w % 2 == 0 { 1 } else { 8 };
-            'outer: while !stop.load(Ordering::Relaxed) {
-                let batch: Vec<(String, String)> = (0..depth)
-                    .map(|j| (format!("w{w}:{}", i + j), format!("value-{w}-{}", i + j)))
-                    .collect();
-                i += depth;
-                for (k, v) in &batch {
-                    if c.send(&[b"SET", k.as_bytes(), v.as_bytes()]).is_err() {
-                        break 'outer;
-                    }
-                }
-                for kv in batch {
-                    match c.read() {
-                        Ok(r) if r == b"+OK" => acked.lock().unwrap().push(kv),
-                        _ => break 'outer,
-                    }
-                }
-            }
-        }));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
-    s.signal(libc::SIGKILL);
-    let (status, _) = s.wait();
-    assert!(!status.success());
-    stop.store(true, Ordering::Relaxed);
-    for w in writers {
-        w.join().unwrap();
-    }
-    let acked = acked.lock().unwrap().clone();
+    let s = Served::start(img, &["--appendfsync", "always"]);
+    let acked = set_until_killed(s, "", 8, Duration::from_millis(1500));
     assert!(acked.len() > 50, "only {} writes acknowledged", acked.len());
-    let s = Served::start(&img, &[]);
+    let s = Served::start(img, &[]);
     let mut c = s.client();
     let mut lost = Vec::new();
     for (k, v) in &acked {
@@ -187,4 +149,59 @@ fn sigterm_stops_cleanly_and_keeps_every_write() {
         .output()
         .unwrap();
     assert!(!second.status.success());
+}
+
+/// Runs `writers` connections against `s`, each SETting unique keys (`{tag}w{writer}:{n}`,
+/// values of varying length; half of them pipelining 8 at a time), kills the server with
+/// SIGKILL after `run`, and returns every SET it acknowledged.
+pub(crate) fn set_until_killed(
+    s: Served,
+    tag: &str,
+    writers: usize,
+    run: Duration,
+) -> Vec<(String, String)> {
+    let acked = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for w in 0..writers {
+        let (acked, stop, addr) = (acked.clone(), stop.clone(), s.addr());
+        let tag = tag.to_string();
+        threads.push(std::thread::spawn(move || {
+            let mut c = Client::connect(addr);
+            let depth = if w % 2 == 0 { 1 } else { 8 };
+            let mut i = 0u64;
+            'outer: while !stop.load(Ordering::Relaxed) {
+                let batch: Vec<(String, String)> = (i..i + depth)
+                    .map(|j| {
+                        (
+                            format!("{tag}w{w}:{j}"),
+                            format!("value-{tag}-{w}-{j}-{}", "x".repeat((j % 50) as usize)),
+                        )
+                    })
+                    .collect();
+                i += depth;
+                for (k, v) in &batch {
+                    if c.send(&[b"SET", k.as_bytes(), v.as_bytes()]).is_err() {
+                        break 'outer;
+                    }
+                }
+                for kv in batch {
+                    match c.read() {
+                        Ok(r) if r == b"+OK" => acked.lock().unwrap().push(kv),
+                        _ => break 'outer,
+                    }
+                }
+            }
+        }));
+    }
+    std::thread::sleep(run);
+    s.signal(libc::SIGKILL);
+    let (status, _) = s.wait();
+    assert!(!status.success());
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
+    acked
 }

@@ -13,6 +13,7 @@ mod clients;
 mod crash;
 mod exposure;
 mod hostile;
+mod kvimr;
 
 use common::{have, success_out as ok, tegula_cmd as tegula};
 use rand::{Rng, SeedableRng};
