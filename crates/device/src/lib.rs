@@ -21,6 +21,7 @@ pub mod conformance;
 pub mod convzones;
 pub mod disk;
 pub mod error;
+mod forward;
 pub mod geometry;
 pub mod hostfile;
 pub mod image;

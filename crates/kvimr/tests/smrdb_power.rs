@@ -32,9 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tegula_device::{
-    BlockDevice, Completion, DeviceInfo, Disk, IoDone, Nanos, Request, WriteFlags,
-};
+use tegula_device::{BlockDevice, Completion, Disk, IoDone, Request, WriteFlags};
 use tegula_kvimr::layout::Layout;
 use tegula_kvimr::{Options, Policy, RmwMode, Stats, ZonedAdapter, ZonedOptions};
 use tegula_smrdb::{Db, FormatOptions, Options as DbOptions, WriteBatch, WriteOptions};
@@ -138,12 +136,6 @@ impl Trigger {
 }
 
 impl BlockDevice for Trigger {
-    fn info(&self) -> DeviceInfo {
-        self.disk.info()
-    }
-    fn read(&self, lba: u64, buf: &mut [u8]) -> tegula_device::Result<IoDone> {
-        self.disk.read(lba, buf)
-    }
     fn write_with(
         &self,
         lba: u64,
@@ -160,21 +152,10 @@ impl BlockDevice for Trigger {
         }
         r
     }
-    fn flush(&self) -> tegula_device::Result<IoDone> {
-        self.disk.flush()
-    }
-    fn discard(&self, lba: u64, sectors: u64) -> tegula_device::Result<IoDone> {
-        self.disk.discard(lba, sectors)
-    }
     fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
         tegula_device::api::submit_serially(self, reqs)
     }
-    fn now(&self) -> Nanos {
-        self.disk.now()
-    }
-    fn idle(&self, d: Nanos) {
-        self.disk.idle(d)
-    }
+    tegula_device::forward!(disk: info, read, flush, discard, now, idle);
 }
 
 fn open(t: &Arc<Trigger>) -> (Arc<ZonedAdapter>, Db) {

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::{
-    BlockDevice, Completion, DeviceError, DeviceInfo, Disk, IoDone, Nanos, Request, WriteFlags,
-    Zone, ZoneAction, ZoneFilter, ZoneSpace, ZoneTarget, ZonedDevice,
+    BlockDevice, Completion, DeviceError, Disk, IoDone, Request, WriteFlags, ZoneAction,
+    ZoneFilter, ZoneSpace, ZoneTarget, ZonedDevice,
 };
 use tegula_smrdb::{Db, Error, Mode};
 
@@ -59,12 +59,6 @@ impl Thin {
 }
 
 impl BlockDevice for Thin {
-    fn info(&self) -> DeviceInfo {
-        self.disk.info()
-    }
-    fn read(&self, lba: u64, buf: &mut [u8]) -> tegula_device::Result<IoDone> {
-        self.disk.read(lba, buf)
-    }
     fn write_with(
         &self,
         lba: u64,
@@ -90,30 +84,13 @@ impl BlockDevice for Thin {
         }
         self.disk.write_with(lba, data, flags)
     }
-    fn flush(&self) -> tegula_device::Result<IoDone> {
-        self.disk.flush()
-    }
-    fn discard(&self, lba: u64, sectors: u64) -> tegula_device::Result<IoDone> {
-        self.disk.discard(lba, sectors)
-    }
     fn submit(&self, reqs: Vec<Request>) -> Vec<tegula_device::Result<Completion>> {
         tegula_device::api::submit_serially(self, reqs)
     }
-    fn now(&self) -> Nanos {
-        self.disk.now()
-    }
-    fn idle(&self, d: Nanos) {
-        self.disk.idle(d)
-    }
+    tegula_device::forward!(disk: info, read, flush, discard, now, idle);
 }
 
 impl ZonedDevice for Thin {
-    fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
-        self.disk.report_zones(filter)
-    }
-    fn zone(&self, index: u32) -> tegula_device::Result<Zone> {
-        self.disk.zone(index)
-    }
     fn zone_action(&self, action: ZoneAction, target: ZoneTarget) -> tegula_device::Result<IoDone> {
         let r = self.disk.zone_action(action, target)?;
         if action == ZoneAction::Reset {
@@ -131,6 +108,7 @@ impl ZonedDevice for Thin {
             zone_overhead_sectors: UNIT,
         })
     }
+    tegula_device::forward!(disk: report_zones, zone);
 }
 
 /// 160 zones of 1 MiB on the disk, media for `budget_mib` of them. Always host-managed SMR,
