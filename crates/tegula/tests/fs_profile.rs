@@ -189,7 +189,11 @@ fn mounts_leave_one_log_per_mount_point_and_a_failed_mount_none() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(left_in(&tmp), Vec::<String>::new(), "a failed mount left files");
+    assert_eq!(
+        left_in(&tmp),
+        Vec::<String>::new(),
+        "a failed mount left files"
+    );
 
     if let Some(why) = fuse_missing() {
         skip(&format!("mounts_leave_one_log…: the mounts: {why}"));
@@ -204,5 +208,8 @@ fn mounts_leave_one_log_per_mount_point_and_a_failed_mount_none() {
     }
     let left = left_in(&tmp);
     assert_eq!(left.len(), 2, "{left:?}");
-    assert!(left[0].ends_with(".log") && left[1].ends_with(".profile.jsonl"), "{left:?}");
+    assert!(
+        left[0].ends_with(".log") && left[1].ends_with(".profile.jsonl"),
+        "{left:?}"
+    );
 }
