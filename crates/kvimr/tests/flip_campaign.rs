@@ -191,9 +191,10 @@ fn no_flipped_byte_in_the_store_or_the_engine_loses_data_silently() {
                     whole += 1;
                     e.0 += 1;
                 }
-                Outcome::Refused(_) => {
+                Outcome::Refused(why) => {
                     refused += 1;
                     e.1 += 1;
+                    eprintln!("  refused, {name} byte {at}: {why}");
                 }
                 Outcome::Silent(why) => silent.push(format!("{name} (LBA {lba}) byte {at}: {why}")),
             }
