@@ -46,6 +46,8 @@ pub(crate) struct Findings {
     pub smr: Option<bool>,
     /// TEST 1: flash cache.
     pub flash: Option<bool>,
+    /// TEST 1: a volatile write cache (plain writes complete before they are durable).
+    pub volatile: Option<bool>,
     /// TEST 1: the fixed QD1 write latency, ms.
     pub write_ms: Option<f64>,
     /// TEST 1: queued writes pack into one internal write.
@@ -302,17 +304,45 @@ impl<'a> Session<'a> {
         Ok(out)
     }
 
-    /// A queued batch of durable writes of `len` bytes at `offs`.
+    /// A queued batch of durable writes of `len` bytes at `offs`; each one's latency until
+    /// it is durable, ms.
     pub fn write_batch(&mut self, offs: &[u64], len: u64) -> Result<Vec<f64>> {
-        let ops: Vec<Op> = offs
+        let ops = self.durable_batch(offs.iter().map(|&o| (o, len)));
+        let flush = matches!(ops.last(), Some(Op::Flush));
+        let lat = self.batch(&ops)?;
+        Ok(if flush {
+            // Durable at the FLUSH.
+            let end = lat.last().copied().unwrap_or(0.0);
+            vec![end; ops.len() - 1]
+        } else {
+            lat
+        })
+    }
+
+    /// The commands of a queued batch of durable writes. Skylight disabled the volatile cache
+    /// (hdparm) so that FUA-free queued writes reach the persistent cache together; here a
+    /// drive with a volatile cache (TEST 1) takes a FUA write by itself, through to the
+    /// persistent cache, so a batch of small writes is sent plain and made durable by a FLUSH
+    /// in the same queue: the drive destages them together, as it would pack them. Writes of
+    /// 512 KiB and more stay FUA: with a volatile cache a drive may write long runs to their
+    /// bands directly (section 4.11), bypassing the cache the tests measure.
+    pub fn durable_batch(&self, writes: impl Iterator<Item = (u64, u64)>) -> Vec<Op> {
+        let writes: Vec<(u64, u64)> = writes.collect();
+        let plain = self.f.volatile == Some(true)
+            && writes.len() > 1
+            && writes.iter().all(|w| w.1 < 512 << 10);
+        let mut ops: Vec<Op> = writes
             .iter()
-            .map(|&offset| Op::Write {
+            .map(|&(offset, len)| Op::Write {
                 offset,
                 len,
-                fua: true,
+                fua: !plain,
             })
             .collect();
-        self.batch(&ops)
+        if plain {
+            ops.push(Op::Flush);
+        }
+        ops
     }
 
     /// Leaves the target idle for `s` seconds.

@@ -26,7 +26,7 @@
 
 mod common;
 
-use common::{checks_dm_truth, probe_dm_within, Check};
+use common::{checks_dm_truth, probe_dm_within, Check, Truth};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use std::time::{Duration, Instant};
@@ -279,7 +279,7 @@ fn tables(rows: &[Row]) -> (usize, usize, usize) {
 
 /// Probes drive `i` with `tests`, keeping only the checks of `fields` (all when empty).
 fn run_one(seed: u64, i: usize, tests: &str, fields: &[&str], budget: Duration) -> Row {
-    let (cfg, real_cache) = draw(seed, i);
+    let (cfg, _) = draw(seed, i);
     let name = describe(&cfg);
     let t = Instant::now();
     let got = probe_dm_within(&cfg, tests, Some(budget));
@@ -302,7 +302,7 @@ fn run_one(seed: u64, i: usize, tests: &str, fields: &[&str], budget: Duration) 
                 .map(|(w, id)| format!("T{id} {w:.1}s"))
                 .collect::<Vec<_>>()
                 .join(", ");
-            (checks_dm_truth(&cfg, &r, Some(real_cache)), note)
+            (checks_dm_truth(&cfg, &r, Some(Truth::of(&cfg))), note)
         }
         Err(why) => {
             // Stopped by the harness: every field of the drive counts as null.
@@ -312,7 +312,7 @@ fn run_one(seed: u64, i: usize, tests: &str, fields: &[&str], budget: Duration) 
                 cfg.capacity,
                 4096,
             );
-            (checks_dm_truth(&cfg, &empty, Some(real_cache)), why)
+            (checks_dm_truth(&cfg, &empty, Some(Truth::of(&cfg))), why)
         }
     };
     let checks: Vec<Check> = checks

@@ -107,20 +107,14 @@ pub(crate) fn fill(
             s.write_batch(&offs, size)?.into_iter().fold(0.0, f64::max)
         };
         f.batches.push(lat);
-        if std::env::var("SKY_DEBUG").is_ok()
-            && (b % 100 == 0 || lat > 4.0 * f.levels.0.max(1.0))
-            && b < 20000
-        {
-            eprintln!(
-                "fill {size} qd{qd} batch {b}: {lat:.1} ms (base {:.1})",
-                f.levels.0
-            );
-        }
         if b % tick_every == 0 {
             s.tick(tick_every as u64);
         }
-        if b == 31 {
-            let base = median(&f.batches);
+        if b == 7 {
+            // The level before cleaning, from the first batches but the very first (a seek
+            // to the cache): a small cache may fill within a few dozen batches, so a later
+            // median could already be the collapsed level.
+            let base = median(&f.batches[1..]);
             f.levels.0 = base;
             collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), 8, 6));
             for (i, &l) in f.batches.iter().enumerate() {
@@ -188,7 +182,14 @@ impl Units {
 
 /// Single `size`-byte writes, evenly spread, on past the first collapse: counts the writes
 /// that complete without cleaning until 64 in a row need it (every unit taken).
-pub(crate) fn fill_units(s: &mut Session<'_>, size: u64, seed: f64) -> Result<Units> {
+/// `merge_ms` is what a write that must first merge a unit costs at least (a band read and
+/// written).
+pub(crate) fn fill_units(
+    s: &mut Session<'_>,
+    size: u64,
+    seed: f64,
+    merge_ms: f64,
+) -> Result<Units> {
     s.stage(format!(
         "counting cache units with single writes of {}",
         crate::report::bytes(size)
@@ -201,13 +202,16 @@ pub(crate) fn fill_units(s: &mut Session<'_>, size: u64, seed: f64) -> Result<Un
     let mut fast = 0u64;
     let mut run = 0u32;
     let mut seen_slow = false;
-    for i in 0..10_000_000u64 {
+    for i in 0..2_000_000u64 {
         let off = seq.next_off(0, cap, size, align);
         let l = s.write(off, size)?;
         u.lat.push(l);
         if i == 15 {
-            let base = median(&u.lat);
-            thr = (4.0 * base).max(base + 150.0);
+            // A write that has to clean first (merge a band) costs a band's read and write
+            // more than one that finds a free unit; half of that, at least, is the bar (a
+            // write that only seeks farther than most stays under it).
+            let base = median(&u.lat[1..]);
+            thr = base + (0.5 * merge_ms).max(0.5 * base).max(40.0);
             fast = u.lat.iter().filter(|&&x| x <= thr).count() as u64;
             continue;
         }

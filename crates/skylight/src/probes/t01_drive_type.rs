@@ -9,7 +9,6 @@ use crate::plot::Plot;
 use crate::report::{bytes, CacheMedia, DriveType, JournalReport};
 use crate::session::{Entries, Session};
 use crate::stats::{median, outliers, periodic_slow, spread};
-use crate::targets::Op;
 use serde_json::json;
 
 /// Blocks of writes per region.
@@ -20,6 +19,9 @@ const FIXED: f64 = 0.2;
 /// above the fastest waited for the platter (a missed start), not for the entry.
 const LEVEL_SAMPLES: usize = 25;
 const TRIM: f64 = 1.12;
+/// Batches behind each level of the entry sweep (its minimum: a batch that started at an
+/// unlucky rotational phase or met a track switch more is left out).
+const LEVEL_MIN_OF: usize = 8;
 /// Queue depth of the packing and entry tests (SATA NCQ's 31).
 const QD: usize = 31;
 
@@ -47,14 +49,11 @@ fn split(total: u64, k: u64, bs: u64) -> Vec<u64> {
 /// completion), in ms.
 fn batch_time(s: &mut Session<'_>, total: u64, region: u64) -> Result<f64> {
     let sizes = split(total, QD as u64, s.bs);
-    let ops: Vec<Op> = sizes
+    let writes: Vec<(u64, u64)> = sizes
         .iter()
-        .map(|&len| Op::Write {
-            offset: s.rand_off(0, region, len),
-            len,
-            fua: true,
-        })
+        .map(|&len| (s.rand_off(0, region, len), len))
         .collect();
+    let ops = s.durable_batch(writes.into_iter());
     let lat = s.batch(&ops)?;
     Ok(lat.iter().copied().fold(0.0, f64::max))
 }
@@ -77,7 +76,7 @@ fn boundary(s: &mut Session<'_>, mut lo: u64, mut hi: u64, cut: f64, region: u64
     let bs = s.bs;
     while hi - lo > bs {
         let mid = (lo + hi) / 2 / bs * bs;
-        if level(s, mid, region, 3)? > cut {
+        if level(s, mid, region, LEVEL_MIN_OF)? > cut {
             hi = mid;
         } else {
             lo = mid;
@@ -97,7 +96,9 @@ fn plateaus(pts: &[(u64, f64)], thr: f64) -> Vec<(usize, f64)> {
             Some(last) => {
                 let next = pts.get(i + 1).map(|p| p.1);
                 if l > last.1 + thr && next.is_none_or(|n| n > last.1 + thr) {
-                    out.push((i, next.map_or(l, |n| n.min(l))));
+                    // The first point of a plateau may straddle the step: its level is the
+                    // next point's (lowered by any later one).
+                    out.push((i, next.unwrap_or(l)));
                 } else if l < last.1 {
                     last.1 = l;
                 }
@@ -127,47 +128,80 @@ fn fit(xy: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// What the entry sweep found: the entries (if any), the Figure 7 points and the evidence.
 type Sweep = (Option<Entries>, Vec<(f64, f64)>, String);
 
+/// A level as a mean over random rotational phases (track switches inside an entry average
+/// out), leaving out samples that waited a revolution.
+fn mean_level(s: &mut Session<'_>, total: u64, region: u64) -> Result<f64> {
+    let mut v = Vec::new();
+    for _ in 0..LEVEL_SAMPLES {
+        let o = s.rand_off(0, region, s.bs);
+        s.write(o, s.bs)?;
+        v.push(batch_time(s, total, region)?);
+    }
+    s.tick(LEVEL_SAMPLES as u64);
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let kept: Vec<f64> = v.into_iter().filter(|&x| x <= lo * TRIM).collect();
+    Ok(crate::stats::mean(&kept))
+}
+
+/// Whether the last of `found`'s jumps is much larger than the others: a second entry, not
+/// a larger one (the bound on the entry size).
+fn second_entry(found: &[(usize, f64)]) -> bool {
+    if found.len() < 4 {
+        return false;
+    }
+    let jumps: Vec<f64> = found.windows(2).map(|w| w[1].1 - w[0].1).collect();
+    jumps[jumps.len() - 1] > 2.2 * median(&jumps[..jumps.len() - 1])
+}
+
 /// Section 4.3.1: the entry sweep. Returns the entries found and the Figure 7 points.
 fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
     let step = QD as u64 * s.bs;
     let mut pts: Vec<(u64, f64)> = Vec::new();
     let max = 24u64 << 20;
-    let mut d = s.bs;
+    // Every batch holds QD commands (one block each at the start), so that the per-command
+    // overhead is the same at every size and only the entry's size moves the latency.
+    let mut d = step;
+    let mut noise_thr = f64::INFINITY;
     let mut thr = f64::INFINITY;
     while d <= max {
-        let l = level(s, d, region, 3)?;
+        let l = level(s, d, region, LEVEL_MIN_OF)?;
         pts.push((d, l));
         if pts.len() == 1 {
-            thr = (0.1 * l).max(1.5);
+            // The level's repeatability: the same batch again, and a slightly larger one
+            // inside the same entry.
+            let again = level(s, d, region, LEVEL_MIN_OF)?;
+            let near = level(s, d + 4 * s.bs, region, LEVEL_MIN_OF)?;
+            let noise = (again - l).abs().max((near - l).abs());
+            noise_thr = (4.0 * noise).clamp(1.0, 0.1 * l);
+            thr = noise_thr;
         }
-        let found = plateaus(&pts, thr);
-        if found.len() >= 6 || l > 2000.0 {
+        let mut found = plateaus(&pts, thr);
+        if found.len() == 2 && thr == noise_thr {
+            // The first step (minimum entry to one quantum more) sets the scale: a level
+            // that drifts by less than 40% of it within one entry size is not a new one.
+            thr = noise_thr.max(0.4 * (found[1].1 - found[0].1));
+            found = plateaus(&pts, thr);
+        }
+        if found.len() >= 12 || l > 2000.0 {
             break;
         }
-        // Stop after a jump much larger than the steps so far: the batch no longer fits one
-        // entry (the bound on the entry size).
-        if found.len() >= 4 {
-            let jumps: Vec<f64> = found.windows(2).map(|w| w[1].1 - w[0].1).collect();
-            let last = jumps[jumps.len() - 1];
-            if last > 2.2 * median(&jumps[..jumps.len() - 1]) {
-                break;
-            }
+        // Stop after a jump much larger than the steps so far.
+        if second_entry(&found) {
+            break;
         }
-        d = if d < step { d + s.bs * 4 } else { d + step };
-        if d > step && d < 2 * step {
-            d = 2 * step;
-        }
+        d += step;
     }
     let fig7: Vec<(f64, f64)> = pts
         .iter()
         .map(|&(d, l)| (d as f64 / QD as f64 / 1024.0, l))
         .collect();
     let mut found = plateaus(&pts, thr);
-    // Drop a final jump much larger than the others (a second entry, not a larger one).
-    if found.len() >= 4 {
-        let jumps: Vec<f64> = found.windows(2).map(|w| w[1].1 - w[0].1).collect();
-        if jumps[jumps.len() - 1] > 2.2 * median(&jumps[..jumps.len() - 1]) {
-            found.pop();
+    // Drop a final jump much larger than the others (a second entry, not a larger one), and
+    // keep where it is: it prices the out-of-band area without the fixed costs of a batch.
+    let mut split: Option<(u64, u64)> = None;
+    if second_entry(&found) {
+        if let Some((i, _)) = found.pop() {
+            split = Some((pts[i - 1].0, pts[i].0));
         }
     }
     if found.len() < 3 {
@@ -193,31 +227,44 @@ fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
     if quantum == 0 {
         return Ok((None, fig7, "latency levels do not grow".into()));
     }
-    // Latency = (entry data + OOB) / rate: a line through the levels against the data area.
-    // Each level again, as a mean over random rotational phases (track switches inside an
-    // entry average out), leaving out samples that waited a revolution.
+    // Latency = fixed costs + (entry data + OOB) / rate: a line through the levels against
+    // the data area gives the rate.
     let mut xy: Vec<(f64, f64)> = Vec::new();
     for k in 0..found.len() {
         let total = (min + k as u64 * quantum).max(s.bs);
-        let mut v = Vec::new();
-        for _ in 0..LEVEL_SAMPLES {
-            let o = s.rand_off(0, region, s.bs);
-            s.write(o, s.bs)?;
-            v.push(batch_time(s, total, region)?);
-        }
-        s.tick(LEVEL_SAMPLES as u64);
-        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-        let kept: Vec<f64> = v.into_iter().filter(|&x| x <= lo * TRIM).collect();
-        xy.push(((min + k as u64 * quantum) as f64, crate::stats::mean(&kept)));
+        xy.push((
+            (min + k as u64 * quantum) as f64,
+            mean_level(s, total, region)?,
+        ));
     }
     let Some((slope, icpt)) = fit(&xy).filter(|f| f.0 > 0.0) else {
         return Ok((None, fig7, "latency levels do not grow".into()));
     };
     let rate = 1.0 / slope; // bytes per ms
-    let oob = (icpt * rate).max(0.0);
+                            // The out-of-band area: a second entry (the minimum data area and its OOB) costs the
+                            // jump past the entry's bound, fixed costs (command, seek, flush) being the same on
+                            // either side of it; without that jump, the line's intercept (which holds them too).
+    let (oob, how) = match split {
+        Some((a, b)) => {
+            // Each side's fastest batch: one that met no extra revolution or track switch.
+            let jump =
+                level(s, b, region, 2 * LEVEL_MIN_OF)? - level(s, a, region, 2 * LEVEL_MIN_OF)?;
+            (
+                (jump * rate - min as f64).max(0.0),
+                format!(
+                    "a second entry past {} of data costs {jump:.1} ms more",
+                    bytes(a)
+                ),
+            )
+        }
+        None => (
+            (icpt * rate).max(0.0),
+            "the line's intercept (no second entry seen)".to_string(),
+        ),
+    };
     let oob = (oob / s.bs as f64).round() as u64 * s.bs;
     let why = format!(
-        "QD{QD} batch latency levels {} ms; steps at {} and {} of data per batch",
+        "QD{QD} batch latency levels {} ms; steps at {} and {} of data per batch; out-of-band area: {how}",
         found
             .iter()
             .map(|f| format!("{:.1}", f.1))
@@ -261,6 +308,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     }
     let (mp, mf) = (median(&plain), median(&fua));
     let volatile = mp < 0.3 * mf;
+    s.f.volatile = Some(volatile);
     s.report.volatile_cache = Some(volatile);
     s.report.set(
         "volatile_cache",
@@ -464,6 +512,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     // before the cache fills: a sustained run of slow writes is cleaning, not a merge.
     // In wall time a host pause also makes a slow write: the period must then hold for at
     // least four beats, every one present, well above the run's own noise floor.
+    // The entry sweep may have filled much of a small cache: start from an empty one where
+    // the drive allows (a secure erase, or idle time on an aggressive drive).
+    if s.f.entries.is_some() {
+        s.clean_slate()?;
+    }
     let cap_writes = if s.virtual_time() { 2400 } else { 1500 };
     let beats_needed = if s.virtual_time() { 3 } else { 4 };
     let mut seq: Vec<f64> = Vec::new();

@@ -98,7 +98,17 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         // the units exactly: single writes on after the first collapse, until every write
         // finds the cache full.
         s.clean_slate()?;
-        let u = fill_units(s, s.bs, 0.93)?;
+        // A merge reads and writes a band (TEST 11) at the media rate (TEST 14).
+        let band = s.f.bands.first().map_or(8 << 20, |b| b.1) as f64;
+        let rate = s
+            .report
+            .zones
+            .as_ref()
+            .map(|z| z.plateaus.iter().map(|p| p.mb_per_s).collect::<Vec<_>>())
+            .filter(|r| !r.is_empty())
+            .map_or(100.0, |r| crate::stats::median(&r));
+        let merge_ms = 2.0 * band / (rate * 1e3);
+        let u = fill_units(s, s.bs, 0.93, merge_ms)?;
         plot = plot.dots("4 KiB, QD1, units", u.points());
         s.plots.push(plot.log());
         let units = u.units.unwrap_or(n);

@@ -164,9 +164,49 @@ pub fn checks_dm(cfg: &DmConfig, r: &Report) -> Vec<Check> {
     checks_dm_truth(cfg, r, None)
 }
 
-/// [`checks_dm`], with the drive's real cache size in bytes when it differs from the
-/// configured one (a block-mapped or band-allocated cache is cut from whole bands).
-pub fn checks_dm_truth(cfg: &DmConfig, r: &Report, cache_bytes: Option<u64>) -> Vec<Check> {
+/// What a drive-managed drive really holds where it differs from its configuration: a
+/// block-mapped or band-allocated cache is cut from whole bands (`raw`), and a fully
+/// associative drive keeps one spare band per zone free for merging, which the host never
+/// fills (`usable`).
+#[derive(Debug, Clone, Copy)]
+pub struct Truth {
+    pub raw: u64,
+    pub usable: u64,
+}
+
+impl Truth {
+    /// The truth of `cfg`, from the drive's layout.
+    pub fn of(cfg: &DmConfig) -> Truth {
+        let (_, lay) = layout::build(&DmConfig {
+            store_data: false,
+            ..cfg.clone()
+        })
+        .unwrap();
+        let d = DmDrive::new(DmConfig {
+            store_data: false,
+            ..cfg.clone()
+        })
+        .unwrap();
+        let raw = d.stl_stats().cache_bytes;
+        let usable = if cfg.stl == StlKind::FullyAssociative {
+            let reserve: u64 = lay
+                .spares
+                .iter()
+                .filter_map(|z| z.first())
+                .map(|&b| lay.bands[b].len * lay.sector)
+                .sum();
+            raw - reserve
+        } else {
+            raw
+        };
+        Truth { raw, usable }
+    }
+}
+
+/// [`checks_dm`], against what the drive really holds (see [`Truth`]) rather than its
+/// configured cache size.
+pub fn checks_dm_truth(cfg: &DmConfig, r: &Report, truth: Option<Truth>) -> Vec<Check> {
+    let cache_bytes = truth.map(|t| t.raw);
     let journal = cfg.stl == StlKind::Journal;
     let full = cfg.stl == StlKind::FullyAssociative;
     let flash = cfg.cache_media == Med::Flash;
@@ -297,7 +337,8 @@ pub fn checks_dm_truth(cfg: &DmConfig, r: &Report, cache_bytes: Option<u64>) -> 
         v.extend(cache_sizes(usable));
     } else {
         let cache = cache_bytes.unwrap_or(cfg.cache_size) as f64;
-        v.extend(cache_sizes(cache));
+        let usable = truth.map_or(cache, |t| t.usable as f64);
+        v.extend(cache_sizes(usable));
         if !full {
             v.push(size(
                 "cache.map_entries",
