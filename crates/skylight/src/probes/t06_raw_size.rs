@@ -29,7 +29,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         Plot::new(
             "t06_raw_size.svg",
             "TEST 6: 4 KiB synchronous random writes until cleaning starts (Figure 16)",
-            "operation",
+            "operation number",
             "write latency (ms)",
         )
         .dots("QD1, 4 KiB", f.points())

@@ -25,7 +25,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         Plot::new(
             "t07_map_size.svg",
             "TEST 7: 4 KiB random writes at QD31 until cleaning starts (Figure 15, top)",
-            "operation",
+            "operation number",
             "batch latency (ms)",
         )
         .dots("QD31, 4 KiB", f.points())

@@ -42,7 +42,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let mut plot = Plot::new(
         "t08_usable_size.svg",
         "TEST 8: large random writes at QD31 until cleaning starts (Figure 15)",
-        "operation",
+        "operation number",
         "batch latency (ms)",
     );
     let mut runs: Vec<Fill> = Vec::new();

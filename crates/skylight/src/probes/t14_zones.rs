@@ -273,7 +273,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             "t14_throughput.svg",
             "TEST 14: sequential read throughput against offset (Figure 24)",
             "offset (GB)",
-            "MB/s",
+            "throughput (MB/s)",
         )
         .line(
             "media rate",
