@@ -78,6 +78,8 @@ pub(crate) struct Findings {
     pub t9_cleaned: Option<bool>,
     /// TEST 11: band sizes (offset, bytes).
     pub bands: Vec<(u64, u64)>,
+    /// TEST 11: every region's band seen in three runs or more.
+    pub bands_sure: bool,
 }
 
 /// One probe in progress.

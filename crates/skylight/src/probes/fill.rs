@@ -33,6 +33,76 @@ impl Spread {
     }
 }
 
+/// Where a fill writes next.
+pub(crate) enum Order {
+    /// Evenly over the drive (a golden-ratio sequence).
+    Golden(Spread),
+    /// The bands in LBA order, one write each, then again a write further into each: a set-
+    /// associative cache (data band b → cache set b mod n) then receives its writes set by
+    /// set in turn, so that all its sets fill together, where writes spread by LBA reach some
+    /// sets more often than others.
+    Bands {
+        /// Start of every band (sizes from TEST 11, interpolated between its offsets).
+        starts: Vec<u64>,
+        /// Next band.
+        k: usize,
+        /// Pass over the bands.
+        pass: u64,
+    },
+}
+
+impl Order {
+    /// The bands of a drive of `cap` bytes whose band size at each of `bands` (offset,
+    /// bytes) is known: sizes interpolated linearly between the offsets, aligned to `align`.
+    pub fn bands(bands: &[(u64, u64)], cap: u64, align: u64) -> Option<Order> {
+        let mut pts: Vec<(u64, u64)> = bands.to_vec();
+        pts.sort_unstable();
+        let first = *pts.first()?;
+        let size_at = |o: u64| -> u64 {
+            let last = pts[pts.len() - 1];
+            if o <= first.0 {
+                return first.1;
+            }
+            if o >= last.0 {
+                return last.1;
+            }
+            let i = pts.partition_point(|p| p.0 <= o);
+            let (a, b) = (pts[i - 1], pts[i]);
+            let t = (o - a.0) as f64 / (b.0 - a.0).max(1) as f64;
+            (a.1 as f64 + t * (b.1 as f64 - a.1 as f64)) as u64
+        };
+        let mut starts = Vec::new();
+        let mut o = 0u64;
+        while o < cap {
+            starts.push(o);
+            o += (size_at(o) / align * align).max(align);
+        }
+        Some(Order::Bands {
+            starts,
+            k: 0,
+            pass: 0,
+        })
+    }
+
+    fn next_off(&mut self, cap: u64, len: u64, align: u64) -> u64 {
+        match self {
+            Order::Golden(seq) => seq.next_off(0, cap, len, align),
+            Order::Bands { starts, k, pass } => {
+                let start = starts[*k];
+                let end = starts.get(*k + 1).copied().unwrap_or(cap);
+                let room = end.saturating_sub(start).saturating_sub(len).max(1);
+                let off = start + (*pass * len) % room;
+                *k += 1;
+                if *k == starts.len() {
+                    *k = 0;
+                    *pass += 1;
+                }
+                (off / align * align).min(cap.saturating_sub(len) / align * align)
+            }
+        }
+    }
+}
+
 /// One fill run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Fill {
@@ -82,6 +152,18 @@ pub(crate) fn fill(
     hard: bool,
     seed: f64,
 ) -> Result<Fill> {
+    fill_in(s, size, qd, max_ops, hard, Order::Golden(Spread::new(seed)))
+}
+
+/// [`fill`], writing in `order`.
+pub(crate) fn fill_in(
+    s: &mut Session<'_>,
+    size: u64,
+    qd: usize,
+    max_ops: u64,
+    hard: bool,
+    mut seq: Order,
+) -> Result<Fill> {
     let mut f = Fill {
         size,
         qd,
@@ -92,15 +174,15 @@ pub(crate) fn fill(
         max_ops,
         crate::report::bytes(size)
     ));
-    let mut seq = Spread::new(seed);
     let align = s.bs;
     let cap = s.cap;
+    let sweep = matches!(seq, Order::Bands { .. });
     let mut collapse: Option<Collapse> = None;
     let mut hard_detector: Option<Collapse> = None;
     let max_batches = (max_ops as usize).div_ceil(qd).max(1);
     let tick_every = (max_batches / 500).max(1);
     for b in 0..max_batches {
-        let offs: Vec<u64> = (0..qd).map(|_| seq.next_off(0, cap, size, align)).collect();
+        let offs: Vec<u64> = (0..qd).map(|_| seq.next_off(cap, size, align)).collect();
         let lat = if qd == 1 {
             s.write(offs[0], size)?
         } else {
@@ -116,7 +198,10 @@ pub(crate) fn fill(
             // median could already be the collapsed level.
             let base = median(&f.batches[1..]);
             f.levels.0 = base;
-            collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), 8, 6));
+            // Filled band by band, every set fills at once: the first cleaning is the onset,
+            // and what follows cleans a set per write (not worth waiting for).
+            let (window, need) = if sweep { (1, 1) } else { (8, 6) };
+            collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), window, need));
             for (i, &l) in f.batches.iter().enumerate() {
                 if let Some(c) = &mut collapse {
                     if let Some(at) = c.push(i, l) {

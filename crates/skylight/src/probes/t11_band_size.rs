@@ -13,6 +13,7 @@ use crate::report::{bytes, BandSize};
 use crate::session::Session;
 use crate::stats::median;
 use rand::seq::SliceRandom;
+use rand::Rng;
 use serde_json::json;
 use tegula_device::SEC;
 
@@ -31,6 +32,8 @@ const PERIOD: usize = 4;
 /// either side).
 const MAX_GAP: usize = 2;
 const STRETCH: usize = 2;
+/// Rounds of forced cleaning at most.
+const ROUNDS: i32 = 6;
 /// Regions are this many times the largest band expected (64 MiB).
 const REGION_BANDS: u64 = 50;
 
@@ -297,10 +300,11 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let len = ((if wall { 16 } else { REGION_BANDS }) * (64 << 20)).min(s.cap / 10);
     // The written blocks must stay in the cache until cleaning is forced: a journal holds
     // only so many queued 4 KiB writes before it cleans (TEST 7 counted them), so the stride
-    // grows until the three regions' blocks take at most 60% of that.
+    // grows until the three regions' blocks (and a quarter more, below) take at most 60% of
+    // that.
     let mut stride = STRIDE;
     if let Some(fit) = s.f.map_soft.map(|m| m * 6 / 10) {
-        while 3 * (len / stride) > fit && stride < 4 << 20 {
+        while 3 * (len / stride) * 5 / 4 > fit && stride < 4 << 20 {
             stride *= 2;
         }
     }
@@ -314,11 +318,25 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         })
         .collect();
     let per = (len / stride) as usize;
-    // Every block of every region, in one random order.
+    // Every block of every region, in one random order; on a drive that cleans in idle time,
+    // a quarter as many again between them at random. The extra blocks make the bands'
+    // shares of the cache unequal and unrelated to their neighbours': a drive that cleans its
+    // fullest cache set first (set-associative) would otherwise clean neighbouring bands one
+    // after the other, and they would read as one band several times as long.
     let mut blocks: Vec<u64> = starts
         .iter()
         .flat_map(|&o| (0..per as u64).map(move |j| o + j * stride))
         .collect();
+    let between = stride / bs;
+    if between > 1 && s.f.aggressive == Some(true) {
+        for &o in &starts {
+            for _ in 0..per / 4 {
+                let j = s.rng.gen_range(0..per as u64);
+                let k = s.rng.gen_range(1..between);
+                blocks.push(o + j * stride + k * bs);
+            }
+        }
+    }
     blocks.shuffle(&mut s.rng);
     for chunk in blocks.chunks(31) {
         s.write_batch(chunk, bs)?;
@@ -344,7 +362,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     let (mut lazy_onset, mut lazy_written) = (0u64, 0u64);
     let mut first: Vec<Vec<(usize, usize)>> = Vec::new();
     let exact = |x: &Option<Seen>| x.as_ref().and_then(|x| x.band).map_or(0, |b| b.2);
-    for round in 0..6 {
+    for round in 0..ROUNDS {
         let mut seen: Vec<Seen> = Vec::new();
         for (k, (&st, &n)) in starts.iter().zip(&natives).enumerate() {
             let before = first.get(k).map_or(&[][..], |x| &x[..]);
@@ -375,7 +393,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         }
         // Force (more) cleaning.
         if aggressive {
-            let pause = delay + band_t * 8.0 * 4f64.powi(round);
+            let pause = delay + band_t * 8.0 * 4f64.powi(round.min(5));
             s.idle(pause)?;
             how = format!("{pause:.0} s idle");
         } else {
@@ -432,6 +450,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         return Ok(why);
     }
     s.f.bands = found.iter().map(|f| (f.0, f.1)).collect();
+    s.f.bands_sure = found.len() == starts.len() && found.iter().all(|f| f.2 >= 3);
     s.report.band_size_bytes = found
         .iter()
         .map(|f| BandSize {
