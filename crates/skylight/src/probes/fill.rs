@@ -196,7 +196,11 @@ pub(crate) fn fill_in(
             // The level before cleaning, from the first batches but the very first (a seek
             // to the cache): a small cache may fill within a few dozen batches, so a later
             // median could already be the collapsed level.
-            let base = median(&f.batches[1..]);
+            // Their median, but at most twice the fastest: a cache of a few dozen units is
+            // full after a batch or two, so even a median of these could be the collapsed
+            // level.
+            let fastest = f.batches[1..].iter().copied().fold(f64::INFINITY, f64::min);
+            let base = median(&f.batches[1..]).min(2.0 * fastest);
             f.levels.0 = base;
             // Filled band by band, every set fills at once: the first cleaning is the onset,
             // and what follows cleans a set per write (not worth waiting for).
