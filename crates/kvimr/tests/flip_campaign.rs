@@ -16,27 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk};
 use tegula_kvimr::layout::Layout;
-use tegula_kvimr::{Options, Policy, RmwMode, ZonedAdapter, ZonedOptions};
-use tegula_smrdb::{Db, FormatOptions, Options as DbOptions};
-
-fn db_opts() -> DbOptions {
-    DbOptions {
-        background_compaction: false,
-        log_buffer_bytes: 64 << 10,
-        loc_level1_bands: 2,
-        loc_level_multiplier: 4,
-        ..DbOptions::default()
-    }
-}
-
-fn zoned() -> ZonedOptions {
-    ZonedOptions {
-        zone_bytes: 1 << 20,
-        conventional_zones: 1,
-        log_zones: 10,
-        staging_bytes: 4 << 20,
-    }
-}
+use tegula_kvimr::{Options, Policy, RmwMode, ZonedAdapter};
+use tegula_smrdb::{Db, FormatOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -49,7 +30,7 @@ fn setup() -> (Arc<Disk>, Model) {
         rmw: RmwMode::Merged,
         ..Options::default()
     };
-    let a = Arc::new(ZonedAdapter::format(dev, &tracks(&d), zoned(), opts).unwrap());
+    let a = Arc::new(ZonedAdapter::format(dev, &tracks(&d), zoned_1mib(), opts).unwrap());
     let db = Db::create(a.clone(), FormatOptions::loc(), db_opts()).unwrap();
     let mut model = Model::new();
     let mut rng = SmallRng::seed_from_u64(3);
@@ -74,7 +55,7 @@ fn setup() -> (Arc<Disk>, Model) {
 /// The sectors to damage and where in them: (name, LBA, byte offsets).
 fn targets(d: &Disk) -> Vec<(String, u64, Vec<usize>)> {
     let ss = u64::from(d.info().sector_size);
-    let layout = Layout::new(&tracks(d), ss, &zoned().format()).unwrap();
+    let layout = Layout::new(&tracks(d), ss, &zoned_1mib().format()).unwrap();
     let r = layout.regions;
     let at = |off: u64| layout.safe_extents(off, 1)[0].0;
     let mut t = vec![("superblock".to_string(), at(0))];

@@ -11,29 +11,8 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tegula_device::{BlockDevice, Disk};
-use tegula_kvimr::{Options, Policy, RmwMode, ZonedAdapter, ZonedOptions};
-use tegula_smrdb::{Db, FormatOptions, Options as DbOptions};
-
-const ZONE: u64 = 1 << 20;
-
-fn db_opts() -> DbOptions {
-    DbOptions {
-        background_compaction: false,
-        log_buffer_bytes: 64 << 10,
-        loc_level1_bands: 2,
-        loc_level_multiplier: 4,
-        ..DbOptions::default()
-    }
-}
-
-fn zoned() -> ZonedOptions {
-    ZonedOptions {
-        zone_bytes: ZONE,
-        conventional_zones: 1,
-        log_zones: 10,
-        staging_bytes: 4 << 20,
-    }
-}
+use tegula_kvimr::{Options, Policy, RmwMode, ZonedAdapter};
+use tegula_smrdb::{Db, FormatOptions};
 
 fn value(k: u32, v: u32) -> Vec<u8> {
     let mut b = format!("value {k} {v} ").into_bytes();
@@ -55,7 +34,7 @@ fn run(
 fn run_with(o: Options) -> (Arc<Disk>, BTreeMap<Vec<u8>, Vec<u8>>, tegula_kvimr::Stats) {
     let d = disk(config(64, 128 << 10, true));
     let dev: Arc<dyn BlockDevice> = d.clone();
-    let a = Arc::new(ZonedAdapter::format(dev, &tracks(&d), zoned(), o.clone()).unwrap());
+    let a = Arc::new(ZonedAdapter::format(dev, &tracks(&d), zoned_1mib(), o.clone()).unwrap());
     let db = Db::create(a.clone(), FormatOptions::loc(), db_opts()).unwrap();
     let mut model = BTreeMap::new();
     let mut rng = SmallRng::seed_from_u64(5);

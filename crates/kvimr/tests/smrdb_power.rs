@@ -35,7 +35,7 @@ use std::time::Instant;
 use tegula_device::{BlockDevice, Completion, Disk, IoDone, Request, WriteFlags};
 use tegula_kvimr::layout::Layout;
 use tegula_kvimr::{Options, Policy, RmwMode, Stats, ZonedAdapter, ZonedOptions};
-use tegula_smrdb::{Db, FormatOptions, Options as DbOptions, WriteBatch, WriteOptions};
+use tegula_smrdb::{Db, FormatOptions, WriteBatch, WriteOptions};
 
 const KEYS: u32 = 3000;
 /// A cut is armed up to this many media writes ahead.
@@ -62,16 +62,6 @@ fn store_options() -> Options {
         rmw: RmwMode::Merged,
         bottom_share: 0.0,
         ..Options::default()
-    }
-}
-
-fn db_opts() -> DbOptions {
-    DbOptions {
-        background_compaction: false,
-        log_buffer_bytes: 64 << 10,
-        loc_level1_bands: 2,
-        loc_level_multiplier: 4,
-        ..DbOptions::default()
     }
 }
 

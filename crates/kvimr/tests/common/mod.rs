@@ -114,3 +114,26 @@ pub fn verify(s: &Store, model: &BTreeMap<u32, Vec<u8>>) {
         assert!(got == *data, "file {} differs", f.name);
     }
 }
+
+/// SMRDB-LOC's options for the engine-side tests on tiny stores: inline compaction, a 64 KiB
+/// log buffer, levels of 2 bands growing fourfold.
+pub fn db_opts() -> tegula_smrdb::Options {
+    tegula_smrdb::Options {
+        background_compaction: false,
+        log_buffer_bytes: 64 << 10,
+        loc_level1_bands: 2,
+        loc_level_multiplier: 4,
+        ..tegula_smrdb::Options::default()
+    }
+}
+
+/// The zoned view of those tests: 1 MiB zones, one conventional, 10 log zones, 4 MiB of
+/// staging.
+pub fn zoned_1mib() -> tegula_kvimr::ZonedOptions {
+    tegula_kvimr::ZonedOptions {
+        zone_bytes: 1 << 20,
+        conventional_zones: 1,
+        log_zones: 10,
+        staging_bytes: 4 << 20,
+    }
+}
