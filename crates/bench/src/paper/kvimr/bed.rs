@@ -2,10 +2,11 @@
 //! capacity, the KVIMR middleware's zoned adapter on it, SMRDB-LOC on that; and snapshots of
 //! every counter, turned into a [`Row`] for the span between two of them.
 
-use super::{KvimrSizes, Row, Scheme};
+use super::split::SplitZoned;
+use super::{KvimrSizes, Row, Scheme, WalOn};
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use tegula_device::{profile, BlockDevice, Disk, TrackLayout};
+use tegula_device::{profile, BlockDevice, Disk, TrackLayout, ZonedDevice};
 use tegula_dmimr::{DmImr, DmImrStats};
 use tegula_kvimr::layout::Layout;
 use tegula_kvimr::{Options, ZonedAdapter, ZonedOptions};
@@ -21,7 +22,13 @@ pub(super) struct Bed {
     pub scheme: Scheme,
     /// The drive-managed layer of the `dm-imr` scheme.
     pub dm: Option<Arc<DmImr>>,
+    /// With `--wal-on cmr`: the CMR drive holding the logs and the manifest.
+    pub cmr: Option<Arc<Disk>>,
 }
+
+/// Log slots on the CMR drive of `--wal-on cmr`: SMRDB's `max_log_bands` (4) for the
+/// mutable memtable and as many for the immutable one.
+pub(super) const CMR_LOG_SLOTS: u32 = 8;
 
 fn engine<E: std::error::Error + Send + Sync + 'static>(
     what: &str,
@@ -60,7 +67,11 @@ impl Bed {
         let zo = ZonedOptions {
             zone_bytes: s.zone_bytes,
             conventional_zones: 1,
-            log_zones: s.log_zones,
+            // With the logs on the CMR drive the IMR drive keeps no safe slots for them.
+            log_zones: match s.wal_on {
+                WalOn::Imr => s.log_zones,
+                WalOn::Cmr => 0,
+            },
             staging_bytes: s.staging_bytes,
         };
         // The data tracks a host-managed store has on the raw drive (the CMR twin has the
@@ -99,7 +110,14 @@ impl Bed {
             ZonedAdapter::format(dev, &tracks, zo, opts)
                 .map_err(engine("formatting the kvimr middleware"))?,
         );
-        let db = Db::create(adapter.clone(), FormatOptions::loc(), db_options(s))
+        let (dev, cmr): (Arc<dyn ZonedDevice>, _) = match s.wal_on {
+            WalOn::Imr => (adapter.clone(), None),
+            WalOn::Cmr => {
+                let (split, cmr) = split_over(adapter.clone(), &disk)?;
+                (split, Some(cmr))
+            }
+        };
+        let db = Db::create(dev, FormatOptions::loc(), db_options(s))
             .map_err(engine("creating SMRDB-LOC"))?;
         Ok(Bed {
             disk,
@@ -108,13 +126,19 @@ impl Bed {
             data_bytes,
             scheme,
             dm,
+            cmr,
         })
     }
 
     /// Every counter now.
     pub fn snap(&self, ops: u64) -> Snap {
+        let (cmr_now, cmr_busy) = self
+            .cmr
+            .as_ref()
+            .map_or((0, 0), |c| (c.now(), c.stats().busy_ns));
         Snap {
-            now: self.disk.now(),
+            now: self.disk.now().max(cmr_now),
+            cmr_busy,
             ops,
             kv: self.adapter.store().stats(),
             db: self.db.stats(),
@@ -137,10 +161,34 @@ impl Bed {
     }
 }
 
+/// The split device of `--wal-on cmr` over `adapter`: a CMR drive (the CMR twin of `imr`'s
+/// configuration, as small as the logs and the manifest need) and the slot table on it.
+pub(super) fn split_over(
+    adapter: Arc<ZonedAdapter>,
+    imr: &Disk,
+) -> Result<(Arc<SplitZoned>, Arc<Disk>)> {
+    let mut cfg = imr.config().cmr_twin();
+    // A few files on an otherwise empty disk (ext4 in the paper): the first bytes of the
+    // full-size drive, so the log and the manifest are short seeks apart.
+    cfg.span = tegula_device::Span::Partition;
+    let zone = cfg.zones.zone_size.max(1);
+    cfg.capacity = SplitZoned::cmr_bytes(&*adapter, CMR_LOG_SLOTS)
+        .div_ceil(zone)
+        .max(4)
+        * zone;
+    let cmr =
+        Arc::new(Disk::in_memory(cfg).map_err(|e| Error::device("creating the CMR log drive", e))?);
+    let split = SplitZoned::format(adapter, cmr.clone(), CMR_LOG_SLOTS)
+        .map_err(|e| Error::device("formatting the split log table", e))?;
+    Ok((Arc::new(split), cmr))
+}
+
 /// Counters at one moment.
 #[derive(Debug, Clone)]
 pub(super) struct Snap {
     pub now: u64,
+    /// Busy time of the CMR drive of `--wal-on cmr` (0 without one).
+    pub cmr_busy: u64,
     pub ops: u64,
     pub kv: tegula_kvimr::Stats,
     pub db: DbStats,
@@ -217,6 +265,7 @@ pub(super) fn row(phase: &str, scheme: Scheme, usage: f64, a: &Snap, b: &Snap) -
         compactions_total: b.db.compactions,
         compaction_s_total: secs(b.compaction_ns()),
         device_s_total: secs(b.now),
+        cmr_busy_s: secs(b.cmr_busy - a.cmr_busy),
         media_write_amp: if engine_bytes > 0 {
             media as f64 / engine_bytes as f64
         } else {

@@ -21,6 +21,7 @@
 mod bed;
 mod load;
 mod report;
+pub mod split;
 mod sweep;
 mod ycsb;
 
@@ -44,11 +45,17 @@ pub enum KvimrScale {
     Small,
     /// Longer: a 6 GiB drive, 32 MiB SSTables (16 tracks; the paper's 64 MiB are 32).
     Full,
+    /// The paper's ratios at a size this machine runs: 64 MiB SSTables (32 of the 2 MiB
+    /// tracks, as the paper), 1000-byte values, a load to 75% of the data tracks (75 M
+    /// inserts of 1 KB into 100 GB), on a drive of 8 GiB (128 SSTables instead of the
+    /// paper's ~1,500); sweep at 40, 60 and 70%. Combine with `--wal-on cmr` for the paper's
+    /// log placement.
+    Paper,
 }
 
 impl KvimrScale {
     /// Every scale's name, smallest first.
-    pub const NAMES: [&'static str; 3] = ["tiny", "small", "full"];
+    pub const NAMES: [&'static str; 4] = ["tiny", "small", "full", "paper"];
 
     /// Parses `tiny`, `small` or `full`.
     pub fn parse(s: &str) -> Result<Self> {
@@ -56,8 +63,9 @@ impl KvimrScale {
             "tiny" => Ok(KvimrScale::Tiny),
             "small" => Ok(KvimrScale::Small),
             "full" => Ok(KvimrScale::Full),
+            "paper" => Ok(KvimrScale::Paper),
             o => Err(Error::invalid(format!(
-                "unknown scale {o:?} (tiny, small, full)"
+                "unknown scale {o:?} (tiny, small, full, paper)"
             ))),
         }
     }
@@ -68,6 +76,7 @@ impl KvimrScale {
             KvimrScale::Tiny => "tiny",
             KvimrScale::Small => "small",
             KvimrScale::Full => "full",
+            KvimrScale::Paper => "paper",
         }
     }
 
@@ -86,6 +95,7 @@ impl KvimrScale {
             log_zones: 3,
             level1_bands: 4,
             level_multiplier: 10,
+            wal_on: WalOn::Imr,
         };
         match self {
             KvimrScale::Tiny => KvimrSizes {
@@ -111,6 +121,48 @@ impl KvimrScale {
                 staging_bytes: 40 * MIB,
                 ..base
             },
+            KvimrScale::Paper => KvimrSizes {
+                capacity: 8192 * MIB,
+                zone_bytes: 64 * MIB,
+                load_usage: 0.75,
+                sweep: vec![0.4, 0.6, 0.7],
+                sweep_ops: 200_000,
+                ycsb_ops: 50_000,
+                staging_bytes: 80 * MIB,
+                ..base
+            },
+        }
+    }
+}
+
+/// Where SMRDB's write-ahead log and manifest live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WalOn {
+    /// On the IMR drive with the SSTables (logs in the KVIMR store's safe region, the
+    /// manifest in its raw area): everything on one drive.
+    #[default]
+    Imr,
+    /// On a separate modelled CMR drive (the IMR drive's CMR twin, sized for the logs and
+    /// the manifest), SSTables only on the IMR drive: the paper's setup (RocksDB's WAL and
+    /// MANIFEST on ext4, only SSTables through KVIMR). See [`split`].
+    Cmr,
+}
+
+impl WalOn {
+    /// Parses `imr` or `cmr`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "imr" => Ok(WalOn::Imr),
+            "cmr" => Ok(WalOn::Cmr),
+            o => Err(Error::invalid(format!("unknown --wal-on {o:?} (imr, cmr)"))),
+        }
+    }
+
+    /// The name [`WalOn::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            WalOn::Imr => "imr",
+            WalOn::Cmr => "cmr",
         }
     }
 }
@@ -142,6 +194,8 @@ pub struct KvimrSizes {
     pub level1_bands: u64,
     /// Size ratio of adjacent levels (LevelDB's 10).
     pub level_multiplier: u64,
+    /// Where the log and the manifest live.
+    pub wal_on: WalOn,
 }
 
 /// One storage scheme of the experiment.
@@ -252,6 +306,14 @@ pub struct KvimrOptions {
     pub parts: Parts,
     /// Random seed (default 2021).
     pub seed: u64,
+    /// Where the log and the manifest live (default [`WalOn::Imr`]).
+    pub wal_on: WalOn,
+    /// SSTable (zone) size in bytes, overriding the scale's (default `None`: the scale's).
+    pub sst_bytes: Option<u64>,
+    /// Value size in bytes, overriding the scale's 1000 (default `None`).
+    pub value_bytes: Option<usize>,
+    /// Drive capacity in bytes, overriding the scale's (default `None`).
+    pub capacity: Option<u64>,
 }
 
 impl Default for KvimrOptions {
@@ -262,7 +324,42 @@ impl Default for KvimrOptions {
             schemes: Scheme::ALL.to_vec(),
             parts: Parts::default(),
             seed: 2021,
+            wal_on: WalOn::default(),
+            sst_bytes: None,
+            value_bytes: None,
+            capacity: None,
         }
+    }
+}
+
+impl KvimrOptions {
+    /// The scale's sizes with this run's overrides. The staging area grows with the SSTable
+    /// size (merged RMW backs up one SSTable's victims at a time).
+    pub fn sizes(&self) -> Result<KvimrSizes> {
+        let mut s = self.scale.sizes();
+        if let Some(b) = self.sst_bytes {
+            if b == 0 || !b.is_multiple_of(1 << 20) {
+                return Err(Error::invalid(format!(
+                    "--sst-size {b} is not a positive whole number of MiB"
+                )));
+            }
+            s.staging_bytes = (s.staging_bytes * b / s.zone_bytes).max(4 * MIB);
+            s.zone_bytes = b;
+        }
+        if let Some(v) = self.value_bytes {
+            if v == 0 {
+                return Err(Error::invalid("--value-bytes must be positive"));
+            }
+            s.value_bytes = v;
+        }
+        if let Some(c) = self.capacity {
+            if c < 64 * MIB {
+                return Err(Error::invalid("--capacity below 64 MiB"));
+            }
+            s.capacity = c.div_ceil(16 * MIB) * 16 * MIB;
+        }
+        s.wal_on = self.wal_on;
+        Ok(s)
     }
 }
 
@@ -318,6 +415,9 @@ pub struct Row {
     pub compaction_s_total: f64,
     /// Cumulative device seconds since the drive was formatted.
     pub device_s_total: f64,
+    /// Busy seconds of the separate CMR drive in the step (`--wal-on cmr`; 0 otherwise): its
+    /// log and manifest I/O, part of `device_s`.
+    pub cmr_busy_s: f64,
     /// Media bytes written per byte the engine wrote (restores, staging, map included).
     pub media_write_amp: f64,
     /// The LSM's own write amplification (bytes the engine wrote per user byte).
@@ -341,7 +441,7 @@ pub fn run(opts: &KvimrOptions, obs: &dyn Observer) -> Result<PaperReport> {
     if opts.parts.ycsb && !opts.parts.load {
         return Err(Error::invalid("the YCSB phases run after the load"));
     }
-    let s = opts.scale.sizes();
+    let s = opts.sizes()?;
     crate::report::output_dir(&opts.out)?;
     let per_scheme = opts.parts.load as u64 + opts.parts.sweep as u64;
     obs.job_started("paper kvimr", per_scheme * opts.schemes.len() as u64);
@@ -380,5 +480,80 @@ mod tests {
             assert_eq!(KvimrScale::parse(n).map(|s| s.name()).ok(), Some(n));
         }
         assert!(Scheme::parse("nope").is_err());
+        for w in [WalOn::Imr, WalOn::Cmr] {
+            assert_eq!(WalOn::parse(w.name()).ok(), Some(w));
+        }
+        assert!(WalOn::parse("ssd").is_err());
+    }
+
+    #[test]
+    fn the_setup_options_override_the_scale_and_default_to_it() {
+        let d = KvimrOptions::default();
+        assert_eq!(d.wal_on, WalOn::Imr);
+        let s = d.sizes().unwrap();
+        assert_eq!(s, KvimrScale::Small.sizes());
+        let p = KvimrOptions {
+            scale: KvimrScale::Paper,
+            ..KvimrOptions::default()
+        }
+        .sizes()
+        .unwrap();
+        assert_eq!((p.zone_bytes, p.value_bytes), (64 * MIB, 1000));
+        assert!((p.load_usage - 0.75).abs() < 1e-9);
+        let o = KvimrOptions {
+            wal_on: WalOn::Cmr,
+            sst_bytes: Some(64 * MIB),
+            value_bytes: Some(1024),
+            capacity: Some(1000 * MIB),
+            ..KvimrOptions::default()
+        }
+        .sizes()
+        .unwrap();
+        assert_eq!(o.wal_on, WalOn::Cmr);
+        assert_eq!((o.zone_bytes, o.value_bytes), (64 * MIB, 1024));
+        assert_eq!(o.capacity, 1008 * MIB, "whole 16 MiB zones of the drive");
+        assert_eq!(o.staging_bytes, 80 * MIB, "staging grows with the SSTable");
+        for bad in [
+            KvimrOptions {
+                sst_bytes: Some(MIB + 1),
+                ..KvimrOptions::default()
+            },
+            KvimrOptions {
+                value_bytes: Some(0),
+                ..KvimrOptions::default()
+            },
+        ] {
+            assert!(bad.sizes().is_err());
+        }
+    }
+
+    #[test]
+    fn tiny_runs_end_to_end_with_the_log_on_a_cmr_drive() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = KvimrOptions {
+            scale: KvimrScale::Tiny,
+            out: dir.path().join("out"),
+            schemes: vec![Scheme::Seq, Scheme::KvimrM],
+            parts: Parts {
+                load: true,
+                sweep: false,
+                ycsb: false,
+            },
+            wal_on: WalOn::Cmr,
+            ..KvimrOptions::default()
+        };
+        let rep = run(&opts, &crate::observer::Quiet).unwrap();
+        assert!(rep.markdown.contains("--wal-on cmr"), "{}", rep.markdown);
+        let json = std::fs::read_to_string(opts.out.join("kvimr.json")).unwrap();
+        let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let rows = rows.as_array().unwrap();
+        assert!(!rows.is_empty());
+        for sc in ["seq", "kvimr-m"] {
+            let load: Vec<_> = rows.iter().filter(|r| r["scheme"] == sc).collect();
+            assert_eq!(load.len(), 4, "{sc}: 10% steps to 40%");
+            let cmr: f64 = load.iter().map(|r| r["cmr_busy_s"].as_f64().unwrap()).sum();
+            let dev: f64 = load.iter().map(|r| r["device_s"].as_f64().unwrap()).sum();
+            assert!(cmr > 0.0 && cmr < dev, "{sc}: cmr {cmr} of {dev}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::builder::{BoolishValueParser, PossibleValue, PossibleValuesParser};
 use clap::{ArgAction, Args, Subcommand};
 use std::path::PathBuf;
-use tegula_bench::paper::kvimr::{self, KvimrOptions, KvimrScale, Parts, Scheme};
+use tegula_bench::paper::kvimr::{self, KvimrOptions, KvimrScale, Parts, Scheme, WalOn};
 use tegula_bench::paper::smrdb::{self, Scale, SmrdbOptions};
 use tegula_bench::paper::stl::signatures::{self, SignatureOptions};
 use tegula_bench::paper::stl::speed::{self, SpeedOptions};
@@ -249,6 +249,9 @@ fn kvimr_scales() -> PossibleValuesParser {
         PossibleValue::new("small")
             .help("Minutes in a release build: a 3 GiB drive, 16 MiB SSTables"),
         PossibleValue::new("full").help("Longer: a 6 GiB drive, 32 MiB SSTables"),
+        PossibleValue::new("paper").help(
+            "The paper's ratios: an 8 GiB drive, 64 MiB SSTables (32 tracks of 2 MiB), load to 75%",
+        ),
     ])
 }
 
@@ -267,6 +270,19 @@ pub struct KvimrArgs {
     /// Parts, comma-separated: load, sweep, ycsb (ycsb runs after the load).
     #[arg(long, default_value = "load,sweep,ycsb")]
     pub parts: String,
+    /// Where SMRDB's log and manifest live: imr (on the IMR drive with the SSTables) or cmr
+    /// (on a separate modelled CMR drive, SSTables only on IMR: the paper's setup).
+    #[arg(long = "wal-on", alias = "wal_on", value_name = "imr|cmr", default_value = KvimrOptions::default().wal_on.name())]
+    pub wal_on: String,
+    /// SSTable (zone) size, overriding the scale's (the paper's 64MiB).
+    #[arg(long = "sst-size", alias = "sst_size", value_name = "BYTES")]
+    pub sst_size: Option<Size>,
+    /// Value size in bytes, overriding the scale's 1000 (the paper's 1 KB).
+    #[arg(long = "value-bytes", alias = "value_bytes", value_name = "BYTES")]
+    pub value_bytes: Option<usize>,
+    /// Drive capacity, overriding the scale's.
+    #[arg(long)]
+    pub capacity: Option<Size>,
     /// Random seed.
     #[arg(long, default_value_t = KvimrOptions::default().seed)]
     pub seed: u64,
@@ -299,6 +315,10 @@ impl KvimrArgs {
                 ycsb: parts.iter().any(|p| p == "ycsb"),
             },
             seed: self.seed,
+            wal_on: WalOn::parse(&self.wal_on)?,
+            sst_bytes: self.sst_size.map(|s| s.0),
+            value_bytes: self.value_bytes,
+            capacity: self.capacity.map(|s| s.0),
         })
     }
 }
