@@ -25,7 +25,8 @@
 #   * fs:          mkfs, mount (FUSE), files written and checksummed, unmount, fs check,
 #                  remount, the checksums equal;
 #   * nbd:         `serve nbd` exports the device's data (nbdcopy equals dd).
-# Then `tegula probe` on a real block device that is not zoned (scsi_debug's disk), TEST 1.
+# Then `tegula probe` on real block devices that are neither zoned nor disks (scsi_debug's RAM
+# disk, a loop device over a file in memory), TEST 1: no drive, least of all an SMR one.
 # Both devices are erased (they live in guest memory and in run.sh's temporary file).
 set -u
 
@@ -335,17 +336,44 @@ for dev in "$NULLB" "$ZNS"; do
     step "$d nbd" nbd "$dev"
 done
 
-# The prober on a real (not zoned) block device: scsi_debug's disk, TEST 1 (latencies).
-probe() {
+# The prober on real block devices that are not zoned and not disks: scsi_debug's RAM disk
+# and a loop device over a file in guest memory, TEST 1 (latencies). Neither seeks, so the
+# prober must not take either for a drive, least of all an SMR one (a false SMR finding).
+probe_dev() {
+    dev=$1
+    json=$2
+    tegula probe "$dev" --destroys-data --tests 1 --json "$json" >/tmp/probe.txt 2>&1
+    st=$?
+    tail -n 4 /tmp/probe.txt | sed 's/^/  /'
+    [ "$st" -eq 0 ] && [ -s "$json" ] || return 1
+    t=$(grep -o '"drive_type": *[^,]*' "$json" | head -n 1)
+    echo "  $t"
+    case $t in
+    *null*) return 0 ;;
+    *) echo "  a device without seeks was reported as a drive"; return 1 ;;
+    esac
+}
+
+probe_sda() {
     modprobe sd_mod && modprobe scsi_debug dev_size_mb=512 || return 1
     i=0
     while [ ! -b /dev/sda ] && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-    tegula probe /dev/sda --destroys-data --tests 1 --json "$OUT/probe-sda.json" >/tmp/probe.txt 2>&1
-    st=$?
-    tail -n 15 /tmp/probe.txt | sed 's/^/  /'
-    [ "$st" -eq 0 ] && [ -s "$OUT/probe-sda.json" ]
+    probe_dev /dev/sda "$OUT/probe-sda.json"
 }
-step "sda probe" probe
+step "sda probe" probe_sda
+
+probe_loop() {
+    modprobe loop 2>/dev/null
+    dd if=/dev/zero of=/tmp/loop.img bs=1M count=256 2>/dev/null || return 1
+    loopdev=$(losetup -f) || return 1
+    losetup "$loopdev" /tmp/loop.img || return 1
+    probe_dev "$loopdev" "$OUT/probe-loop.json"
+    st=$?
+    losetup -d "$loopdev"
+    rm -f /tmp/loop.img
+    return "$st"
+}
+step "loop probe" probe_loop
 
 echo "passed $passed, failed $failed${failed_names:+:$failed_names}"
 [ "$failed" -eq 0 ]

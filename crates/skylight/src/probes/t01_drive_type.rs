@@ -143,6 +143,21 @@ fn mean_level(s: &mut Session<'_>, total: u64, region: u64) -> Result<f64> {
     Ok(crate::stats::mean(&kept))
 }
 
+/// Whether reads across the whole device (`far_ms`, median) cost no more than reads within a
+/// few MiB (`near_ms`): no seek, so no disk. A disk's full-stroke average seek alone is
+/// several ms and its short seeks well under one; 15% is far below that gap and above the
+/// noise of 32 samples' medians.
+fn no_seek(far_ms: f64, near_ms: f64) -> bool {
+    far_ms < 1.15 * near_ms
+}
+
+/// The smallest level change taken as a new plateau: four times the measured noise, at least
+/// 1 ms, but never above a tenth of the level (a fast device's whole level can be under 10 ms).
+fn noise_threshold(noise: f64, level: f64) -> f64 {
+    let cap = 0.1 * level;
+    (4.0 * noise).max(1.0).min(cap).max(0.0)
+}
+
 /// Whether the last of `found`'s jumps is much larger than the others: a second entry, not
 /// a larger one (the bound on the entry size).
 fn second_entry(found: &[(usize, f64)]) -> bool {
@@ -172,7 +187,7 @@ fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
             let again = level(s, d, region, LEVEL_MIN_OF)?;
             let near = level(s, d + 4 * s.bs, region, LEVEL_MIN_OF)?;
             let noise = (again - l).abs().max((near - l).abs());
-            noise_thr = (4.0 * noise).clamp(1.0, 0.1 * l);
+            noise_thr = noise_threshold(noise, l);
             thr = noise_thr;
         }
         let mut found = plateaus(&pts, thr);
@@ -331,7 +346,16 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     }
     let rrm = median(&rr);
     s.f.random_read_ms = Some(rrm);
-    s.tick(64);
+    // The same reads inside a few MiB: a disk's seeks there are short (or the reads hit its
+    // track buffer), so reads across the whole device take clearly longer. A RAM-backed or
+    // virtual device without a seek answers both alike, however slow its commands are.
+    let mut near = Vec::new();
+    for _ in 0..32 {
+        let o = s.rand_off(0, r2, bs);
+        near.push(s.read(o, bs)?);
+    }
+    let nearm = median(&near);
+    s.tick(32);
 
     // Random FUA writes in a region smaller than any band, then in the first GiB.
     let mut small = Vec::new();
@@ -358,14 +382,27 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         median(&sm),
         median(&bm)
     );
+    let writes = if fixed_small {
+        "fixed, flash-like"
+    } else {
+        "varying"
+    };
     if rrm < 1.0 {
         let why = format!(
-            "not a magnetic disk: random reads over the whole device take {rrm:.3} ms (no seek, no rotation); writes look {} ({evidence})",
-            if fixed_small { "fixed, flash-like" } else { "varying" }
+            "not a magnetic disk: random reads over the whole device take {rrm:.3} ms (no seek, no rotation); writes look {writes} ({evidence})"
         );
         s.report.unknown("drive_type", "1", why);
         s.f.smr = None;
         return Ok("not a disk: sub-millisecond random reads".into());
+    }
+    if no_seek(rrm, nearm) {
+        let why = format!(
+            "not a magnetic disk: random reads over the whole device take {rrm:.2} ms, reads within {} {nearm:.2} ms (no seek distance in the latency); writes look {writes} ({evidence})",
+            bytes(r2)
+        );
+        s.report.unknown("drive_type", "1", why);
+        s.f.smr = None;
+        return Ok("not a disk: reads cost the same at any distance".into());
     }
     let smr = fixed_small || fixed_big;
     s.f.smr = Some(smr);
@@ -605,6 +642,25 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn reads_that_cost_the_same_near_and_far_are_not_a_disk() {
+        // The VM's scsi_debug disk under TCG: slow commands, no seek.
+        assert!(super::no_seek(2.1, 2.0));
+        // A 64 GiB image of cmr-7200: 10.98 ms across the device, a few ms nearby.
+        assert!(!super::no_seek(10.98, 4.9));
+        // Reads nearby served from the track buffer.
+        assert!(!super::no_seek(12.0, 0.2));
+    }
+
+    #[test]
+    fn noise_threshold_on_a_fast_device_stays_below_a_tenth_of_the_level() {
+        // A RAM-backed disk's whole batch level was 6.28 ms (the VM's scsi_debug); here 6.2.
+        assert!((super::noise_threshold(0.01, 6.2) - 0.62).abs() < 1e-9);
+        assert_eq!(super::noise_threshold(0.01, 100.0), 1.0);
+        assert_eq!(super::noise_threshold(5.0, 100.0), 10.0);
+        assert_eq!(super::noise_threshold(f64::NAN, 100.0), 1.0);
+    }
+
     use super::*;
 
     #[test]

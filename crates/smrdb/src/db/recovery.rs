@@ -211,7 +211,7 @@ impl Inner {
         // them (paper figure 9: SOC 40 device s instead of 26; tests/band_fill.rs).
         let memtable_limit = opts
             .memtable_bytes
-            .unwrap_or(zone_bytes - (zone_bytes / 32).clamp(64 << 10, zone_bytes / 2))
+            .unwrap_or(zone_bytes - (zone_bytes / 32).max(64 << 10).min(zone_bytes / 2))
             .max(4096);
         // Open bands.
         let mut bands = Vec::with_capacity(m.bands.len());
