@@ -211,7 +211,8 @@ fn shipped_drives_every_test() {
         rows.push((name.to_string(), checks_dm(&cfg, &r)));
     }
     let (right, _, total) = table(&rows);
-    assert!(right * 100 >= total * 95, "{right} of {total}");
+    // Issue 31: the shipped drives keep every field (89 of 89); the table above names any miss.
+    assert_eq!(right, total, "{right} of {total} right on the shipped drives");
 }
 
 #[test]
