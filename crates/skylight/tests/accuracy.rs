@@ -212,7 +212,10 @@ fn shipped_drives_every_test() {
     }
     let (right, _, total) = table(&rows);
     // Issue 31: the shipped drives keep every field (89 of 89); the table above names any miss.
-    assert_eq!(right, total, "{right} of {total} right on the shipped drives");
+    assert_eq!(
+        right, total,
+        "{right} of {total} right on the shipped drives"
+    );
 }
 
 #[test]
