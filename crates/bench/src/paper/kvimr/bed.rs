@@ -39,19 +39,43 @@ fn engine<E: std::error::Error + Send + Sync + 'static>(
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
 /// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold,
 /// LevelDB's L0 limits (the figures were measured with them).
-pub(super) fn db_options(s: &KvimrSizes) -> DbOptions {
-    DbOptions {
+/// Then the run's `--smrdb-option`s.
+pub(super) fn db_options(s: &KvimrSizes) -> Result<DbOptions> {
+    let opts = DbOptions {
         background_compaction: false,
         loc_level1_bands: s.level1_bands,
         loc_level_multiplier: s.level_multiplier,
         ..DbOptions::default().with_leveldb_l0_limits()
+    };
+    if s.smrdb_options.is_empty() {
+        return Ok(opts);
     }
+    let mut v = serde_json::to_value(&opts)
+        .map_err(|e| Error::internal(format!("encoding SMRDB options: {e}")))?;
+    let map = v
+        .as_object_mut()
+        .ok_or_else(|| Error::internal("SMRDB options are not a JSON object"))?;
+    for (k, val) in &s.smrdb_options {
+        if !map.contains_key(k) {
+            return Err(Error::invalid(format!("unknown SMRDB option {k:?}")));
+        }
+        map.insert(k.clone(), val.clone());
+    }
+    serde_json::from_value(v).map_err(|e| {
+        Error::invalid(format!(
+            "an SMRDB option has a value of the wrong type: {e}"
+        ))
+    })
 }
 
 impl Bed {
     /// A fresh bed for `scheme`.
     pub fn new(scheme: Scheme, s: &KvimrSizes) -> Result<Bed> {
         let mut cfg = profile("imr-paper").map_err(|e| Error::device("profile imr-paper", e))?;
+        for (k, v) in &s.drive_set {
+            cfg.set(k, v)
+                .map_err(|e| Error::device(format!("--drive-set {k}={v}"), e))?;
+        }
         cfg.capacity = s.capacity;
         cfg.zones.zone_size = 16 << 20;
         if scheme == Scheme::Cmr {
@@ -117,7 +141,7 @@ impl Bed {
                 (split, Some(cmr))
             }
         };
-        let db = Db::create(dev, FormatOptions::loc(), db_options(s))
+        let db = Db::create(dev, FormatOptions::loc(), db_options(s)?)
             .map_err(engine("creating SMRDB-LOC"))?;
         Ok(Bed {
             disk,

@@ -96,6 +96,8 @@ impl KvimrScale {
             level1_bands: 4,
             level_multiplier: 10,
             wal_on: WalOn::Imr,
+            drive_set: Vec::new(),
+            smrdb_options: Vec::new(),
         };
         match self {
             KvimrScale::Tiny => KvimrSizes {
@@ -196,6 +198,10 @@ pub struct KvimrSizes {
     pub level_multiplier: u64,
     /// Where the log and the manifest live.
     pub wal_on: WalOn,
+    /// Overrides of the drive configuration ([`KvimrOptions::drive_set`]).
+    pub drive_set: Vec<(String, String)>,
+    /// SMRDB option overrides ([`KvimrOptions::smrdb_options`]).
+    pub smrdb_options: Vec<(String, serde_json::Value)>,
 }
 
 /// One storage scheme of the experiment.
@@ -314,6 +320,13 @@ pub struct KvimrOptions {
     pub value_bytes: Option<usize>,
     /// Drive capacity in bytes, overriding the scale's (default `None`).
     pub capacity: Option<u64>,
+    /// Overrides of the `imr-paper` drive's configuration, `(key, value)` as `tegula disk
+    /// create --set` takes them (e.g. `timing.seek_read.avg_ms`, `cache.write_cache`); they
+    /// apply to its CMR twin and to the log drive of `--wal-on cmr` too (default none).
+    pub drive_set: Vec<(String, String)>,
+    /// SMRDB options for every scheme, `(field of tegula_smrdb::Options, JSON value)`, applied
+    /// after the experiment's own (e.g. `compaction_read_ahead_bytes`; default none).
+    pub smrdb_options: Vec<(String, serde_json::Value)>,
 }
 
 impl Default for KvimrOptions {
@@ -328,6 +341,8 @@ impl Default for KvimrOptions {
             sst_bytes: None,
             value_bytes: None,
             capacity: None,
+            drive_set: Vec::new(),
+            smrdb_options: Vec::new(),
         }
     }
 }
@@ -359,6 +374,15 @@ impl KvimrOptions {
             s.capacity = c.div_ceil(16 * MIB) * 16 * MIB;
         }
         s.wal_on = self.wal_on;
+        s.drive_set = self.drive_set.clone();
+        let mut cfg = tegula_device::profile("imr-paper")
+            .map_err(|e| Error::device("profile imr-paper", e))?;
+        for (k, v) in &s.drive_set {
+            cfg.set(k, v)
+                .map_err(|e| Error::device(format!("--drive-set {k}={v}"), e))?;
+        }
+        s.smrdb_options = self.smrdb_options.clone();
+        bed::db_options(&s)?;
         Ok(s)
     }
 }
@@ -484,6 +508,28 @@ mod tests {
             assert_eq!(WalOn::parse(w.name()).ok(), Some(w));
         }
         assert!(WalOn::parse("ssd").is_err());
+        let set = |k: &str, v: &str| KvimrOptions {
+            drive_set: vec![(k.into(), v.into())],
+            ..KvimrOptions::default()
+        };
+        assert!(set("timing.seek_read.avg_ms", "8.5").sizes().is_ok());
+        assert!(set("timing.bogus", "1").sizes().is_err());
+        let smrdb = |k: &str, v: serde_json::Value| KvimrOptions {
+            smrdb_options: vec![(k.into(), v)],
+            ..KvimrOptions::default()
+        };
+        let ra = smrdb("compaction_read_ahead_bytes", serde_json::json!(8 << 20));
+        let s = ra.sizes().unwrap();
+        assert_eq!(
+            bed::db_options(&s).unwrap().compaction_read_ahead_bytes,
+            8 << 20
+        );
+        assert!(smrdb("no_such_option", serde_json::json!(1))
+            .sizes()
+            .is_err());
+        assert!(smrdb("compaction_read_ahead_bytes", serde_json::json!("x"))
+            .sizes()
+            .is_err());
     }
 
     #[test]

@@ -199,6 +199,16 @@ pub fn markdown(opts: &KvimrOptions, s: &KvimrSizes, res: &Results) -> String {
         s.level1_bands,
         s.level_multiplier
     );
+    if !s.drive_set.is_empty() || !s.smrdb_options.is_empty() {
+        let mut o = String::from("Overrides:");
+        for (k, v) in &s.drive_set {
+            let _ = write!(o, " `--drive-set {k}={v}`");
+        }
+        for (k, v) in &s.smrdb_options {
+            let _ = write!(o, " `--smrdb-option {k}={v}`");
+        }
+        let _ = writeln!(md, "{o}\n");
+    }
     let _ = writeln!(
         md,
         "### Random load to {:.0}% of the data tracks\n",

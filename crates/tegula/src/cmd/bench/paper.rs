@@ -283,6 +283,14 @@ pub struct KvimrArgs {
     /// Drive capacity, overriding the scale's.
     #[arg(long)]
     pub capacity: Option<Size>,
+    /// An override of the imr-paper drive's configuration (and its CMR twin's), KEY=VALUE as
+    /// `tegula disk create --set` takes it (e.g. timing.seek_read.avg_ms=8.5); repeatable.
+    #[arg(long = "drive-set", alias = "drive_set", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub drive_set: Vec<(String, String)>,
+    /// An SMRDB option for every scheme, NAME=VALUE (a field of `tegula_smrdb::Options`, e.g.
+    /// compaction_read_ahead_bytes=8388608); repeatable.
+    #[arg(long = "smrdb-option", alias = "smrdb_option", value_name = "NAME=VALUE", value_parser = super::args::parse_engine_option)]
+    pub smrdb_option: Vec<(String, serde_json::Value)>,
     /// Random seed.
     #[arg(long, default_value_t = KvimrOptions::default().seed)]
     pub seed: u64,
@@ -319,6 +327,8 @@ impl KvimrArgs {
             sst_bytes: self.sst_size.map(|s| s.0),
             value_bytes: self.value_bytes,
             capacity: self.capacity.map(|s| s.0),
+            drive_set: self.drive_set.clone(),
+            smrdb_options: self.smrdb_option.clone(),
         })
     }
 }
