@@ -10,7 +10,10 @@
 //! per drive class, and each drive's wall time.
 //!
 //! The default run draws two drives and runs TESTs 1-3 only (the fields they decide), so the
-//! ordinary test suite stays fast. The full matrix, in release mode:
+//! ordinary test suite stays fast; and two property tests (proptest) over the whole space:
+//! every drawn configuration is one `disk create --config` accepts, inside the issue's ranges,
+//! and TEST 1 gets the drive type and cache medium right on any drawn drive (a failure
+//! shrinks to the smallest seed and index and is kept in `proptest-regressions/`). The full matrix, in release mode:
 //!
 //! ```text
 //! cargo test --release -p tegula-skylight --test accuracy_matrix --no-run
@@ -409,5 +412,57 @@ fn drawn_drives_are_probed_right() {
     let (right, _, total) = tables(&rows);
     if n.is_none() {
         assert!(right * 10 >= total * 8, "{right} of {total}");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// The generator's space is the issue's: every STL, 500 GB-8 TB, caches of 2-32 GiB
+    /// (a fully associative drive's spares as asked), track bands of 4-32 tracks or bands
+    /// of 8-128 MiB, idle 0.2-5 s, journal entries that grow to a bound, and a configuration
+    /// that survives its TOML (what `disk create --config` reads) and builds a drive.
+    #[test]
+    fn drawn_configurations_are_valid_and_in_range(seed in 0u64..1_000_000, i in 0usize..300) {
+        let (c, real) = draw(seed, i);
+        proptest::prop_assert!((500_000_000_000..=8_000_000_000_000).contains(&c.capacity));
+        proptest::prop_assert!((2 * GIB - MIB..=32 * GIB + MIB).contains(&c.cache_size), "{}", c.cache_size);
+        proptest::prop_assert!(real > 0);
+        if c.band_size == 0 {
+            proptest::prop_assert!((4..=32).contains(&c.band_tracks));
+            proptest::prop_assert!(c.stl != StlKind::FullyAssociative);
+        } else {
+            proptest::prop_assert!((8 * MIB..=128 * MIB).contains(&c.band_size));
+        }
+        proptest::prop_assert!((200_000_000..=5_000_000_000).contains(&c.idle_before_cleaning));
+        if c.stl == StlKind::Journal {
+            proptest::prop_assert!(c.journal_entry_min < c.journal_entry_max);
+            proptest::prop_assert_eq!(
+                (c.journal_entry_max - c.journal_entry_min) % c.journal_entry_quantum,
+                0
+            );
+        }
+        let back = DmConfig::from_toml(&c.to_toml()).ok();
+        proptest::prop_assert_eq!(back, Some(c.clone()));
+        proptest::prop_assert!(DmDrive::new(c).is_ok());
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3))]
+
+    /// TEST 1 on any drawn drive: an SMR drive, and its cache medium.
+    #[test]
+    fn test_1_gets_the_drive_type_and_cache_medium_of_any_drawn_drive(seed in 0u64..1_000_000, i in 0usize..300) {
+        let (c, _) = draw(seed, i);
+        let r = probe_dm_within(&c, "1", Some(Duration::from_secs(300)));
+        proptest::prop_assert!(r.is_ok(), "{}: {:?}", describe(&c), r.err());
+        let r = r.unwrap();
+        proptest::prop_assert_eq!(r.drive_type, Some(tegula_skylight::report::DriveType::Smr), "{}", describe(&c));
+        let want = match c.cache_media {
+            Med::Flash => tegula_skylight::report::CacheMedia::Flash,
+            Med::Disk => tegula_skylight::report::CacheMedia::Disk,
+        };
+        proptest::prop_assert_eq!(r.cache.media, Some(want), "{}", describe(&c));
     }
 }
