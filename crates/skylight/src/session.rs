@@ -37,6 +37,9 @@ pub(crate) struct Entries {
     pub oob: u64,
     /// Sustained media rate of the cache writes, bytes per millisecond.
     pub rate: f64,
+    /// The largest data area of one entry, when the sweep saw a second entry: the largest
+    /// batch that stayed one entry, to one block.
+    pub max: Option<u64>,
 }
 
 /// What earlier tests found, for later ones.

@@ -259,11 +259,16 @@ fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
                             // The out-of-band area: a second entry (the minimum data area and its OOB) costs the
                             // jump past the entry's bound, fixed costs (command, seek, flush) being the same on
                             // either side of it; without that jump, the line's intercept (which holds them too).
+    let mut max = None;
     let (oob, how) = match split {
         Some((a, b)) => {
             // Each side's fastest batch: one that met no extra revolution or track switch.
-            let jump =
-                level(s, b, region, 2 * LEVEL_MIN_OF)? - level(s, a, region, 2 * LEVEL_MIN_OF)?;
+            let lb = level(s, b, region, 2 * LEVEL_MIN_OF)?;
+            let la = level(s, a, region, 2 * LEVEL_MIN_OF)?;
+            let jump = lb - la;
+            // The bound to one block: the largest batch that is still one entry.
+            let one = boundary(s, a, b, (la + lb) / 2.0, region)? - s.bs;
+            max = Some(one.max(min));
             (
                 (jump * rate - min as f64).max(0.0),
                 format!(
@@ -294,6 +299,7 @@ fn entries(s: &mut Session<'_>, region: u64) -> Result<Sweep> {
             quantum,
             oob,
             rate,
+            max,
         }),
         fig7,
         why,
@@ -642,6 +648,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
+
     #[test]
     fn reads_that_cost_the_same_near_and_far_are_not_a_disk() {
         // The VM's scsi_debug disk under TCG: slow commands, no seek.

@@ -10,7 +10,7 @@ use super::fill::{fill, fill_in, fill_units, Fill, Order};
 use crate::error::Result;
 use crate::plot::Plot;
 use crate::report::bytes;
-use crate::session::Session;
+use crate::session::{Entries, Session};
 use crate::stats::close;
 use serde_json::json;
 
@@ -57,6 +57,109 @@ fn local_units(s: &mut Session<'_>, band: u64, merge_ms: f64) -> Result<Option<u
     Ok(None)
 }
 
+/// Writes per full-entry batch: few, so that an entry takes few map entries.
+const PER_ENTRY: u64 = 4;
+
+/// A journal drive whose largest entry TEST 1 found: batches of exactly one full entry
+/// (`max` bytes in [`PER_ENTRY`] writes), so that the writes before cleaning count full
+/// entries, and the usable size (what full entries hold before the cleaning watermark) is
+/// their number times `max`. TEST 6 counted minimum entries to the same watermark; the cache
+/// space both filled, `n_max x (max + oob) = n_min x (min + oob)`, gives the out-of-band
+/// area without any latency (TEST 1 prices it from a jump that also holds the entry's
+/// metadata commit), and from it the raw size. `None` when the fill did not end by space.
+fn full_entries(
+    s: &mut Session<'_>,
+    e: Entries,
+    max: u64,
+    plot: Plot,
+) -> Result<(Option<String>, Plot)> {
+    let piece = max / PER_ENTRY / s.bs * s.bs;
+    if piece == 0 {
+        return Ok((None, plot));
+    }
+    let map = s.f.map_soft;
+    let slate = s.clean_slate()?;
+    let cap_ops = map.map_or(100_000_000, |m| m * 13 / 10);
+    let f = fill(s, piece, PER_ENTRY as usize, cap_ops, false, 0.71)?;
+    let plot = plot.dots(
+        &format!("{} KiB x {PER_ENTRY}: one full entry", piece >> 10),
+        f.points(),
+    );
+    let Some(n) = f.ops() else {
+        return Ok((None, plot));
+    };
+    if map.is_some_and(|m| n as f64 > 0.9 * m as f64) {
+        // The map, not the space, ended the fill.
+        return Ok((None, plot));
+    }
+    let entries = n / PER_ENTRY;
+    let usable = entries * PER_ENTRY * piece;
+    s.f.usable = Some(usable);
+    s.report.cache.usable_bytes = Some(usable);
+    let why = format!(
+        "{entries} batches of {PER_ENTRY} x {} (one entry of the largest data area, {}, TEST 1) before cleaning started; {slate}",
+        bytes(piece),
+        bytes(max)
+    );
+    s.report.set(
+        "cache.usable_bytes",
+        json!(usable),
+        "1, 8",
+        why.clone(),
+        0.85,
+    );
+    // Not when TEST 6's count may be the map's (a map limit ends a fill of single writes).
+    let n_min =
+        s.f.small_writes
+            .filter(|&n6| n6 > entries && map.is_none_or(|m| (n6 as f64) < 0.9 * m as f64));
+    let Some(n6) = n_min else {
+        return Ok((Some(format!("usable cache {}", bytes(usable))), plot));
+    };
+    let full = (entries * PER_ENTRY * piece) as f64;
+    let oob = (full - (n6 * e.min) as f64) / (n6 - entries) as f64;
+    if oob < 0.0 {
+        return Ok((Some(format!("usable cache {}", bytes(usable))), plot));
+    }
+    let oob = (oob / s.bs as f64).round() as u64 * s.bs;
+    let raw = n6 * (e.min + oob);
+    let how = format!(
+        "the cache held {entries} full entries of {} or {n6} minimum entries of {} (TEST 6) before cleaning: {entries} x ({} + OOB) = {n6} x ({} + OOB)",
+        bytes(PER_ENTRY * piece),
+        bytes(e.min),
+        bytes(PER_ENTRY * piece),
+        bytes(e.min)
+    );
+    if let Some(f) = s.f.entries.as_mut() {
+        f.oob = oob;
+    }
+    if let Some(j) = s.report.journal.as_mut() {
+        j.oob_bytes = Some(oob);
+    }
+    s.report
+        .set("journal.oob_bytes", json!(oob), "1, 6, 8", how.clone(), 0.8);
+    s.report.cache.raw_bytes = Some(raw);
+    s.report.set(
+        "cache.raw_bytes",
+        json!(raw),
+        "6, 8",
+        format!(
+            "{n6} minimum entries x ({} + {} OOB); {how}",
+            bytes(e.min),
+            bytes(oob)
+        ),
+        0.75,
+    );
+    Ok((
+        Some(format!(
+            "usable cache {}, OOB {}, raw {}",
+            bytes(usable),
+            bytes(oob),
+            bytes(raw)
+        )),
+        plot,
+    ))
+}
+
 /// Runs TEST 8.
 pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     s.begin(8, "persistent cache usable size", 1000);
@@ -68,6 +171,17 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
         "operation number",
         "batch latency (ms)",
     );
+    // Not with a volatile cache: a batch's small writes are made durable by a FLUSH, and the
+    // drive destages them as it likes, not as one entry.
+    let full = s.f.entries.filter(|_| s.f.volatile != Some(true));
+    if let Some((e, max)) = full.and_then(|e| e.max.map(|m| (e, m))) {
+        let (done, p) = full_entries(s, e, max, plot)?;
+        plot = p;
+        if let Some(verdict) = done {
+            s.plots.push(plot.log());
+            return Ok(verdict);
+        }
+    }
     let mut runs: Vec<Fill> = Vec::new();
     let mut size = if journal { first_size(s) } else { 128 << 10 };
     let mut slate = String::new();
