@@ -13,7 +13,8 @@
 //! ordinary test suite stays fast; and two property tests (proptest) over the whole space:
 //! every drawn configuration is one `disk create --config` accepts, inside the issue's ranges,
 //! and TEST 1 gets the drive type and cache medium right on any drawn drive (a failure
-//! shrinks to the smallest seed and index and is kept in `proptest-regressions/`). The full matrix, in release mode:
+//! shrinks to the smallest seed and index and is kept in
+//! `tests/proptest-regressions/accuracy_matrix.txt`). The full matrix, in release mode:
 //!
 //! ```text
 //! cargo test --release -p tegula-skylight --test accuracy_matrix --no-run
@@ -416,7 +417,13 @@ fn drawn_drives_are_probed_right() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 64,
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(
+            "tests/proptest-regressions/accuracy_matrix.txt",
+        ))),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
 
     /// The generator's space is the issue's: every STL, 500 GB-8 TB, caches of 2-32 GiB
     /// (a fully associative drive's spares as asked), track bands of 4-32 tracks or bands
@@ -449,7 +456,13 @@ proptest::proptest! {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3))]
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 3,
+        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(
+            "tests/proptest-regressions/accuracy_matrix.txt",
+        ))),
+        ..proptest::prelude::ProptestConfig::default()
+    })]
 
     /// TEST 1 on any drawn drive: an SMR drive, and its cache medium.
     #[test]
