@@ -173,7 +173,18 @@ f2fs_nullb() {
     return "$rc"
 }
 
+# Once in a while (1 of the last 4 CI runs) Debian 6.1's zoned btrfs fails a write on QEMU's
+# ZNS namespace with "Zone Invalid Write" (NVMe status 0xbc) and aborts its transaction: a
+# kernel/emulator matter, not the harness's. The step then says so and tries once more on a
+# fresh file system; a second failure fails it.
 btrfs_zns() {
+    btrfs_zns_once && return 0
+    echo "  btrfs failed once on the ZNS namespace (see the kernel messages above); again on a fresh mkfs"
+    umount /mnt/btrfs 2>/dev/null
+    btrfs_zns_once
+}
+
+btrfs_zns_once() {
     mkfs.btrfs -f -O zoned "$ZNS" >/tmp/mkfs.out 2>&1 || { cat /tmp/mkfs.out; return 1; }
     grep -iE 'zone|features|incompat' /tmp/mkfs.out | sed 's/^/  /'
     mkdir -p /mnt/btrfs
