@@ -29,7 +29,9 @@
 #   TARGETS ("tegula passthrough bindfs plain"; ext4 on request), WORKLOADS ("tar sqlite
 #   dbench stream"; build on request), CAPACITY (8GiB, both images), THREADS
 #   (tegula/passthrough --threads; default the mount's), BUILD_ARGS ("-p tegula-codec": the
-#   codec crate and its dependencies thiserror, crc32c, proc-macro2, quote, syn), BUILD_JOBS (1: CARGO_BUILD_JOBS of the build, run under nice -n 10).
+#   codec crate and its dependencies thiserror, crc32c, proc-macro2, quote, syn), BUILD_JOBS (1: CARGO_BUILD_JOBS of the build, run under nice -n 10),
+#   BINDFS_OPTS (bindfs's options, default none; issue 34 measures against the tuned
+#   "-o big_writes --multithreaded").
 # Prints one line per run (`run,...` CSV) and a table of medians with ratios against bindfs
 # (against plain when bindfs is not among the targets), and the device times side by side.
 set -euo pipefail
@@ -44,6 +46,7 @@ capacity=${CAPACITY:-8GiB}
 threads=()
 [ -n "${THREADS:-}" ] && threads=(--threads "$THREADS")
 read -r -a build_args <<<"${BUILD_ARGS:--p tegula-codec}"
+read -r -a bindfs_opts <<<"${BINDFS_OPTS:-}"
 build_jobs=${BUILD_JOBS:-1}
 
 for t in bindfs sqlite3 dbench fusermount3; do
@@ -199,7 +202,7 @@ setup() { # target -> sets work
     case $1 in
     plain) work=$src ;;
     bindfs)
-        bindfs "$src" "$mnt"
+        bindfs "${bindfs_opts[@]}" "$src" "$mnt"
         fuse_mounted=1
         work=$mnt ;;
     passthrough)

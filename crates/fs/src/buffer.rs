@@ -1,7 +1,121 @@
 //! A file's write buffer: dirty byte ranges not yet written as extents, kept as disjoint,
-//! non-adjacent segments so that appends grow one segment.
+//! non-adjacent segments so that appends grow one segment; the data of its flush jobs in
+//! flight, shared with the jobs (no copy); and the spare segment buffers a stream of writes
+//! reuses instead of faulting in fresh memory for every buffer it fills.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A write at least this large starts a new segment in a spare buffer (streaming writes;
+/// a small file's few bytes do not take a multi-megabyte buffer).
+const SPARE_MIN_WRITE: usize = 64 << 10;
+/// A buffer smaller than this is not kept as a spare.
+const SPARE_MIN_CAPACITY: usize = 256 << 10;
+
+/// Segment buffers of finished flush jobs, kept for new segments: a stream of writes then
+/// fills the same few buffers instead of allocating (and first touching) new memory for each
+/// file buffer it fills.
+#[derive(Debug)]
+pub struct Spares {
+    bufs: Vec<Vec<u8>>,
+    /// Sum of the kept buffers' capacities.
+    bytes: usize,
+    /// At most this many bytes of capacity are kept.
+    limit: usize,
+}
+
+impl Spares {
+    /// Keeps at most `limit` bytes of spare capacity.
+    pub fn new(limit: usize) -> Self {
+        Spares {
+            bufs: Vec::new(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// An empty buffer for a segment that starts with a write of `len` bytes: a spare one
+    /// when the write is large enough and there is one, else a new one.
+    fn take(&mut self, len: usize) -> Vec<u8> {
+        if len >= SPARE_MIN_WRITE {
+            if let Some(mut v) = self.bufs.pop() {
+                self.bytes -= v.capacity();
+                v.clear();
+                return v;
+            }
+        }
+        Vec::with_capacity(len)
+    }
+
+    /// Keeps `v` for a later segment if it is large and there is room.
+    pub fn give(&mut self, v: Vec<u8>) {
+        let cap = v.capacity();
+        if cap >= SPARE_MIN_CAPACITY && self.bytes + cap <= self.limit {
+            self.bytes += cap;
+            self.bufs.push(v);
+        }
+    }
+
+    /// Bytes of spare capacity kept.
+    #[cfg(test)]
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Default for Spares {
+    fn default() -> Self {
+        Spares::new(0)
+    }
+}
+
+/// Copies `data` over `base` at `a`, growing it (zeros between its end and `a`): the bytes
+/// past the old end are appended, not zero-filled first and then overwritten.
+fn put_at(base: &mut Vec<u8>, a: usize, data: &[u8]) {
+    if base.len() < a {
+        base.resize(a, 0);
+    }
+    let n = (base.len() - a).min(data.len());
+    base[a..a + n].copy_from_slice(&data[..n]);
+    base.extend_from_slice(&data[n..]);
+}
+
+/// The data of a file's flush jobs not yet finished, shared with the jobs: reads overlay it
+/// (later jobs over earlier ones) until the jobs end.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    /// (file offset, the job's segment, bytes of it still visible), oldest job first.
+    segs: Vec<(u64, Arc<Vec<u8>>, usize)>,
+}
+
+impl InFlight {
+    /// Adds a segment of a new job (it hides older in-flight bytes it overlaps).
+    pub fn push(&mut self, off: u64, data: Arc<Vec<u8>>) {
+        let n = data.len();
+        self.segs.push((off, data, n));
+    }
+
+    /// Copies in-flight bytes that fall in `[off, off + out.len())` over `out`.
+    pub fn overlay(&self, off: u64, out: &mut [u8]) {
+        let end = off + out.len() as u64;
+        for (s, v, n) in &self.segs {
+            let se = s + *n as u64;
+            let a = (*s).max(off);
+            let b = se.min(end);
+            if a < b {
+                out[(a - off) as usize..(b - off) as usize]
+                    .copy_from_slice(&v[(a - s) as usize..(b - s) as usize]);
+            }
+        }
+    }
+
+    /// Hides the bytes at or beyond `size` (a truncate while the jobs run).
+    pub fn truncate(&mut self, size: u64) {
+        for (s, _, n) in &mut self.segs {
+            *n = (*n).min(size.saturating_sub(*s) as usize);
+        }
+    }
+}
 
 /// Dirty segments by file offset.
 #[derive(Debug, Default)]
@@ -26,7 +140,14 @@ impl WriteBuf {
     }
 
     /// Buffers `data` at `off`, merging with segments it overlaps or touches.
+    #[cfg(test)]
     pub fn write(&mut self, off: u64, data: &[u8]) {
+        self.write_from(off, data, &mut Spares::default());
+    }
+
+    /// Buffers `data` at `off`, merging with segments it overlaps or touches; a new segment
+    /// of a large write starts in one of `spares`.
+    pub fn write_from(&mut self, off: u64, data: &[u8], spares: &mut Spares) {
         if data.is_empty() {
             return;
         }
@@ -40,7 +161,9 @@ impl WriteBuf {
             .collect();
         if touching.is_empty() {
             self.bytes += data.len();
-            self.segs.insert(off, data.to_vec());
+            let mut v = spares.take(data.len());
+            v.extend_from_slice(data);
+            self.segs.insert(off, v);
             return;
         }
         // `touching` is newest-offset first; the last one starts lowest.
@@ -59,18 +182,11 @@ impl WriteBuf {
         for s in touching.iter().rev().skip(1) {
             if let Some(v) = self.segs.remove(s) {
                 self.bytes -= v.len();
-                let a = (s - start) as usize;
-                if base.len() < a + v.len() {
-                    base.resize(a + v.len(), 0);
-                }
-                base[a..a + v.len()].copy_from_slice(&v);
+                put_at(&mut base, (s - start) as usize, &v);
+                spares.give(v);
             }
         }
-        let a = (off - start) as usize;
-        if base.len() < a + data.len() {
-            base.resize(a + data.len(), 0);
-        }
-        base[a..a + data.len()].copy_from_slice(data);
+        put_at(&mut base, (off - start) as usize, data);
         self.bytes += base.len();
         self.segs.insert(start, base);
     }
@@ -157,5 +273,79 @@ mod tests {
         assert_eq!(&out[..58], &flat[..58]);
         assert!(out[58..].iter().all(|&x| x == 0));
         assert_eq!(b.end(), Some(57));
+    }
+
+    /// Segments started in spare buffers (dirty, larger than needed) hold the same bytes as
+    /// fresh ones, and merging gives the absorbed segments' buffers back as spares.
+    #[test]
+    fn spare_buffers_give_the_same_bytes_and_come_back() {
+        let mut spares = Spares::new(64 << 20);
+        spares.give(vec![0xAAu8; 1 << 20]);
+        spares.give(vec![0xBBu8; 2 << 20]);
+        let mut with = WriteBuf::default();
+        let mut plain = WriteBuf::default();
+        let big = |v: u8| vec![v; SPARE_MIN_WRITE + 100];
+        // Two large segments with a gap, then a write that joins them, then appends.
+        let writes: Vec<(u64, Vec<u8>)> = vec![
+            (0, big(1)),
+            (300_000, big(2)),
+            (10, vec![3; 5]),
+            (SPARE_MIN_WRITE as u64, vec![4; 300_000]),
+            (600_000, big(5)),
+            (100, vec![6; 10]),
+        ];
+        for (i, (off, d)) in writes.iter().enumerate() {
+            with.write_from(*off, d, &mut spares);
+            match i {
+                // Both spares taken by the two large segments.
+                1 => assert_eq!(spares.bytes(), 0),
+                // The segment the joining write absorbed came back; the next large segment
+                // takes it again.
+                3 => assert_eq!(spares.bytes(), 1 << 20),
+                4 => assert_eq!(spares.bytes(), 0),
+                _ => {}
+            }
+            plain.write(*off, d);
+            let mut a = vec![0u8; 800_000];
+            let mut b = vec![0u8; 800_000];
+            with.overlay(0, &mut a);
+            plain.overlay(0, &mut b);
+            assert!(a == b, "after the write at {off}");
+            assert_eq!(with.bytes(), plain.bytes());
+        }
+        assert_eq!(
+            with.pop_first().map(|(o, v)| (o, v.len())),
+            plain.pop_first().map(|(o, v)| (o, v.len()))
+        );
+    }
+
+    /// In-flight data overlays later jobs over earlier ones, and a truncate hides what lies
+    /// past the new size in the jobs already in flight only.
+    #[test]
+    fn in_flight_overlays_newest_last_and_truncates() {
+        let mut f = InFlight::default();
+        f.push(0, Arc::new(vec![1; 100]));
+        f.push(50, Arc::new(vec![2; 100]));
+        let mut out = vec![0u8; 200];
+        f.overlay(0, &mut out);
+        assert!(out[..50].iter().all(|&x| x == 1));
+        assert!(out[50..150].iter().all(|&x| x == 2));
+        assert!(out[150..].iter().all(|&x| x == 0));
+        f.truncate(80);
+        f.push(120, Arc::new(vec![3; 10]));
+        let mut out = vec![9u8; 200];
+        f.overlay(0, &mut out);
+        assert!(out[..50].iter().all(|&x| x == 1));
+        assert!(out[50..80].iter().all(|&x| x == 2));
+        assert!(out[80..120].iter().all(|&x| x == 9), "hidden past the cut");
+        assert!(
+            out[120..130].iter().all(|&x| x == 3),
+            "a later job is not cut"
+        );
+        assert!(out[130..].iter().all(|&x| x == 9));
+        // A read starting inside a segment.
+        let mut out = vec![0u8; 10];
+        f.overlay(45, &mut out);
+        assert_eq!(out, [1, 1, 1, 1, 1, 2, 2, 2, 2, 2]);
     }
 }

@@ -22,13 +22,14 @@ use std::sync::Arc;
 pub struct FlushJob {
     /// The file.
     pub ino: u64,
-    /// Segments (file offset, bytes), in offset order.
-    segs: Vec<(u64, Vec<u8>)>,
+    /// Segments (file offset, bytes), in offset order; shared with the file's data in
+    /// flight, which reads see until the job ends.
+    segs: Vec<(u64, Arc<Vec<u8>>)>,
     /// Next segment to write.
     seg: usize,
     /// Bytes of that segment already written.
     done: usize,
-    /// Bytes of all segments (counted in the file system's dirty bytes until the job ends).
+    /// Bytes not yet written (counted in the file system's dirty bytes until written).
     total: usize,
 }
 
@@ -170,7 +171,7 @@ impl Fs {
         let off = if append { f.size } else { off };
         f.write_mtime = Some(now_ns());
         let before = f.buf.bytes();
-        f.buf.write(off, data);
+        f.buf.write_from(off, data, &mut self.spares);
         f.size = f.size.max(off + data.len() as u64);
         let after = f.buf.bytes();
         self.dirty = self.dirty + after - before;
@@ -220,7 +221,8 @@ impl Fs {
         let f = self.files.get_mut(&ino)?;
         let mut segs = Vec::new();
         while let Some((off, data)) = f.buf.pop_first() {
-            f.inflight.write(off, &data);
+            let data = Arc::new(data);
+            f.inflight.push(off, data.clone());
             segs.push((off, data));
         }
         if segs.is_empty() {
@@ -288,6 +290,12 @@ impl Fs {
         self.used_zone(t.stream, t.zone);
         self.user_bytes += t.len;
         job.advance(t.len as usize);
+        // The chunk's bytes are mapped (live) now: they stop counting as dirty at once, not
+        // when the whole job ends, or a job larger than the buffer (a writer that ran ahead of
+        // the writer thread) would count its written chunks twice in the free space.
+        let n = (t.len as usize).min(job.total);
+        job.total -= n;
+        self.dirty = self.dirty.saturating_sub(n);
         let cut = self.files.get(&job.ino).and_then(|f| f.cut);
         let len = match cut {
             Some(c) if c <= t.off => 0,
@@ -325,7 +333,10 @@ impl Fs {
         };
         f.jobs = f.jobs.saturating_sub(1);
         let mut rest = Vec::new();
-        if !written_all {
+        let mut written = Vec::new();
+        if written_all {
+            written = job.segs;
+        } else {
             for (i, (off, d)) in job.segs.into_iter().enumerate().skip(job.seg) {
                 let skip = if i == job.seg { job.done } else { 0 };
                 rest.push((off + skip as u64, d[skip..].to_vec()));
@@ -335,6 +346,14 @@ impl Fs {
             f.inflight = Default::default();
             f.cut = None;
         }
+        // Once the file's data in flight is gone no reader holds the written segments: their
+        // buffers go to the next segments (while another job of the file runs, they are shared
+        // still and dropped).
+        for (_, d) in written {
+            if let Ok(v) = Arc::try_unwrap(d) {
+                self.spares.give(v);
+            }
+        }
         self.dirty = self.dirty.saturating_sub(job.total);
         let limit = f.size;
         for (off, d) in rest {
@@ -343,7 +362,7 @@ impl Fs {
             f.buf.overlay(off, &mut merged);
             let keep = (limit.saturating_sub(off) as usize).min(merged.len());
             let before = f.buf.bytes();
-            f.buf.write(off, &merged[..keep]);
+            f.buf.write_from(off, &merged[..keep], &mut self.spares);
             self.dirty += f.buf.bytes() - before;
         }
         if f.opens == 0 && f.jobs == 0 && f.buf.bytes() == 0 {

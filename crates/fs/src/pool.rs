@@ -24,6 +24,10 @@ const META_CACHE_MAX: usize = 16 * 1024;
 const READ_CACHE_BYTES: usize = 8 << 20;
 /// A read that continues the previous read of the same extent fetches at least this much.
 const READ_AHEAD: u64 = 256 << 10;
+/// Buffers kept for assembling extents (one per writer of a zone at a time: the writer
+/// thread and the cleaner), and the smallest worth keeping.
+const SPARE_BUFFERS: usize = 2;
+const SPARE_MIN_CAPACITY: usize = 256 << 10;
 
 /// One cached range of an extent's data, chunk-aligned at its start.
 struct Cached {
@@ -96,6 +100,8 @@ pub struct Pool {
     metas: Mutex<HashMap<(u32, u64), Arc<ExtentMeta>>>,
     /// Recently read extent data.
     data: Mutex<ReadCache>,
+    /// Buffers to assemble extents in, given back by the device after earlier puts.
+    bufs: Mutex<Vec<Vec<u8>>>,
 }
 
 fn not_seq(zone: u32) -> FsError {
@@ -137,6 +143,7 @@ impl Pool {
             max_active: info.max_active_zones,
             metas: Mutex::new(HashMap::new()),
             data: Mutex::new(ReadCache::default()),
+            bufs: Mutex::new(Vec::new()),
         })
     }
 
@@ -219,8 +226,10 @@ impl Pool {
     /// Appends an extent to `zone` at its write pointer; durable at the next
     /// [`Pool::flush_data`].
     pub fn put(&self, zone: u32, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
+        let buf = self.take_buffer();
         let mut z = self.write_zea(zone)?;
-        let placed = z.put_tagged(zba, tag, data)?;
+        let (placed, back) = z.put_via(zba, tag, data, buf)?;
+        self.give_buffer(back);
         // Counted once the write completed: a flush that took its mark earlier does not
         // cover it, and the next one will.
         self.written.fetch_add(1, Ordering::AcqRel);
@@ -233,6 +242,26 @@ impl Pool {
             .wp
             .store(z.write_pointer(), Ordering::Release);
         Ok(placed)
+    }
+
+    /// A buffer to assemble an extent in: a spare one when there is one.
+    fn take_buffer(&self) -> Vec<u8> {
+        self.bufs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Keeps a buffer the device gave back for the next extent (a few large ones at most).
+    fn give_buffer(&self, v: Vec<u8>) {
+        if v.capacity() < SPARE_MIN_CAPACITY {
+            return;
+        }
+        let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        if bufs.len() < SPARE_BUFFERS {
+            bufs.push(v);
+        }
     }
 
     /// The device's active-zone limit (0: none).

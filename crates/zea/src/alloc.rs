@@ -2,7 +2,7 @@
 //! and recovery of the zone's tail at open.
 
 use crate::error::{Result, ZeaError};
-use crate::meta::{chunk_bytes_for, chunk_crcs, ExtentMeta};
+use crate::meta::{chunk_and_data_crcs, chunk_bytes_for, ExtentMeta};
 use crate::options::{Durability, Options};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -169,6 +169,22 @@ impl Zea {
     /// checksums, sequence number, back pointers) and returns where it went. Returns once
     /// data and metadata are durable, or with [`Durability::Caller`] once they are written.
     pub fn put_tagged(&mut self, zba: u64, tag: u64, data: &[u8]) -> Result<Placed> {
+        self.put_via(zba, tag, data, Vec::new()).map(|(p, _)| p)
+    }
+
+    /// [`Zea::put_tagged`] through `buf`, a buffer the caller lets go: the extent (data,
+    /// padding, metadata block) is assembled in it and handed to the device, which may keep
+    /// it ([`tegula_device::BlockDevice::write_owned`]: an emulated drive's write cache holds
+    /// it as the cached data, no copy). Returns where the extent went and a buffer for the
+    /// next put (the same one, or a spare of the device's); a stream of puts through the
+    /// buffers they get back reuses a few buffers instead of faulting in new memory for each.
+    pub fn put_via(
+        &mut self,
+        zba: u64,
+        tag: u64,
+        data: &[u8],
+        mut buf: Vec<u8>,
+    ) -> Result<(Placed, Vec<u8>)> {
         if self.broken {
             return Err(ZeaError::Broken { zone: self.zone });
         }
@@ -190,6 +206,7 @@ impl Zea {
         let cb = chunk_bytes_for(len, ss, back.len())
             .ok_or_else(|| ZeaError::Invalid(format!("extent of {len} bytes is too large")))?;
         let lba = self.wp;
+        let (chunk_crcs, data_crc) = chunk_and_data_crcs(data, cb);
         let meta = ExtentMeta {
             seq: self.next_seq,
             zba,
@@ -197,42 +214,46 @@ impl Zea {
             data_lba: lba,
             data_len: len,
             meta_lba: lba + sectors,
-            data_crc: tegula_codec::checksum::crc32c(data),
+            data_crc,
             chunk_bytes: cb as u32,
-            chunk_crcs: chunk_crcs(data, cb),
+            chunk_crcs,
             back,
         };
         let block = meta
             .encode(ss as usize)
             .ok_or_else(|| ZeaError::Invalid("metadata does not fit a sector".into()))?;
-        let mut buf = Vec::with_capacity((need * ss) as usize);
+        buf.clear();
+        buf.reserve_exact((need * ss) as usize);
         buf.extend_from_slice(data);
         buf.resize((sectors * ss) as usize, 0);
         buf.extend_from_slice(&block);
         let flags = WriteFlags {
             fua: self.opts.durability == Durability::Fua,
         };
-        let res = self.dev.write_with(lba, &buf, flags).and_then(|_| {
+        let res = self.dev.write_owned(lba, buf, flags).and_then(|(_, back)| {
             if self.opts.durability == Durability::Flush {
-                self.dev.flush().map(|_| ())
-            } else {
-                Ok(())
+                self.dev.flush()?;
             }
+            Ok(back)
         });
-        if let Err(e) = res {
-            self.broken = true;
-            return Err(self.dev_err(e));
-        }
+        let back = match res {
+            Ok(back) => back,
+            Err(e) => {
+                self.broken = true;
+                return Err(self.dev_err(e));
+            }
+        };
         self.wp = lba + need;
         self.next_seq += 1;
         self.recent.push_front(meta.meta_lba);
         self.recent.truncate(self.opts.back_pointers as usize);
-        Ok(Placed {
+        let placed = Placed {
             lba,
             len,
             meta_lba: meta.meta_lba,
             seq: meta.seq,
-        })
+        };
+        Ok((placed, back))
     }
 
     fn check_range(&self, lba: u64, len: u64) -> Result<u64> {

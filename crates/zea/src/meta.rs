@@ -4,7 +4,7 @@
 //! table; the data checksums it carries (`data_crc`, `chunk_crcs`) are fields.
 
 use crate::error::MetaError;
-use tegula_codec::checksum::crc32c;
+use tegula_codec::checksum::{crc32c, crc32c_combine, Crc32cCombiner};
 use tegula_codec::frame::{FrameError, Suffix};
 
 /// Marker that identifies a ZEA metadata block ("ZEAMETA1").
@@ -174,6 +174,27 @@ pub fn chunk_crcs(data: &[u8], cb: u64) -> Vec<u32> {
     data.chunks(cb.max(1) as usize).map(crc32c).collect()
 }
 
+/// crc32c of each `cb`-byte piece of `data` and of the whole, reading every byte once (the
+/// whole's checksum is combined from the pieces').
+pub fn chunk_and_data_crcs(data: &[u8], cb: u64) -> (Vec<u32>, u32) {
+    let cb = cb.max(1) as usize;
+    let full = Crc32cCombiner::new(cb);
+    let mut whole = crc32c(&[]);
+    let crcs = data
+        .chunks(cb)
+        .map(|c| {
+            let crc = crc32c(c);
+            whole = if c.len() == cb {
+                full.combine(whole, crc)
+            } else {
+                crc32c_combine(whole, crc, c.len())
+            };
+            crc
+        })
+        .collect();
+    (crcs, whole)
+}
+
 fn u16le(b: &[u8], at: usize) -> u16 {
     let mut a = [0u8; 2];
     a.copy_from_slice(&b[at..at + 2]);
@@ -211,6 +232,22 @@ mod tests {
             chunk_bytes: cb as u32,
             chunk_crcs: chunk_crcs(&data, cb),
             back: vec![90, 80, 70],
+        }
+    }
+
+    /// The chunk checksums and the whole's, from one pass, equal those computed apart.
+    #[test]
+    fn chunk_and_data_crcs_in_one_pass_match() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i ^ (i >> 9)) as u8).collect();
+        for len in [1, 511, 512, 4096, 10_000, 65_536, 70_000] {
+            for cb in [512u64, 4096, 8192] {
+                let d = &data[..len];
+                assert_eq!(
+                    chunk_and_data_crcs(d, cb),
+                    (chunk_crcs(d, cb), crc32c(d)),
+                    "len {len} chunk {cb}"
+                );
+            }
         }
     }
 

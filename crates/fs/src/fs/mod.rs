@@ -17,7 +17,7 @@ pub use attr::{Attr, SetAttr};
 pub use namespace::{DirEntry, NAME_MAX};
 pub use space::StatFs;
 
-use crate::buffer::WriteBuf;
+use crate::buffer::{InFlight, Spares, WriteBuf};
 use crate::cleaner::{CleanJob, CleanPolicy};
 use crate::error::{FsError, Result};
 use crate::journal::Journal;
@@ -84,7 +84,7 @@ pub(crate) struct OpenFile {
     /// Data written and not yet handed to a flush job.
     pub(crate) buf: WriteBuf,
     /// Data of the file's flush jobs not yet finished (reads see it).
-    pub(crate) inflight: WriteBuf,
+    pub(crate) inflight: InFlight,
     /// Flush jobs not yet finished.
     pub(crate) jobs: u32,
     /// Smallest size the file was truncated to while jobs were in flight: their bytes at or
@@ -122,6 +122,8 @@ pub struct Fs {
     pub(crate) job: Option<CleanJob>,
     /// Files whose buffers await the writer thread (write-behind mode).
     pub(crate) flush_queue: Vec<u64>,
+    /// Buffers of finished flush jobs' segments, for new segments of large writes.
+    pub(crate) spares: Spares,
     /// Files a write failed for lack of space (reported by `getattr` with a handle, so that
     /// a program writing through the kernel's writeback cache learns of it at `write`).
     pub(crate) out_of_space: HashSet<u64>,

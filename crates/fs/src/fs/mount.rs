@@ -2,6 +2,7 @@
 //! unmount.
 
 use super::{now_ns, Fs, FsOptions};
+use crate::buffer::Spares;
 use crate::error::{FsError, Result};
 use crate::journal::Journal;
 use crate::pool::Pool;
@@ -74,6 +75,9 @@ impl Fs {
             }
         }
         let placement = opts.placement.unwrap_or(state.placement);
+        // Room for the buffers of a few full file buffers (a segment's capacity grows by
+        // doubling) in circulation between the writers, the flush jobs and the spares.
+        let spare_bytes = 4 * opts.buffer_bytes.next_power_of_two();
         let mut fs = Fs {
             dev,
             journal,
@@ -90,6 +94,7 @@ impl Fs {
             leased: Default::default(),
             job: None,
             flush_queue: Vec::new(),
+            spares: Spares::new(spare_bytes),
             out_of_space: Default::default(),
             bad_zones: Vec::new(),
             cleanings: 0,
