@@ -45,6 +45,10 @@ pub struct WriteCache {
 /// destages at once (half of it) and more, so a stream of large writes reuses the buffers its
 /// destages free instead of allocating (and faulting in) new ones.
 const SPARE_BYTES: usize = 32 << 20;
+/// The largest buffer kept as a spare: an owned write of 8 MiB of data and a sector or two
+/// more (a file system extent of 8 MiB with its metadata block) must come back to its writer,
+/// or every such write faults in a fresh buffer.
+const SPARE_MAX_BUFFER: usize = 12 << 20;
 
 impl WriteCache {
     /// An empty cache for a given sector size.
@@ -239,10 +243,11 @@ impl WriteCache {
         v
     }
 
-    /// Keeps a data buffer that left the cache (a destaged run's) for a new extent.
+    /// Keeps a data buffer that left the cache (a destaged run's) for a new extent: one of
+    /// at most [`SPARE_MAX_BUFFER`] bytes, while the spares hold at most [`SPARE_BYTES`].
     pub fn recycle(&mut self, v: Vec<u8>) {
         let cap = v.capacity();
-        if self.spare_bytes + cap <= SPARE_BYTES && cap as u64 <= 2 * MAX_MERGED_SECTORS_BYTES {
+        if self.spare_bytes + cap <= SPARE_BYTES && cap <= SPARE_MAX_BUFFER {
             self.spare_bytes += cap;
             self.spare.push(v);
         }
@@ -362,6 +367,24 @@ mod tests {
             c.take_run(100, 1 << 20).map(|r| (r.lba, r.sectors)),
             Some((0, 8))
         );
+    }
+
+    /// An owned write of 8 MiB and a sector (a file system extent and its metadata block)
+    /// is handed back after its destage; a larger than useful one is not kept.
+    #[test]
+    fn an_eight_mib_extent_with_its_metadata_sector_is_recycled() {
+        let mut c = WriteCache::new(4096);
+        let mut v = Vec::with_capacity((8 << 20) + 4096);
+        v.resize((8 << 20) + 4096, 1);
+        let cap = v.capacity();
+        assert!(c.insert_owned(0, v).is_empty());
+        let run = c.take_run(0, 1 << 20).expect("run");
+        for p in run.data.expect("data") {
+            c.recycle(p);
+        }
+        assert_eq!(c.insert_owned(10_000, vec![2u8; 4096]).capacity(), cap);
+        c.recycle(vec![0u8; 64 << 20]);
+        assert_eq!(c.insert_owned(20_000, vec![3u8; 4096]).capacity(), 0);
     }
 
     #[test]

@@ -22,15 +22,20 @@ pub struct Spares {
     bytes: usize,
     /// At most this many bytes of capacity are kept.
     limit: usize,
+    /// An append does not grow a segment past this size: it starts a new one (so that the
+    /// buffers of a long stream stay of a size the spares keep).
+    segment_max: usize,
 }
 
 impl Spares {
-    /// Keeps at most `limit` bytes of spare capacity.
-    pub fn new(limit: usize) -> Self {
+    /// Keeps at most `limit` bytes of spare capacity; appends start a new segment once one
+    /// holds `segment_max` bytes.
+    pub fn new(limit: usize, segment_max: usize) -> Self {
         Spares {
             bufs: Vec::new(),
             bytes: 0,
             limit,
+            segment_max: segment_max.max(1),
         }
     }
 
@@ -65,7 +70,7 @@ impl Spares {
 
 impl Default for Spares {
     fn default() -> Self {
-        Spares::new(0)
+        Spares::new(0, usize::MAX)
     }
 }
 
@@ -159,7 +164,16 @@ impl WriteBuf {
             .take_while(|(&s, v)| s + v.len() as u64 >= off)
             .map(|(&s, _)| s)
             .collect();
-        if touching.is_empty() {
+        // An append right after a full segment (and touching nothing else) starts a new
+        // segment: adjacent segments are allowed, later writes over both merge them.
+        let full_append = match touching.as_slice() {
+            [s] => self
+                .segs
+                .get(s)
+                .is_some_and(|v| s + v.len() as u64 == off && v.len() >= spares.segment_max),
+            _ => false,
+        };
+        if touching.is_empty() || full_append {
             self.bytes += data.len();
             let mut v = spares.take(data.len());
             v.extend_from_slice(data);
@@ -279,7 +293,7 @@ mod tests {
     /// fresh ones, and merging gives the absorbed segments' buffers back as spares.
     #[test]
     fn spare_buffers_give_the_same_bytes_and_come_back() {
-        let mut spares = Spares::new(64 << 20);
+        let mut spares = Spares::new(64 << 20, usize::MAX);
         spares.give(vec![0xAAu8; 1 << 20]);
         spares.give(vec![0xBBu8; 2 << 20]);
         let mut with = WriteBuf::default();
@@ -317,6 +331,29 @@ mod tests {
             with.pop_first().map(|(o, v)| (o, v.len())),
             plain.pop_first().map(|(o, v)| (o, v.len()))
         );
+    }
+
+    /// A stream of appends is cut into segments of at most the segment size, which read
+    /// back as one flat file; a write over a boundary merges the two segments.
+    #[test]
+    fn appends_start_a_new_segment_once_one_is_full() {
+        let mut spares = Spares::new(0, 3000);
+        let mut b = WriteBuf::default();
+        let mut flat = Vec::new();
+        for i in 0..10u8 {
+            let d = vec![i; 1000];
+            b.write_from(flat.len() as u64, &d, &mut spares);
+            flat.extend_from_slice(&d);
+        }
+        assert_eq!(b.segs.len(), 4, "10,000 bytes in segments of at most 3,000");
+        assert!(b.segs.values().all(|v| v.len() <= 3000));
+        b.write_from(2990, &[0xEE; 20], &mut spares);
+        flat[2990..3010].fill(0xEE);
+        assert_eq!(b.segs.len(), 3);
+        let mut out = vec![0u8; flat.len()];
+        b.overlay(0, &mut out);
+        assert_eq!(out, flat);
+        assert_eq!(b.bytes(), flat.len());
     }
 
     /// In-flight data overlays later jobs over earlier ones, and a truncate hides what lies

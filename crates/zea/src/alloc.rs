@@ -2,7 +2,7 @@
 //! and recovery of the zone's tail at open.
 
 use crate::error::{Result, ZeaError};
-use crate::meta::{chunk_and_data_crcs, chunk_bytes_for, ExtentMeta};
+use crate::meta::{append_with_crcs, chunk_bytes_for, ExtentMeta};
 use crate::options::{Durability, Options};
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -206,7 +206,9 @@ impl Zea {
         let cb = chunk_bytes_for(len, ss, back.len())
             .ok_or_else(|| ZeaError::Invalid(format!("extent of {len} bytes is too large")))?;
         let lba = self.wp;
-        let (chunk_crcs, data_crc) = chunk_and_data_crcs(data, cb);
+        buf.clear();
+        buf.reserve_exact((need * ss) as usize);
+        let (chunk_crcs, data_crc) = append_with_crcs(&mut buf, data, cb);
         let meta = ExtentMeta {
             seq: self.next_seq,
             zba,
@@ -222,9 +224,6 @@ impl Zea {
         let block = meta
             .encode(ss as usize)
             .ok_or_else(|| ZeaError::Invalid("metadata does not fit a sector".into()))?;
-        buf.clear();
-        buf.reserve_exact((need * ss) as usize);
-        buf.extend_from_slice(data);
         buf.resize((sectors * ss) as usize, 0);
         buf.extend_from_slice(&block);
         let flags = WriteFlags {

@@ -177,21 +177,35 @@ pub fn chunk_crcs(data: &[u8], cb: u64) -> Vec<u32> {
 /// crc32c of each `cb`-byte piece of `data` and of the whole, reading every byte once (the
 /// whole's checksum is combined from the pieces').
 pub fn chunk_and_data_crcs(data: &[u8], cb: u64) -> (Vec<u32>, u32) {
+    crcs_of_pieces(data, cb, crc32c)
+}
+
+/// [`chunk_and_data_crcs`] of `data` while appending it to `out`: each piece is checksummed
+/// right after it is copied, from the copy while it is still in the processor's cache, so
+/// copy and checksum make one pass over memory.
+pub fn append_with_crcs(out: &mut Vec<u8>, data: &[u8], cb: u64) -> (Vec<u32>, u32) {
+    crcs_of_pieces(data, cb, |c| {
+        let at = out.len();
+        out.extend_from_slice(c);
+        crc32c(&out[at..])
+    })
+}
+
+/// The checksums of each `cb`-byte piece of `data` (`crc_of` checksums one) and of the whole.
+fn crcs_of_pieces(data: &[u8], cb: u64, mut crc_of: impl FnMut(&[u8]) -> u32) -> (Vec<u32>, u32) {
     let cb = cb.max(1) as usize;
     let full = Crc32cCombiner::new(cb);
     let mut whole = crc32c(&[]);
-    let crcs = data
-        .chunks(cb)
-        .map(|c| {
-            let crc = crc32c(c);
-            whole = if c.len() == cb {
-                full.combine(whole, crc)
-            } else {
-                crc32c_combine(whole, crc, c.len())
-            };
-            crc
-        })
-        .collect();
+    let mut crcs = Vec::with_capacity(data.len().div_ceil(cb));
+    for c in data.chunks(cb) {
+        let crc = crc_of(c);
+        whole = if c.len() == cb {
+            full.combine(whole, crc)
+        } else {
+            crc32c_combine(whole, crc, c.len())
+        };
+        crcs.push(crc);
+    }
     (crcs, whole)
 }
 
@@ -247,6 +261,14 @@ mod tests {
                     (chunk_crcs(d, cb), crc32c(d)),
                     "len {len} chunk {cb}"
                 );
+                let mut out = vec![7u8; 3];
+                assert_eq!(
+                    append_with_crcs(&mut out, d, cb),
+                    (chunk_crcs(d, cb), crc32c(d)),
+                    "len {len} chunk {cb}"
+                );
+                assert_eq!(&out[..3], &[7, 7, 7]);
+                assert_eq!(&out[3..], d);
             }
         }
     }

@@ -75,9 +75,10 @@ impl Fs {
             }
         }
         let placement = opts.placement.unwrap_or(state.placement);
-        // Room for the buffers of a few full file buffers (a segment's capacity grows by
-        // doubling) in circulation between the writers, the flush jobs and the spares.
-        let spare_bytes = 4 * opts.buffer_bytes.next_power_of_two();
+        // Segments of at most a file buffer's size rounded up to a power of two (their
+        // capacity grows by doubling), and room for four of them as spares.
+        let segment_max = opts.buffer_bytes.next_power_of_two();
+        let spares = Spares::new(4 * segment_max, segment_max);
         let mut fs = Fs {
             dev,
             journal,
@@ -94,7 +95,7 @@ impl Fs {
             leased: Default::default(),
             job: None,
             flush_queue: Vec::new(),
-            spares: Spares::new(spare_bytes),
+            spares,
             out_of_space: Default::default(),
             bad_zones: Vec::new(),
             cleanings: 0,
