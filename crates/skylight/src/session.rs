@@ -431,19 +431,32 @@ impl<'a> Session<'a> {
         }
         self.stage("idling until cleaning has emptied the cache");
         let delay = self.f.idle_delay.unwrap_or(SEC) as f64 / SEC as f64;
+        match self.idle_until_quiet(delay + 2.0)? {
+            Ok(spent) => {
+                self.dirty = false;
+                Ok(format!("{spent:.0} s idle: cleaning finished"))
+            }
+            Err(spent) => Ok(format!("still cleaning after {spent:.0} s idle")),
+        }
+    }
+
+    /// Idles in doubling steps from `first_step` seconds (at most 600 s each) until the drive
+    /// stays quiet over one ([`Session::quiet_after`]), within a budget (10^6 s of modelled
+    /// time, 300 s of wall time): `Ok(seconds idled)`, or `Err(seconds idled)` when the
+    /// drive was still busy at the end of the budget.
+    pub fn idle_until_quiet(&mut self, first_step: f64) -> Result<std::result::Result<f64, f64>> {
         let budget = if self.virtual_time() { 1e6 } else { 300.0 };
         let mut spent = 0.0;
-        let mut step = delay + 2.0;
+        let mut step = first_step;
         while spent < budget {
             let (quiet, _) = self.quiet_after(step)?;
             spent += step;
             if quiet {
-                self.dirty = false;
-                return Ok(format!("{spent:.0} s idle: cleaning finished"));
+                return Ok(Ok(spent));
             }
             step = (step * 2.0).min(600.0);
         }
-        Ok(format!("still cleaning after {spent:.0} s idle"))
+        Ok(Err(spent))
     }
 }
 

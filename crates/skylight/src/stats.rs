@@ -205,8 +205,8 @@ pub const MAX_CHANCE: f64 = 0.01;
 
 /// Finds an operation that is slow every `period`-th time in `lat` (a map merge) and checks
 /// that it is one, not host noise: (1) the period is consistent, every beat present from the
-/// first (which lies within the first period) to the end of the run, at least `min_beats`
-/// of them; (2) the beats' latency is well separated from the noise floor of the same run
+/// first (which lies within the first period, or after unmeasured places only) to the end of the run, at least `min_beats`
+/// of them (an operation not measured, NaN, is neither a beat nor a missing one); (2) the beats' latency is well separated from the noise floor of the same run
 /// (the fastest beat exceeds the median by at least three times what the 99th percentile of
 /// every other operation does); (3) the progression is not chance: among the operations at
 /// least as slow as the fastest beat, a progression that long would arise by chance with an
@@ -221,6 +221,7 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, NotPerio
             needed: min_beats.max(2),
         });
     }
+    let known = lat.iter().filter(|l| l.is_finite()).count().max(1);
     let is_slow = {
         let mut v = vec![false; n];
         for &i in &slow {
@@ -233,10 +234,13 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, NotPerio
     for (a, &x) in slow.iter().enumerate() {
         for &y in &slow[a + 1..] {
             let p = y - x;
-            if p < 2 || x >= p {
+            // The first beat lies within the first period, or every place before it in the
+            // progression was not measured.
+            if p < 2 || (x >= p && (x % p..x).step_by(p).any(|i| lat[i].is_finite())) {
                 continue;
             }
-            let beats: Vec<usize> = (x..n).step_by(p).collect();
+            // Unknown operations (NaN: not measured) neither make nor break a beat.
+            let beats: Vec<usize> = (x..n).step_by(p).filter(|&i| lat[i].is_finite()).collect();
             if beats.len() < min_beats || !beats.iter().all(|&i| is_slow[i]) {
                 continue;
             }
@@ -248,13 +252,14 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, NotPerio
             let others: Vec<f64> = (0..n)
                 .filter(|i| *i < x || !(i - x).is_multiple_of(p))
                 .map(|i| lat[i])
+                .filter(|l| l.is_finite())
                 .collect();
             let med = median(&others);
             let floor = quantile(&others, 0.99);
             let intruders = others.iter().filter(|&&o| o >= l).count();
-            let d = (beats.len() + intruders) as f64 / n as f64;
+            let d = (beats.len() + intruders) as f64 / known as f64;
             let k = beats.len() as f64;
-            let chance = (n as f64) * (n as f64) / k * d.powf(k);
+            let chance = (known as f64) * (known as f64) / k * d.powf(k);
             if l - med < 3.0 * (floor - med).max(0.0) || l <= floor {
                 why = NotPeriodic::InNoise {
                     period: p,
@@ -291,6 +296,29 @@ pub fn periodic_slow(lat: &[f64], min_beats: usize) -> Result<Periodic, NotPerio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_period_survives_unmeasured_stretches() {
+        // A merge every 50th write; writes 120-179 were not measured (the drive cleaned
+        // under them), one of them a beat.
+        let mut v: Vec<f64> = (0..400).map(|i| 1.0 + (i % 7) as f64 * 0.01).collect();
+        for i in (10..400).step_by(50) {
+            v[i] = 40.0;
+        }
+        v[120..180].fill(f64::NAN);
+        let p = periodic_slow(&v, 3).unwrap();
+        assert_eq!((p.period, p.first, p.beats), (50, 10, 7));
+        // A first beat after unmeasured places only (the first period was not measured).
+        let mut w = v.clone();
+        w[..40].fill(f64::NAN);
+        assert_eq!(
+            periodic_slow(&w, 3).map(|p| (p.period, p.first)).ok(),
+            Some((50, 60))
+        );
+        // A missing beat among measured writes still breaks the period.
+        v[310] = 1.0;
+        assert_ne!(periodic_slow(&v, 3).map(|p| p.period).ok(), Some(50));
+    }
 
     #[test]
     fn order_statistics_and_spread() {

@@ -45,7 +45,7 @@ pub mod stats;
 
 pub use check::{CheckReport, Finding, Severity};
 pub use config::{CacheLocation, CacheMedia, Cleaning, DmConfig, Mapping, StlKind};
-pub use drive::DmDrive;
+pub use drive::{DmDrive, NCQ_DEPTH};
 pub use error::{Result, StlError};
 pub use image::is_dm_image;
 pub use profiles::{dm_profile, DM_PROFILES};

@@ -116,6 +116,27 @@ fn queue_depth_31_packs_writes_into_fewer_journal_entries() {
 }
 
 #[test]
+fn a_drive_takes_no_more_queued_writes_together_than_ncq_holds() {
+    // 64 small writes submitted at once: a SATA drive holds 32 commands (NCQ), so they
+    // reach the journal as two batches of 32, two entries, never one entry of 64 extents.
+    let d = drive("seagate-5tb.toml");
+    let cap = d.info().capacity_sectors;
+    let mut rng = SmallRng::seed_from_u64(5);
+    let reqs = (0..64)
+        .map(|_| Request::Write {
+            lba: rng.gen_range(0..cap),
+            data: vec![0u8; 4096],
+            fua: false,
+        })
+        .collect();
+    for r in d.submit(reqs) {
+        r.expect("write");
+    }
+    assert_eq!(d.stl_stats().journal_entries, 2);
+    assert_eq!(tegula_stl::NCQ_DEPTH, 32);
+}
+
+#[test]
 fn aggressive_drives_clean_after_the_idle_delay_and_lazy_ones_only_when_full() {
     let d = drive("seagate-5tb.toml");
     let cap = d.info().capacity_sectors;

@@ -324,12 +324,26 @@ pub fn checks_dm_truth(cfg: &DmConfig, r: &Report, truth: Option<Truth>) -> Vec<
                 j.and_then(|j| j.map_merge_every),
             ));
         }
-        v.push(size(
+        let map = size(
             "cache.map_entries",
             Some(cfg.map_entries as f64),
             r.cache.map_entries.map(|x| x as f64),
             TOL,
-        ));
+        );
+        v.push(
+            match map_hidden(cfg, cache_bytes.unwrap_or(cfg.cache_size)) {
+                // The drive never lets its map fill: null (with the reason) is the right answer.
+                // (A null is then the answer, not a missing one.)
+                Some(why) => map.map(|c| Check {
+                    expected: format!("null ({why})"),
+                    right: c.right || !c.answered,
+                    loose: c.loose || !c.answered,
+                    answered: true,
+                    ..c
+                }),
+                None => map,
+            },
+        );
         // Usable: what full entries hold before the cleaning watermark.
         let emax = cfg.journal_entry_max as f64;
         let usable = cfg.cache_size as f64 * (1.0 - cfg.cache_low_watermark) * emax
@@ -373,6 +387,44 @@ pub fn checks_dm_truth(cfg: &DmConfig, r: &Report, truth: Option<Truth>) -> Vec<
         ));
     }
     v.into_iter().flatten().collect()
+}
+
+/// Why a journal's map size cannot show to any host, or `None` when it can: the drive takes
+/// at most [`tegula_stl::NCQ_DEPTH`] queued writes together, so one journal entry holds at
+/// most that many extents, and when the entries that fit the cache before its cleaning
+/// watermark hold fewer extents than the map's own watermark, cleaning always starts for
+/// cache space and the map never limits anything (the emulator's rules in
+/// `tegula_stl::journal`: an entry is its data quantized to the entry sizes plus the
+/// out-of-band area).
+pub fn map_hidden(cfg: &DmConfig, cache_bytes: u64) -> Option<String> {
+    if cfg.stl != StlKind::Journal {
+        return None;
+    }
+    let ss = 4096u64;
+    let q = |b: u64| b.div_ceil(ss).max(1);
+    let (min, quantum, max) = (
+        q(cfg.journal_entry_min),
+        q(cfg.journal_entry_quantum),
+        q(cfg.journal_entry_max),
+    );
+    let data = tegula_stl::NCQ_DEPTH as u64;
+    let dlen = if data <= min {
+        min
+    } else {
+        (min + (data - min).div_ceil(quantum) * quantum).min(max.max(min))
+    };
+    let len = dlen.max(data) + cfg.journal_oob.div_ceil(ss);
+    let total = cache_bytes / ss;
+    let room = total - (total as f64 * cfg.cache_low_watermark) as u64;
+    let extents = room / len * data;
+    let soft = (cfg.map_entries as f64 * (1.0 - cfg.map_low_watermark)) as u64;
+    (extents < soft).then(|| {
+        format!(
+            "hidden: the cache holds {} entries of {} extents before cleaning, {extents} < the map's watermark of {soft}",
+            room / len,
+            data
+        )
+    })
 }
 
 pub fn checks_cmr(cfg: &DiskConfig, r: &Report) -> Vec<Check> {

@@ -13,6 +13,7 @@ mod io;
 mod open;
 mod power;
 mod queue;
+pub use queue::NCQ_DEPTH;
 mod state;
 mod vcache;
 

@@ -1,10 +1,16 @@
 //! Queued submit: a batch of requests at one queue depth; consecutive writes go to the
-//! translation layer as one batch so that it may pack them together.
+//! translation layer as one batch so that it may pack them together, at most
+//! [`NCQ_DEPTH`] of them (a SATA drive holds no more commands at once).
 
 use super::{DevResult, Inner};
 use crate::layer::WriteReq;
 use tegula_device::media::{Completion, IoDone, Request};
 use tegula_device::{DeviceError, Nanos};
+
+/// Commands a drive holds at once (SATA native command queuing: 32 tags). A longer run of
+/// queued writes reaches the translation layer in batches of this many, so that no journal
+/// entry packs more writes than a real drive could see together.
+pub const NCQ_DEPTH: usize = 32;
 
 impl Inner {
     /// The completion of a request served on its own from `start`, with the `data` it read;
@@ -47,7 +53,10 @@ impl Inner {
                 Request::Write { .. } => {
                     // Consecutive writes form one batch: the layer may pack them together.
                     let mut j = i;
-                    while j < reqs.len() && matches!(reqs[j], Request::Write { .. }) {
+                    while j < reqs.len()
+                        && j - i < NCQ_DEPTH
+                        && matches!(reqs[j], Request::Write { .. })
+                    {
                         j += 1;
                     }
                     let mut res: Vec<Option<DevResult<Completion>>> =
