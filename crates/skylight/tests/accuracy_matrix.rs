@@ -6,7 +6,10 @@
 //! media — each probed in memory (a metadata-only drive, secure erase and power control as
 //! `tegula probe` gives them) and graded field by field against its configuration with the
 //! shipped-drive rules (`common::checks_dm_truth`: categories exact, sizes within 5%, the
-//! count within 15% printed next to it; a null is wrong). It prints the accuracy per field,
+//! count within 15% printed next to it; a null is wrong, except for a journal's map size
+//! where the drive hides it: `common::map_hidden`, entries of 32 extents, the most a drive's
+//! command queue packs, fill the cache before the map's watermark, so no host sees the map's
+//! limit and null is the right answer). It prints the accuracy per field,
 //! per drive class, and each drive's wall time.
 //!
 //! The default run draws two drives and runs TESTs 1-3 only (the fields they decide), so the
