@@ -31,7 +31,8 @@
 #   (tegula/passthrough --threads; default the mount's), BUILD_ARGS ("-p tegula-codec": the
 #   codec crate and its dependencies thiserror, crc32c, proc-macro2, quote, syn), BUILD_JOBS (1: CARGO_BUILD_JOBS of the build, run under nice -n 10),
 #   BINDFS_OPTS (bindfs's options, default none; issue 34 measures against the tuned
-#   "-o big_writes --multithreaded").
+#   "-o big_writes --multithreaded"), MOUNT_OPTS (more options of both tegula mounts, e.g.
+#   "--no-writeback-cache").
 # Prints one line per run (`run,...` CSV) and a table of medians with ratios against bindfs
 # (against plain when bindfs is not among the targets), and the device times side by side.
 set -euo pipefail
@@ -47,6 +48,7 @@ threads=()
 [ -n "${THREADS:-}" ] && threads=(--threads "$THREADS")
 read -r -a build_args <<<"${BUILD_ARGS:--p tegula-codec}"
 read -r -a bindfs_opts <<<"${BINDFS_OPTS:-}"
+read -r -a mount_opts <<<"${MOUNT_OPTS:-}"
 build_jobs=${BUILD_JOBS:-1}
 
 for t in bindfs sqlite3 dbench fusermount3; do
@@ -206,7 +208,7 @@ setup() { # target -> sets work
         fuse_mounted=1
         work=$mnt ;;
     passthrough)
-        out=$("$tegula" fs mount --passthrough "$src" "$mnt" "${threads[@]}" --log "$dir/mount.log")
+        out=$("$tegula" fs mount --passthrough "$src" "$mnt" "${threads[@]}" "${mount_opts[@]}" --log "$dir/mount.log")
         fuse_mounted=1
         mountpid=$(echo "$out" | sed -n 's/.*(process \([0-9]*\),.*/\1/p')
         work=$mnt ;;
@@ -215,7 +217,7 @@ setup() { # target -> sets work
         "$tegula" disk create --profile hm-smr --capacity "$capacity" "$img" >/dev/null
         "$tegula" fs mkfs "$img" >/dev/null
         busy0=$(busy_ns "$img")
-        out=$("$tegula" fs mount "$img" "$mnt" "${threads[@]}" --log "$dir/mount.log")
+        out=$("$tegula" fs mount "$img" "$mnt" "${threads[@]}" "${mount_opts[@]}" --log "$dir/mount.log")
         fuse_mounted=1
         mountpid=$(echo "$out" | sed -n 's/.*(process \([0-9]*\),.*/\1/p')
         work=$mnt ;;
