@@ -244,7 +244,7 @@ impl WriteCache {
     }
 
     /// Keeps a data buffer that left the cache (a destaged run's) for a new extent: one of
-    /// at most [`SPARE_MAX_BUFFER`] bytes, while the spares hold at most [`SPARE_BYTES`].
+    /// at most `SPARE_MAX_BUFFER` bytes, while the spares hold at most `SPARE_BYTES`.
     pub fn recycle(&mut self, v: Vec<u8>) {
         let cap = v.capacity();
         if self.spare_bytes + cap <= SPARE_BYTES && cap <= SPARE_MAX_BUFFER {
