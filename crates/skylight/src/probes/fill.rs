@@ -152,10 +152,50 @@ pub(crate) fn fill(
     hard: bool,
     seed: f64,
 ) -> Result<Fill> {
-    fill_in(s, size, qd, max_ops, hard, Order::Golden(Spread::new(seed)))
+    let order = Order::Golden(Spread::new(seed));
+    fill_in(s, size, qd, max_ops, hard, order, Watch::default())
 }
 
-/// [`fill`], writing in `order`.
+/// A lazy drive's cleaning forced by a [`fill`] of `size`-byte writes at queue depth `qd`
+/// (TESTs 11 and 12, which need some cleaning done, not the cache's size): a sustained rise
+/// of the level counts too. Earlier writes may have filled the cache of part of the drive
+/// already (a fully associative zone whose spare bands a TEST's own blocks took), so that
+/// the fill starts at a level where a share of its writes clean, and the rest of the cache
+/// filling only doubles or triples that level: the 4x of a collapse from a clean start is
+/// never reached and the fill would run to its end.
+pub(crate) fn fill_forcing(
+    s: &mut Session<'_>,
+    size: u64,
+    qd: usize,
+    max_ops: u64,
+    seed: f64,
+) -> Result<Fill> {
+    let order = Order::Golden(Spread::new(seed));
+    let watch = Watch {
+        rise: true,
+        ..Watch::default()
+    };
+    fill_in(s, size, qd, max_ops, false, order, watch)
+}
+
+/// What besides a collapse from a clean start ends a [`fill_in`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Watch {
+    /// A sustained rise to twice the starting level ([`fill_forcing`]).
+    pub rise: bool,
+    /// What a write costs at least when it must first clean a band (a band read and
+    /// written, ms), when known: a fill whose first batches (their median) already cost half
+    /// of that per write started in a full cache (one of a few dozen band-sized units, taken
+    /// by the first batch), and its onset is its first batch.
+    pub merge_ms: Option<f64>,
+}
+
+/// A sustained rise: this many batches in a row's window, nearly all of them at twice the
+/// level before (a collapse from a clean start needs 6 of 8 at four times it).
+const RISE_WINDOW: usize = 64;
+const RISE_NEED: usize = 60;
+
+/// [`fill`], writing in `order`, watching for what `watch` names besides.
 pub(crate) fn fill_in(
     s: &mut Session<'_>,
     size: u64,
@@ -163,6 +203,7 @@ pub(crate) fn fill_in(
     max_ops: u64,
     hard: bool,
     mut seq: Order,
+    watch: Watch,
 ) -> Result<Fill> {
     let mut f = Fill {
         size,
@@ -179,6 +220,7 @@ pub(crate) fn fill_in(
     let sweep = matches!(seq, Order::Bands { .. });
     let mut collapse: Option<Collapse> = None;
     let mut hard_detector: Option<Collapse> = None;
+    let mut rising: Option<Collapse> = None;
     let max_batches = (max_ops as usize).div_ceil(qd).max(1);
     let tick_every = (max_batches / 500).max(1);
     for b in 0..max_batches {
@@ -206,15 +248,32 @@ pub(crate) fn fill_in(
             // and what follows cleans a set per write (not worth waiting for).
             let (window, need) = if sweep { (1, 1) } else { (8, 6) };
             collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), window, need));
+            let typical = median(&f.batches[1..]);
+            if watch
+                .merge_ms
+                .is_some_and(|m| typical / qd as f64 >= 0.5 * m)
+            {
+                f.onset = Some(0);
+                break;
+            }
+            if watch.rise {
+                rising = Some(Collapse::new(2.0 * base, RISE_WINDOW, RISE_NEED));
+            }
             for (i, &l) in f.batches.iter().enumerate() {
                 if let Some(c) = &mut collapse {
                     if let Some(at) = c.push(i, l) {
                         f.onset = Some(at);
                     }
                 }
+                if let Some(r) = &mut rising {
+                    if let (Some(at), None) = (r.push(i, l), f.onset) {
+                        f.onset = Some(at);
+                    }
+                }
             }
         } else if let (Some(c), None) = (&mut collapse, f.onset) {
-            if let Some(at) = c.push(b, lat) {
+            let by_rise = rising.as_mut().and_then(|r| r.push(b, lat));
+            if let Some(at) = c.push(b, lat).or(by_rise) {
                 f.onset = Some(at);
                 if !hard {
                     break;

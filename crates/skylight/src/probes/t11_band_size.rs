@@ -6,7 +6,7 @@
 //! or a sub-millisecond flash read). Regions at several offsets show how the band size varies
 //! from the outer to the inner diameter.
 
-use super::fill::fill;
+use super::fill::fill_forcing;
 use crate::error::Result;
 use crate::plot::Plot;
 use crate::report::{bytes, BandSize};
@@ -405,7 +405,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             } else {
                 (lazy_onset / 8).max(31)
             };
-            let f = fill(s, 256 << 10, 31, more, false, 0.123 + 0.1 * round as f64)?;
+            let f = fill_forcing(s, 256 << 10, 31, more, 0.123 + 0.1 * round as f64)?;
             let n = f.batches.len() as u64 * 31;
             if round == 0 {
                 lazy_onset = f.ops().unwrap_or(n);

@@ -6,7 +6,7 @@
 //! On a lazy drive the cache is filled until the pattern no longer shows b's data in the cache
 //! (the paper's adaptation).
 
-use super::fill::fill;
+use super::fill::{fill, fill_forcing};
 use crate::error::Result;
 use crate::plot::Plot;
 use crate::report::Mapping;
@@ -142,7 +142,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     } else {
         // Lazy: fill the cache past the collapse, then in quarters of that, until the
         // pattern no longer shows b in the cache.
-        let f = fill(s, 256 << 10, 31, 100_000_000, false, 0.2)?;
+        let f = fill_forcing(s, 256 << 10, 31, 100_000_000, 0.2)?;
         let onset = f.ops().unwrap_or(f.batches.len() as u64 * 31);
         let mut written = f.batches.len() as u64 * 31;
         let mut last = pattern(s, a, b)?;

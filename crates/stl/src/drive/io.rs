@@ -50,7 +50,7 @@ impl Inner {
         let start = self.arrive();
         match &mut self.vcache {
             Some(c) if !fua => {
-                c.insert(lba, n, Some(data));
+                c.insert(lba, n, self.store_data.then_some(data));
                 let dirty = c.dirty_sectors();
                 self.media.command()?;
                 if dirty > self.vcache_max {

@@ -35,8 +35,11 @@ type DevResult<T> = std::result::Result<T, DeviceError>;
 struct Inner {
     media: Media,
     layer: Box<dyn Layer>,
-    /// Volatile write cache: dirty extents by logical LBA.
+    /// Volatile write cache: dirty extents by logical LBA (their data only when the drive
+    /// stores data: a metadata-only drive's cache keeps extents, and destages zeros).
     vcache: Option<WriteCache>,
+    /// Whether the drive keeps what is written (`DmConfig::store_data`).
+    store_data: bool,
     /// Dirty sectors beyond which a write destages half the cache.
     vcache_max: u64,
     /// Runs of at least this many sectors bypass the persistent cache on destage.

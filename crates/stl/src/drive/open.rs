@@ -112,6 +112,7 @@ impl DmDrive {
                 media,
                 layer,
                 vcache: config.volatile_cache.then(|| WriteCache::new(ss as u32)),
+                store_data: config.store_data,
                 vcache_max: (config.volatile_cache_size / ss).max(1),
                 bypass_min: (config.bypass_min / ss).max(1),
                 last_io: 0,

@@ -61,8 +61,17 @@ impl Inner {
         let mut res = Ok(());
         for &(lba, end) in &runs {
             if end - lba < self.bypass_min {
-                let mut data = Vec::with_capacity(((end - lba) * ss) as usize);
-                cache.take_range(lba, end, &mut data);
+                let len = ((end - lba) * ss) as usize;
+                let data = if self.store_data {
+                    let mut data = Vec::with_capacity(len);
+                    cache.take_range(lba, end, &mut data);
+                    data
+                } else {
+                    // A metadata-only drive's cache holds no bytes: the layer gets zeros of
+                    // the run's length (zeroed pages that nothing touches).
+                    cache.remove(lba, end);
+                    vec![0; len]
+                };
                 small.push((lba, data));
                 continue;
             }
@@ -71,13 +80,22 @@ impl Inner {
                 let Some((cur, b)) = split.next(|l| self.layer.band_range(l)) else {
                     break;
                 };
-                buf.clear();
-                cache.take_range(cur, b, &mut buf);
+                let len = ((b - cur) * ss) as usize;
+                if self.store_data {
+                    buf.clear();
+                    cache.take_range(cur, b, &mut buf);
+                } else {
+                    // Zeros (see above), kept from one band to the next.
+                    cache.remove(cur, b);
+                    if buf.len() < len {
+                        buf.resize(len, 0);
+                    }
+                }
                 res = self.layer.bypass(
                     &mut self.media,
                     WriteReq {
                         lba: cur,
-                        data: &buf,
+                        data: &buf[..len.min(buf.len())],
                     },
                 );
             }
