@@ -163,16 +163,23 @@ pub(crate) fn fill(
 /// the fill starts at a level where a share of its writes clean, and the rest of the cache
 /// filling only doubles or triples that level: the 4x of a collapse from a clean start is
 /// never reached and the fill would run to its end.
+///
+/// With `early`, two slow batches in a row are a collapse (not 6 of 8): a set-associative
+/// cache whose sets the fill reaches evenly fills them all at once, and a lazy drive then
+/// cleans set after set within a few batches, every band of the TEST's regions among them,
+/// so that six slow batches later nothing is left to tell one band from the next.
 pub(crate) fn fill_forcing(
     s: &mut Session<'_>,
     size: u64,
     qd: usize,
     max_ops: u64,
     seed: f64,
+    early: bool,
 ) -> Result<Fill> {
     let order = Order::Golden(Spread::new(seed));
     let watch = Watch {
         rise: true,
+        early,
         ..Watch::default()
     };
     fill_in(s, size, qd, max_ops, false, order, watch)
@@ -183,6 +190,8 @@ pub(crate) fn fill_forcing(
 pub(crate) struct Watch {
     /// A sustained rise to twice the starting level ([`fill_forcing`]).
     pub rise: bool,
+    /// Two slow batches in a row are a collapse ([`fill_forcing`]).
+    pub early: bool,
     /// What a write costs at least when it must first clean a band (a band read and
     /// written, ms), when known: a fill whose first batches (their median) already cost half
     /// of that per write started in a full cache (one of a few dozen band-sized units, taken
@@ -245,9 +254,19 @@ pub(crate) fn fill_in(
             let base = median(&f.batches[1..]).min(2.0 * fastest);
             f.levels.0 = base;
             // Filled band by band, every set fills at once: the first cleaning is the onset,
-            // and what follows cleans a set per write (not worth waiting for).
-            let (window, need) = if sweep { (1, 1) } else { (8, 6) };
-            collapse = Some(Collapse::new((4.0 * base).max(base + 150.0), window, need));
+            // and what follows cleans a set per write (not worth waiting for): two slow
+            // batches in a row, each slower than the level by a band merge at least (a set
+            // cleaned), where known. A batch that crosses to another surface's stroke can
+            // take 5.9x the level without cleaning anything (emulated-smr-1, once, then
+            // twice in a row further on).
+            let (window, need) = if sweep || watch.early { (2, 2) } else { (8, 6) };
+            let merge_floor = if sweep {
+                base + watch.merge_ms.unwrap_or(0.0)
+            } else {
+                0.0
+            };
+            let bar = (4.0 * base).max(base + 150.0).max(merge_floor);
+            collapse = Some(Collapse::new(bar, window, need));
             let typical = median(&f.batches[1..]);
             if watch
                 .merge_ms

@@ -405,7 +405,9 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
             } else {
                 (lazy_onset / 8).max(31)
             };
-            let f = fill_forcing(s, 256 << 10, 31, more, 0.123 + 0.1 * round as f64)?;
+            // A block-mapped (set-associative) cache: stop at its first cleaning.
+            let early = s.f.entries.is_none();
+            let f = fill_forcing(s, 256 << 10, 31, more, 0.123 + 0.1 * round as f64, early)?;
             let n = f.batches.len() as u64 * 31;
             if round == 0 {
                 lazy_onset = f.ops().unwrap_or(n);

@@ -142,7 +142,7 @@ pub(crate) fn run(s: &mut Session<'_>) -> Result<String> {
     } else {
         // Lazy: fill the cache past the collapse, then in quarters of that, until the
         // pattern no longer shows b in the cache.
-        let f = fill_forcing(s, 256 << 10, 31, 100_000_000, 0.2)?;
+        let f = fill_forcing(s, 256 << 10, 31, 100_000_000, 0.2, false)?;
         let onset = f.ops().unwrap_or(f.batches.len() as u64 * 31);
         let mut written = f.batches.len() as u64 * 31;
         let mut last = pattern(s, a, b)?;
