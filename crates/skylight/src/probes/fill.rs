@@ -195,7 +195,8 @@ pub(crate) struct Watch {
     /// What a write costs at least when it must first clean a band (a band read and
     /// written, ms), when known: a fill whose first batches (their median) already cost half
     /// of that per write started in a full cache (one of a few dozen band-sized units, taken
-    /// by the first batch), and its onset is its first batch.
+    /// by the first batch), and its onset is its first batch. A band-by-band fill's slow
+    /// batch must also exceed the level by this much (a set cleaned, not a long seek).
     pub merge_ms: Option<f64>,
 }
 
