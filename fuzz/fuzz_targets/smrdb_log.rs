@@ -1,13 +1,22 @@
-//! Log chunks and batch payloads: decoding arbitrary bytes never panics, and a decoded
-//! payload re-encodes to the same batches.
+//! Log chunks, log tail slots and batch payloads: decoding arbitrary bytes never panics, a
+//! decoded payload re-encodes to the same batches, and a decoded tail slot to the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tegula_smrdb::log::{decode_chunk, decode_payload, encode_batch, frame};
+use tegula_smrdb::log::{decode_chunk, decode_payload, encode_batch, frame, tail};
 
 fuzz_target!(|data: &[u8]| {
     let _ = decode_chunk(data, 512);
     let _ = decode_chunk(data, 4096);
+    if let Ok(Some(t)) = tail::decode(data) {
+        let _ = decode_payload(t.payload);
+        if data.len() == 512 {
+            let again = tail::encode(t.zone, t.sector, t.generation, t.payload, 512)
+                .expect("a decoded slot's payload fits its sector");
+            let len = tail::TAIL_HEADER + t.payload.len();
+            assert_eq!(&again[..len], &data[..len]);
+        }
+    }
     if let Ok(batches) = decode_payload(data) {
         let mut p = Vec::new();
         for (seq, ops) in &batches {

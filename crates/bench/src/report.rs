@@ -546,7 +546,7 @@ mod tests {
         use tegula_kv::EngineKind;
         use tegula_kv::{Durability, SyncPolicy};
         let with = |e: &str, k, st, sync| BenchResult {
-            durability: Some(Durability::of(k, st, sync, false, Some(32 << 20))),
+            durability: Some(Durability::of(k, st, sync, false, Some(32 << 20), false)),
             ..sample_result(e, "fillseq", 1.0)
         };
         let t = with(

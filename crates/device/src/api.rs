@@ -226,6 +226,18 @@ pub trait ZonedDevice: BlockDevice {
     fn durable_only_when_flushed(&self) -> bool {
         false
     }
+    /// Reads sectors at or past the write pointer of one sequential zone, where a process that
+    /// crashed may have written beyond the pointer the device saved: a device whose write
+    /// pointers the host keeps and saves only at a flush (a banded file, zone files) still
+    /// holds, after a crash of the process (not of the machine), what the process wrote past
+    /// them, in the file. The caller must tell written data from stale bytes itself (SMRDB
+    /// follows a chain of checksummed log chunks to the end its log tail slot names).
+    /// `Ok(None)` (the default) on devices whose write pointer always covers what was
+    /// written: drives, real zoned devices and the emulator.
+    fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
+        let _ = (lba, buf);
+        Ok(None)
+    }
     /// Appends at a zone's write pointer; returns the LBA written and the timing.
     fn append(&self, index: u32, data: &[u8]) -> Result<(u64, IoDone)> {
         let z = self.zone(index)?;
@@ -291,6 +303,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn durable_only_when_flushed(&self) -> bool {
         (**self).durable_only_when_flushed()
+    }
+    fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
+        (**self).read_beyond_write_pointer(lba, buf)
     }
 }
 

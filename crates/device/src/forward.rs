@@ -26,7 +26,7 @@
 /// same method of `self.$inner`: `forward!(inner: info, read, flush)` inside the `impl`.
 /// Methods: `info`, `read`, `write_with`, `flush`, `discard`, `submit`, `now`, `idle`,
 /// `report_zones`, `zone`, `zone_action`, `zone_space`, `can_rewind`, `rewind_write_pointer`,
-/// `flush_zones`, `durable_only_when_flushed`, `hint_zone`.
+/// `flush_zones`, `durable_only_when_flushed`, `hint_zone`, `read_beyond_write_pointer`.
 #[macro_export]
 macro_rules! forward {
     ($inner:ident: $($method:ident),+ $(,)?) => {
@@ -117,6 +117,15 @@ macro_rules! forward {
     (@one $inner:ident flush_zones) => {
         fn flush_zones(&self, zones: &[u32]) -> $crate::Result<$crate::IoDone> {
             self.$inner.flush_zones(zones)
+        }
+    };
+    (@one $inner:ident read_beyond_write_pointer) => {
+        fn read_beyond_write_pointer(
+            &self,
+            lba: u64,
+            buf: &mut [u8],
+        ) -> $crate::Result<Option<$crate::IoDone>> {
+            self.$inner.read_beyond_write_pointer(lba, buf)
         }
     };
     (@one $inner:ident durable_only_when_flushed) => {

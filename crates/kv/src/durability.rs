@@ -4,13 +4,16 @@
 //!
 //! Without synced writes, RocksDB and LevelDB hand every write's log record to the kernel
 //! (`write(2)`) before acknowledging it: a crashed process loses nothing, a power loss what the
-//! kernel had not written back. SMRDB keeps a 1 MiB log buffer in the process, and under it the
-//! emulated drive keeps its volatile write cache (32 MiB on the built-in profiles) and its zone
-//! write pointers in the process too; the banded file keeps its write pointers in a sidecar
-//! saved on a flush. So without synced writes a crashed tegula process loses what was
-//! acknowledged since SMRDB last flushed the drive (a synced write, a full log band or a
-//! memtable flush does), as a power loss would. With `--sync` every engine loses nothing
-//! acknowledged: that is the setting that compares them at equal durability.
+//! kernel had not written back. SMRDB does the same by default (`log_write_through`: each
+//! write's records reach the device, in a log tail slot or a log chunk, before it returns): on
+//! a banded file or zone files they are then in the file, and recovery follows the log past
+//! the write pointers saved at the last flush, so a crashed process loses nothing. The
+//! emulated drive of a disk image keeps its volatile write cache (32 MiB on the built-in
+//! profiles) and its zone write pointers in the process, so there a crashed process loses what
+//! was acknowledged since SMRDB last flushed the drive, as a power loss would; and with
+//! `log_write_through` off SMRDB keeps up to its 1 MiB log buffer in the process on every
+//! storage. With `--sync` every engine loses nothing acknowledged: that is the setting that
+//! compares them at equal durability.
 
 use crate::EngineKind;
 use crate::StorageLabel;
@@ -80,13 +83,15 @@ pub struct Durability {
 
 impl Durability {
     /// The durability of `engine` on `storage` with the run's sync policy and log setting;
-    /// `cache_bytes` is the emulated drive's volatile write cache (image storage).
+    /// `cache_bytes` is the emulated drive's volatile write cache (image storage),
+    /// `log_write_through` SMRDB's option of that name (ignored for the other engines).
     pub fn of(
         engine: EngineKind,
         storage: StorageLabel,
         sync: SyncPolicy,
         disable_wal: bool,
         cache_bytes: Option<u64>,
+        log_write_through: bool,
     ) -> Self {
         let d = |process_crash, power_loss, why: String| Durability {
             process_crash,
@@ -125,6 +130,19 @@ impl Durability {
                 Loss::Nothing,
                 "every write flushes the drive before it is acknowledged".into(),
             ),
+            _ if log_write_through
+                && matches!(storage, StorageLabel::ZoneFiles | StorageLabel::Banded) =>
+            {
+                d(
+                    Loss::Nothing,
+                    unsynced,
+                    "every write's log records are in the file before it is acknowledged (a log \
+                     tail slot or a log chunk; recovery follows the log past the write pointers \
+                     saved at the last flush); they reach the disk when SMRDB flushes the drive \
+                     (a synced write, a new log band, a memtable flush), which fdatasyncs"
+                        .into(),
+                )
+            }
             _ if storage == StorageLabel::ZoneFiles => d(
                 unsynced,
                 unsynced,
@@ -145,9 +163,15 @@ impl Durability {
                 unsynced,
                 unsynced,
                 format!(
-                    "the 1 MiB log buffer, the emulated drive's {} volatile write cache and its \
-                     zone write pointers are in this process until SMRDB flushes the drive (a \
-                     synced write, a full log band, a memtable flush), which fdatasyncs the image",
+                    "{}the emulated drive's {} volatile write cache and its zone write pointers \
+                     are in this process until SMRDB flushes the drive (a synced write, a full \
+                     log band, a memtable flush), which fdatasyncs the image",
+                    if log_write_through {
+                        "every write's log records reach the emulated drive before it is \
+                         acknowledged, but "
+                    } else {
+                        "the 1 MiB log buffer, "
+                    },
                     match cache_bytes.unwrap_or(0) {
                         0 => "(disabled)".to_string(),
                         c if c % (1 << 20) == 0 => format!("{} MiB", c >> 20),
@@ -200,7 +224,7 @@ mod tests {
     use super::*;
 
     fn of(e: EngineKind, s: StorageLabel, sync: SyncPolicy) -> Durability {
-        Durability::of(e, s, sync, false, Some(32 << 20))
+        Durability::of(e, s, sync, false, Some(32 << 20), false)
     }
 
     #[test]
@@ -244,9 +268,32 @@ mod tests {
             SyncPolicy::Never,
             true,
             None,
+            false,
         );
         assert_eq!(w.process_crash, Loss::SinceFlush);
         assert_eq!(SyncPolicy::of(false, 1), SyncPolicy::Every);
+    }
+
+    #[test]
+    fn smrdb_writing_its_log_through_loses_nothing_to_a_process_crash_on_files() {
+        for s in [StorageLabel::Banded, StorageLabel::ZoneFiles] {
+            let t = Durability::of(EngineKind::Tegula, s, SyncPolicy::Never, false, None, true);
+            let r = of(EngineKind::Rocksdb, StorageLabel::Dir, SyncPolicy::Never);
+            assert!(t.same_as(&r), "{s:?}: {t:?}");
+            let b = of(EngineKind::Tegula, s, SyncPolicy::Never);
+            assert_eq!(b.process_crash, Loss::SinceSync, "{s:?} buffered");
+        }
+        // The emulated drive keeps its cache in the process: a process crash is a power loss.
+        let i = Durability::of(
+            EngineKind::Tegula,
+            StorageLabel::Image,
+            SyncPolicy::Never,
+            false,
+            Some(32 << 20),
+            true,
+        );
+        assert_eq!(i.process_crash, Loss::SinceSync);
+        assert!(!i.why.contains("log buffer"), "{}", i.why);
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub trait KvEngine: Send + Sync {
     }
     /// What a crash loses of the writes this engine acknowledges under `sync`.
     fn durability(&self, sync: SyncPolicy) -> Durability {
-        Durability::of(EngineKind::Memory, self.storage(), sync, false, None)
+        Durability::of(EngineKind::Memory, self.storage(), sync, false, None, false)
     }
     /// Write amplification since the database was opened, if the engine can tell.
     fn write_amp(&self) -> Option<f64> {

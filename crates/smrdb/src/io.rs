@@ -11,6 +11,8 @@ use tegula_device::{DeviceError, IoDone, ZoneSpace, ZonedDevice};
 pub enum IoKind {
     /// Log band writes.
     Log,
+    /// Log tail slot writes (the conventional area; `crate::log::tail`).
+    LogTail,
     /// Memtable flushes.
     Flush,
     /// Compaction reads and writes.
@@ -26,6 +28,8 @@ pub enum IoKind {
 pub struct IoCounters {
     /// Bytes written to log bands.
     pub log_bytes: AtomicU64,
+    /// Bytes written to the log tail slots.
+    pub log_tail_bytes: AtomicU64,
     /// Bytes written by memtable flushes.
     pub flush_bytes: AtomicU64,
     /// Bytes read by compactions.
@@ -122,6 +126,12 @@ impl Dev {
             (IoKind::Log, _) => {
                 if write {
                     c.log_bytes.fetch_add(bytes, Ordering::Relaxed);
+                }
+                c.log_ns.fetch_add(t, Ordering::Relaxed);
+            }
+            (IoKind::LogTail, _) => {
+                if write {
+                    c.log_tail_bytes.fetch_add(bytes, Ordering::Relaxed);
                 }
                 c.log_ns.fetch_add(t, Ordering::Relaxed);
             }
@@ -256,12 +266,37 @@ impl Dev {
         r
     }
 
+    /// Reads `sectors` sectors of `zone` from `sector`, at or past its write pointer, where a
+    /// crashed process may have written beyond the pointer the device saved
+    /// ([`ZonedDevice::read_beyond_write_pointer`]); `None` on devices that keep nothing there.
+    pub fn read_beyond(&self, zone: u32, sector: u64, sectors: u64) -> Result<Option<Vec<u8>>> {
+        let mut buf = vec![0u8; (sectors * self.ss) as usize];
+        match self
+            .dev
+            .read_beyond_write_pointer(self.zone_lba(zone) + sector, &mut buf)
+            .map_err(Error::Device)?
+        {
+            None => Ok(None),
+            Some(done) => {
+                self.account(IoKind::Log, 0, done, false);
+                Ok(Some(buf))
+            }
+        }
+    }
+
     /// Reads `sectors` whole sectors at an absolute LBA (the conventional area).
     pub fn read_lba(&self, lba: u64, sectors: u64) -> Result<Vec<u8>> {
         let mut buf = vec![0u8; (sectors * self.ss) as usize];
         let done = self.dev.read(lba, &mut buf).map_err(Error::Device)?;
         self.account(IoKind::Meta, buf.len() as u64, done, false);
         Ok(buf)
+    }
+
+    /// Writes whole sectors at an absolute LBA of the conventional area.
+    pub fn write_lba(&self, lba: u64, data: &[u8], kind: IoKind) -> Result<()> {
+        let done = self.dev.write(lba, data).map_err(|e| Self::err(kind, e))?;
+        self.account(kind, data.len() as u64, done, true);
+        Ok(())
     }
 
     /// Writes whole sectors at sector `sector` of `zone`.

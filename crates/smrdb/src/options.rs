@@ -35,6 +35,7 @@ impl FormatOptions {
 /// the next (nothing here changes how existing bytes are read: each band records its own
 /// block, filter and histogram layout).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Options {
     /// Bytes of key-value data buffered in the memtable before it is flushed to a band.
     /// Default `None` = the band (zone) capacity less 1/32 of it (at least 64 KiB) for the
@@ -47,6 +48,18 @@ pub struct Options {
     /// at a synced write. Default 1 MiB (the paper's value). Larger buffers mean fewer, larger
     /// log writes and more data lost on a crash of unsynced writes.
     pub log_buffer_bytes: u64,
+    /// Hand every write's log record to the device before the write returns, as LevelDB and
+    /// RocksDB hand theirs to the kernel: a crash of the process (not of the machine) then
+    /// loses nothing acknowledged. Records still short of a log band chunk are written to one
+    /// of two tail slots in the conventional area (one sector, `docs/formats/smrdb.md`), and
+    /// the buffered records go to the log band as a chunk once they fill a slot, so the log
+    /// band holds no more padding than with the buffer. Costs one sector written per small
+    /// write (on a disk image, a write to the page cache; on a raw drive, a command to the
+    /// drive's cache). Databases created before the tail slots existed write a padded chunk
+    /// per write instead. Default true; false keeps up to `log_buffer_bytes` of acknowledged
+    /// records in the process until a synced write or a full buffer (the paper's behaviour:
+    /// `tegula bench paper` runs with it off).
+    pub log_write_through: bool,
     /// Target size of a data block in a band; the unit of the block cache and of GET reads.
     /// Default 4 KiB.
     pub block_size: usize,
@@ -152,6 +165,7 @@ impl Default for Options {
         Options {
             memtable_bytes: None,
             log_buffer_bytes: 1 << 20,
+            log_write_through: true,
             block_size: 4096,
             block_align: false,
             bloom_bits_per_key: 10,

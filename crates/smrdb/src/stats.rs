@@ -66,6 +66,9 @@ pub struct DbStats {
     pub gets: u64,
     /// Bytes written to log bands (with chunk headers and sector padding).
     pub log_bytes: u64,
+    /// Bytes written to the log tail slots (`Options::log_write_through`: one sector per
+    /// write whose records are not yet in a log band).
+    pub log_tail_bytes: u64,
     /// Bytes written by memtable flushes.
     pub flush_bytes: u64,
     /// Bytes read by compactions.
@@ -74,7 +77,7 @@ pub struct DbStats {
     pub compaction_bytes_written: u64,
     /// Bytes written to the conventional area (superblock, manifest).
     pub manifest_bytes: u64,
-    /// (log + flush + compaction + manifest bytes written) / user bytes.
+    /// (log + log tail + flush + compaction + manifest bytes written) / user bytes.
     pub write_amplification: f64,
     /// (flush + compaction bytes written) / user bytes, the paper's measure (log excluded).
     pub write_amplification_no_log: f64,
@@ -155,7 +158,8 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
     let overlap_count = (1..bands_per_level.len() as u8)
         .map(|l| overlap_pairs(&level_of(&sv.bands, l)))
         .sum();
-    let written = g(&io.log_bytes) + g(&io.flush_bytes) + g(&io.compaction_written);
+    let written =
+        g(&io.log_bytes) + g(&io.log_tail_bytes) + g(&io.flush_bytes) + g(&io.compaction_written);
     let ratio = |x: u64| {
         if user == 0 {
             0.0
@@ -171,6 +175,7 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         deletes: g(&c.deletes),
         gets,
         log_bytes: g(&io.log_bytes),
+        log_tail_bytes: g(&io.log_tail_bytes),
         flush_bytes: g(&io.flush_bytes),
         compaction_bytes_read: g(&io.compaction_read),
         compaction_bytes_written: g(&io.compaction_written),

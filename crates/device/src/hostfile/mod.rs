@@ -528,6 +528,35 @@ impl ZonedDevice for HostBanded {
         self.inner.lock().zones.report(filter)
     }
 
+    /// The file's bytes from the write pointer on, within one sequential zone: the write
+    /// pointers are saved only at a flush, so after a crash of the process the file holds
+    /// what it wrote past them.
+    fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
+        let n = self.transfer(lba, buf.len())?;
+        {
+            let g = self.inner.lock();
+            let zi = g.zones.zone_of(lba);
+            let z = g.zones.zone(u64::from(zi))?;
+            if !z.zone_type.is_sequential() || lba < z.write_pointer_lba || lba + n > z.end_lba() {
+                return Err(DeviceError::ZoneBoundary {
+                    zone: zi,
+                    lba,
+                    sectors: n,
+                    zone_end: z.end_lba(),
+                    write_pointer: z.write_pointer_lba,
+                });
+            }
+        }
+        let start = self.now_ns();
+        self.file
+            .read_exact_at(buf, lba * self.info.sector_size as u64)
+            .map_err(|e| DeviceError::io(format!("reading LBA {lba}"), e))?;
+        Ok(Some(IoDone {
+            start,
+            end: self.now_ns(),
+        }))
+    }
+
     fn zone(&self, index: u32) -> Result<Zone> {
         self.inner.lock().zones.zone(index as u64).cloned()
     }

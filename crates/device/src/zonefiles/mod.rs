@@ -640,6 +640,18 @@ impl BlockDevice for ZoneFiles {
 }
 
 impl ZonedDevice for ZoneFiles {
+    /// Each sequential zone is a banded file of its own, whose write pointer is saved only
+    /// when the zone is flushed: see [`HostBanded`]'s.
+    fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
+        let zs = self.zone_sectors();
+        let zone = (lba / zs) as u32;
+        let zone_start = u64::from(zone) * zs;
+        self.seq_zone(zone)?
+            .read()
+            .read_beyond_write_pointer(lba - zone_start, buf)
+            .map_err(|e| localize(e, zone, zone_start))
+    }
+
     fn report_zones(&self, filter: ZoneFilter) -> Vec<Zone> {
         (0..self.desc.zones)
             .filter_map(|z| self.zone_info(z).ok())

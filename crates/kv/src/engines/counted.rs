@@ -134,6 +134,10 @@ impl<D: ZonedDevice> ZonedDevice for Counted<D> {
     fn durable_only_when_flushed(&self) -> bool {
         self.inner.durable_only_when_flushed()
     }
+
+    fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
+        self.inner.read_beyond_write_pointer(lba, buf)
+    }
 }
 
 #[cfg(test)]

@@ -364,7 +364,18 @@ impl KvEngine for SmrdbEngine {
             }
             Backing::Files { .. } => None,
         };
-        Durability::of(self.kind, self.storage(), sync, self.disable_wal, cache)
+        let through = self
+            .db
+            .as_ref()
+            .is_some_and(|d| d.options().log_write_through);
+        Durability::of(
+            self.kind,
+            self.storage(),
+            sync,
+            self.disable_wal,
+            cache,
+            through,
+        )
     }
 
     /// SMRDB's (flush + compaction bytes) / user bytes — the paper's measure, log excluded,

@@ -54,6 +54,11 @@ impl Db {
             inner.rotate(&mut w)?;
             drop(w);
             inner.flush_imm()?;
+        } else {
+            // Records recovered from a log tail slot go to the log band before the slots are
+            // written again.
+            let mut w = inner.writer.lock();
+            inner.write_out(&mut w)?;
         }
         let bg = if inner.opts.background_compaction {
             let i = inner.clone();

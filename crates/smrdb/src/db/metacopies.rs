@@ -23,9 +23,18 @@ pub fn superblock_copy_b(conv_sectors: u64, slot_sectors: u64) -> Option<u64> {
 }
 
 /// Sectors of each manifest slot for a new database: the conventional area less the two
-/// superblock copies, halved.
+/// superblock copies and the two log tail slots, halved.
 pub fn slot_sectors_for(conv_sectors: u64) -> u64 {
-    conv_sectors.saturating_sub(2) / 2
+    conv_sectors.saturating_sub(4) / 2
+}
+
+/// LBAs of the two log tail slots (`crate::log::tail`) in a conventional area of
+/// `conv_sectors` sectors: the two sectors before superblock copy B, when the manifest slots
+/// leave them free (databases created before the tail slots existed have none, and write a
+/// padded log chunk per write instead).
+pub fn tail_slots(conv_sectors: u64, slot_sectors: u64) -> Option<[u64; 2]> {
+    let b = superblock_copy_b(conv_sectors, slot_sectors)?;
+    (1 + 2 * slot_sectors + 2 <= b).then(|| [b - 2, b - 1])
 }
 
 /// LBAs of the two copies of manifest slot `slot` (0 or 1): its start and half-way into it.
@@ -231,7 +240,16 @@ mod tests {
             let [a1, b1] = manifest_copies(1, s);
             assert!(0 < a0 && a0 < b0 && b0 < a1 && a1 < b1 && b1 < b, "{conv}");
             assert!(a1 + s <= b, "{conv}: slot 1 ends before copy B");
+            let [t0, t1] = tail_slots(conv, s).expect("a new database has tail slots");
+            assert!(
+                a1 + s <= t0 && t0 < t1 && t1 < b,
+                "{conv}: tail slots between"
+            );
         }
+        // The layout of databases created before the tail slots (slots of (conv - 2) / 2)
+        // has no room for them, but keeps copy B.
+        assert_eq!(tail_slots(256, 127), None);
+        assert_eq!(superblock_copy_b(256, 127), Some(255));
         // A database of the older layout (slots of (conv - 1) / 2) may have no copy B.
         assert_eq!(superblock_copy_b(257, 256 / 2), None);
     }

@@ -50,6 +50,16 @@ struct WriteState {
     marked_gap: u64,
     /// First sequence number of the latest unlogged write, 0 if none.
     last_unlogged: u64,
+    /// The log tail slots (`log::tail`), when the layout has them.
+    tail: Option<TailSlots>,
+}
+
+/// Where the records not yet in a log band are written at each write
+/// (`Options::log_write_through`), and the generation of the newest slot written.
+#[derive(Debug, Clone, Copy)]
+struct TailSlots {
+    lbas: [u64; 2],
+    generation: u64,
 }
 
 struct MetaState {
@@ -101,7 +111,7 @@ pub(crate) struct Inner {
     /// records after it until `Db::open` flushes the replayed memtable.
     recovered_gap: Option<u64>,
     /// Damaged redundant copies (superblock, manifest) that opening found and rewrote from
-    /// their good twins; `Db::check` reports them.
+    /// their good twins, and damaged log tail slots it passed over; `Db::check` reports them.
     repaired_at_open: Vec<String>,
     pub(crate) counters: Counters,
 }

@@ -2,7 +2,7 @@
 //! not recorded are reset).
 
 use super::metacopies;
-use super::{BgState, Inner, MetaState, WriteState};
+use super::{BgState, Inner, MetaState, TailSlots, WriteState};
 use crate::band::Band;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
@@ -124,6 +124,14 @@ impl Inner {
             mode: format.mode,
         };
         l.write_superblock(&sb)?;
+        // Tail slots a former database left behind must never be taken for this one's.
+        if let Some(lbas) = metacopies::tail_slots(l.conv_sectors, l.slot_sectors) {
+            let zero = vec![0u8; l.dev.ss as usize];
+            for lba in lbas {
+                l.dev.write_lba(lba, &zero, IoKind::Meta)?;
+            }
+            l.dev.flush(IoKind::Meta)?;
+        }
         let inner = Self::recover(l, format.mode, Manifest::default(), opts)?;
         {
             let mut ms = inner.meta.lock();
@@ -170,8 +178,14 @@ impl Inner {
                 repaired.push(format!("{n}; rewrote both copies of its slot"));
             }
         }
+        // The manifest slots (and the tail slots after them) are where the superblock says,
+        // whatever size a new database would get.
+        let l = Layout {
+            slot_sectors: sb.slot_sectors,
+            ..l
+        };
         let mut inner = Self::recover(l, sb.mode, m, opts)?;
-        inner.repaired_at_open = repaired;
+        inner.repaired_at_open.splice(0..0, repaired);
         if version < crate::manifest::MANIFEST_VERSION {
             // Log bands written by an older engine hold "SLOG" chunks only: never append
             // version 2 chunks to one (the next log band is new, and starting it records a
@@ -189,6 +203,7 @@ impl Inner {
             zones,
             seq_zones,
             slot_sectors,
+            conv_sectors,
             ..
         } = l;
         let zone_bytes = dev.zone_bytes();
@@ -290,6 +305,50 @@ impl Inner {
                 active = Some((z, wp));
             }
         }
+        // The records a crash of the process left only in a tail slot continue the log. They
+        // are not durable yet: `durable_seq` stays below them, so that a sync writes them.
+        let durable_seq = last_seq;
+        let mut buf = log::LogBuffer::default();
+        let mut tail_notes = Vec::new();
+        let tail = match metacopies::tail_slots(conv_sectors, slot_sectors) {
+            None => None,
+            Some(lbas) => {
+                let at = if gap.is_none() { active } else { None };
+                let t = recover_tail(&dev, lbas, at, m.flushed_seq, last_seq)?;
+                for n in &t.notes {
+                    tracing::warn!("smrdb recovery: {n}");
+                }
+                tail_notes = t.notes;
+                for r in &t.records {
+                    if r.count == 0 {
+                        gap = Some(r.first_seq);
+                        break;
+                    }
+                    for (j, (k, v)) in log::OpIter::new(&r.ops).enumerate() {
+                        let s = r.first_seq + j as u64;
+                        mem.insert(k, s, v);
+                        last_seq = last_seq.max(s);
+                    }
+                    buf.append_record(r.first_seq, r.count as usize, &r.ops);
+                }
+                if gap.is_some() {
+                    // As for a marker in a log band: what came before it is in the memtable,
+                    // which `Db::open` puts in a band.
+                    buf.clear();
+                } else if !buf.is_empty() {
+                    tracing::info!(
+                        "smrdb recovery: {} bytes of log records from tail slot (generation {}) \
+                         continue the log",
+                        buf.len(),
+                        t.generation
+                    );
+                }
+                Some(TailSlots {
+                    lbas,
+                    generation: t.generation,
+                })
+            }
+        };
         // Every other zone is free; reset what a crash left behind (only now: an open that finds
         // corruption above leaves the device as it found it).
         let mut free = BTreeSet::new();
@@ -330,14 +389,15 @@ impl Inner {
             sv: RwLock::new(Arc::new(sv)),
             writer: Mutex::new(WriteState {
                 last_seq,
-                buf: log::LogBuffer::default(),
+                buf,
                 active,
                 mem_zones,
                 marked_gap: 0,
                 last_unlogged: 0,
+                tail,
             }),
             sync_lock: Mutex::new(()),
-            durable_seq: AtomicU64::new(last_seq),
+            durable_seq: AtomicU64::new(durable_seq),
             visible_seq: AtomicU64::new(last_seq),
             meta: Mutex::new(MetaState {
                 m,
@@ -362,11 +422,119 @@ impl Inner {
             closed: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
             recovered_gap: gap,
-            repaired_at_open: Vec::new(),
+            repaired_at_open: tail_notes,
             counters: Counters::default(),
             mode,
             opts,
         };
         Ok(inner)
     }
+}
+
+/// A batch record recovered from a tail slot (owned: the slot's sector is read into a buffer
+/// that does not outlive [`recover_tail`]).
+#[derive(Debug)]
+struct TailRecord {
+    first_seq: u64,
+    count: u64,
+    ops: Vec<u8>,
+}
+
+/// What the tail slots hold for recovery: the newest generation written (the next write
+/// takes the one after it) and the records to replay.
+#[derive(Debug, Default)]
+struct RecoveredTail {
+    generation: u64,
+    records: Vec<TailRecord>,
+    /// What is wrong with a slot that was passed over.
+    notes: Vec<String>,
+}
+
+/// Reads both tail slots and picks the records that continue the replayed log, which ends at
+/// `log_end` (the last log band and the sector after its last chunk, which is its saved write
+/// pointer; `None` when the log may not be continued). The newest valid slot wins that names
+/// that place, or a later sector of that band reached by whole chunks written past the saved
+/// write pointer by a process that crashed before the device saved it
+/// ([`log::chunks_beyond_write_pointer`]: a banded file or zone files), and whose every record
+/// continues the sequence numbers (above `last_seq` and increasing: records of a slot or
+/// chunk left from an earlier use of the band are older; gap markers above `flushed_seq` are
+/// kept for the caller). A damaged slot is reported and passed over: its write never
+/// completed (a power cut), or the sector is damaged; no synced write relies on a slot.
+fn recover_tail(
+    dev: &Dev,
+    lbas: [u64; 2],
+    log_end: Option<(u32, u64)>,
+    flushed_seq: u64,
+    last_seq: u64,
+) -> Result<RecoveredTail> {
+    let mut out = RecoveredTail::default();
+    let mut slots = Vec::new();
+    for lba in lbas {
+        let b = dev.read_lba(lba, 1)?;
+        match log::tail::decode(&b) {
+            Ok(None) => {}
+            Ok(Some(t)) => {
+                out.generation = out.generation.max(t.generation);
+                slots.push((t.generation, t.zone, t.sector, t.payload.to_vec(), lba));
+            }
+            Err(e) => out.notes.push(format!(
+                "log tail slot at LBA {lba} is damaged (a write a power cut tore, or damage); \
+                 not used: {e}"
+            )),
+        }
+    }
+    slots.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let Some((zone, end)) = log_end else {
+        return Ok(out);
+    };
+    for (generation, z, sector, payload, lba) in slots {
+        if z != zone || sector < end {
+            continue;
+        }
+        let Some(mut bytes) = log::chunks_beyond_write_pointer(dev, zone, end, sector)? else {
+            continue;
+        };
+        bytes.extend_from_slice(&payload);
+        let mut records = Vec::new();
+        let mut last = last_seq;
+        let mut continues = true;
+        for r in log::records(&bytes) {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    out.notes.push(format!(
+                        "log tail slot at LBA {lba} (generation {generation}) holds a \
+                         malformed record; not used: {e}"
+                    ));
+                    continues = false;
+                    break;
+                }
+            };
+            if r.count == 0 {
+                if r.first_seq > flushed_seq {
+                    records.push(TailRecord {
+                        first_seq: r.first_seq,
+                        count: 0,
+                        ops: Vec::new(),
+                    });
+                }
+                continue;
+            }
+            if r.first_seq <= last {
+                continues = false;
+                break;
+            }
+            last = r.first_seq + r.count - 1;
+            records.push(TailRecord {
+                first_seq: r.first_seq,
+                count: r.count,
+                ops: r.ops.to_vec(),
+            });
+        }
+        if continues {
+            out.records = records;
+            break;
+        }
+    }
+    Ok(out)
 }

@@ -75,6 +75,17 @@ impl Inner {
             if let Some(g) = gap {
                 rec_len += log::record_len(g, 0, &[]);
             }
+            if self.opts.log_write_through
+                && !w.buf.is_empty()
+                && !self.fits_tail(&w, w.buf.len() + rec_len)
+            {
+                // The records handed over so far fill a tail slot: they go to the log band
+                // as a chunk of their own, before this record would carry it into one more
+                // sector.
+                if let Err(e) = self.write_out(&mut w) {
+                    return self.fail(e);
+                }
+            }
             if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
                 return self.fail(e);
             }
@@ -99,6 +110,11 @@ impl Inner {
         }
         if w.buf.len() as u64 >= self.opts.log_buffer_bytes {
             if let Err(e) = self.write_out(&mut w) {
+                return self.fail(e);
+            }
+        } else if self.opts.log_write_through && !wo.sync && !wo.disable_wal {
+            // A synced write hands its records over in `sync_to` below.
+            if let Err(e) = self.hand_off_log(&mut w) {
                 return self.fail(e);
             }
         }
@@ -259,9 +275,16 @@ impl Inner {
         // anything, or a crash could keep later records and lose earlier ones; unless the
         // device never makes a write durable without a flush of its zone (a sync below then
         // flushes the log bands in order), when the full band may stay volatile, and is never
-        // written at all if its memtable reaches a band first.
+        // written at all if its memtable reaches a band first. With the log written through,
+        // such a device's log bands are flushed all the same (those of an immutable memtable
+        // too): their write pointers are saved only then, and recovery after a crash of the
+        // process follows only the last log band past its saved write pointer
+        // (`log::chunks_beyond_write_pointer`).
         if !self.dev.dev.durable_only_when_flushed() {
             self.dev.flush(IoKind::Log)?;
+        } else if self.opts.log_write_through {
+            let logs = self.meta.lock().m.log_zones.clone();
+            self.dev.flush_zones(IoKind::Log, &logs)?;
         }
         let mut ms = self.meta.lock();
         let z = self.alloc(&mut ms, self.log_keep())?;
@@ -292,6 +315,31 @@ impl Inner {
         self.dev.write_at(z, next, chunk, IoKind::Log)?;
         w.active = Some((z, next + sectors));
         w.buf.clear();
+        Ok(())
+    }
+
+    /// Whether `bytes` of records fit one log tail slot (never, on a layout without slots).
+    fn fits_tail(&self, w: &WriteState, bytes: usize) -> bool {
+        w.tail.is_some() && bytes <= log::tail::capacity(self.dev.ss)
+    }
+
+    /// Hands the buffered log records to the device (`Options::log_write_through`): to the
+    /// older tail slot when they fit one, else to the log band as a chunk.
+    pub(super) fn hand_off_log(&self, w: &mut WriteState) -> Result<()> {
+        if w.buf.is_empty() {
+            return Ok(());
+        }
+        let (Some(t), Some((zone, next))) = (w.tail, w.active) else {
+            return self.write_out(w);
+        };
+        let generation = t.generation + 1;
+        let Some(slot) = log::tail::encode(zone, next, generation, w.buf.records(), self.dev.ss)
+        else {
+            return self.write_out(w);
+        };
+        let lba = t.lbas[(generation % 2) as usize];
+        self.dev.write_lba(lba, &slot, IoKind::LogTail)?;
+        w.tail = Some(super::TailSlots { generation, ..t });
         Ok(())
     }
 

@@ -7,9 +7,10 @@
 
 pub mod chunk;
 pub mod replay;
+pub mod tail;
 
 pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
-pub use replay::{replay_zone, LogEnd};
+pub use replay::{chunks_beyond_write_pointer, replay_zone, LogEnd};
 
 use tegula_codec::{varint_len, Dec, Enc, FormatError};
 
@@ -212,6 +213,11 @@ impl LogBuffer {
         let n = (self.buf.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
         self.buf.resize(n as usize, 0);
         &self.buf
+    }
+
+    /// The gathered records (what a chunk of them would carry as its payload).
+    pub fn records(&self) -> &[u8] {
+        &self.buf[CHUNK_HEADER..self.end]
     }
 
     /// Drops the gathered records (the buffer keeps its capacity).

@@ -194,3 +194,44 @@ fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result
     }
     Ok(None)
 }
+
+/// The records of the chunks a crashed process wrote to log band `zone` from its saved write
+/// pointer `from` up to sector `to` (where a log tail slot says the log went on), read past
+/// the write pointer ([`Dev::read_beyond`]): the payloads of whole, valid chunks lying back to
+/// back from `from` to exactly `to`, concatenated; `None` when anything else is there (a
+/// chunk that is missing, damaged or stale, one that runs past `to`) or the device keeps
+/// nothing past its write pointers. The caller checks the records' sequence numbers.
+pub fn chunks_beyond_write_pointer(
+    dev: &Dev,
+    zone: u32,
+    from: u64,
+    to: u64,
+) -> Result<Option<Vec<u8>>> {
+    if to <= from {
+        return Ok((to == from).then(Vec::new));
+    }
+    let ss = dev.ss;
+    let Some(buf) = dev.read_beyond(zone, from, to - from)? else {
+        return Ok(None);
+    };
+    let mut out = Vec::new();
+    let mut pos = 0u64;
+    while pos < to - from {
+        let at = (pos * ss) as usize;
+        let head = read_head(&buf[at..]);
+        if !matches!(head, Head::Chunk { version: 2, .. }) {
+            return Ok(None);
+        }
+        let secs = head.sectors(ss);
+        if secs == 0 || pos + secs > to - from {
+            return Ok(None);
+        }
+        let chunk = &buf[at..at + (secs * ss) as usize];
+        match chunk_payload(chunk) {
+            Ok(Some(p)) if records(p).all(|r| r.is_ok()) => out.extend_from_slice(p),
+            _ => return Ok(None),
+        }
+        pos += secs;
+    }
+    Ok(Some(out))
+}

@@ -38,13 +38,15 @@ fn engine<E: std::error::Error + Send + Sync + 'static>(
 
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
 /// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold,
-/// LevelDB's L0 limits (the figures were measured with them).
+/// LevelDB's L0 limits (the figures were measured with them), the log buffered in the process.
 /// Then the run's `--smrdb-option`s.
 pub(super) fn db_options(s: &KvimrSizes) -> Result<DbOptions> {
     let opts = DbOptions {
         background_compaction: false,
         loc_level1_bands: s.level1_bands,
         loc_level_multiplier: s.level_multiplier,
+        // The paper's log buffer (see `paper::smrdb`'s engine options).
+        log_write_through: false,
         ..DbOptions::default().with_leveldb_l0_limits()
     };
     if s.smrdb_options.is_empty() {

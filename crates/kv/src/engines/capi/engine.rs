@@ -234,7 +234,14 @@ impl<L: CLib> KvEngine for CEngine<L> {
     }
 
     fn durability(&self, sync: crate::durability::SyncPolicy) -> crate::durability::Durability {
-        crate::durability::Durability::of(L::KIND, self.storage(), sync, self.disable_wal, None)
+        crate::durability::Durability::of(
+            L::KIND,
+            self.storage(),
+            sync,
+            self.disable_wal,
+            None,
+            false,
+        )
     }
 
     fn delete(&self, key: &[u8]) -> Result<()> {
