@@ -96,6 +96,7 @@ impl Backend for SmrdbBackend {
             ("deletes".into(), s.deletes.to_string()),
             ("gets".into(), s.gets.to_string()),
             ("log_bytes".into(), s.log_bytes.to_string()),
+            ("log_tail_bytes".into(), s.log_tail_bytes.to_string()),
             ("flush_bytes".into(), s.flush_bytes.to_string()),
             (
                 "compaction_bytes_written".into(),

@@ -78,10 +78,12 @@ impl Inner {
             if self.opts.log_write_through
                 && !w.buf.is_empty()
                 && !self.fits_tail(&w, w.buf.len() + rec_len)
+                && self.fits_tail(&w, rec_len)
             {
                 // The records handed over so far fill a tail slot: they go to the log band
                 // as a chunk of their own, before this record would carry it into one more
-                // sector.
+                // sector. (A record too large for a slot goes to the band with them, in one
+                // chunk.)
                 if let Err(e) = self.write_out(&mut w) {
                     return self.fail(e);
                 }
