@@ -226,6 +226,14 @@ pub trait ZonedDevice: BlockDevice {
     fn durable_only_when_flushed(&self) -> bool {
         false
     }
+    /// Whether writes go to the host's page cache (a regular file or a block device opened
+    /// without `O_DIRECT`): a write is then handed over at the cost of a memory copy and
+    /// survives a crash of the process. False (the default) for the emulator, whose state
+    /// lives in the process, and for raw zoned devices, where each write is a command to the
+    /// drive. SMRDB writes its log through by default where this holds.
+    fn host_page_cache(&self) -> bool {
+        false
+    }
     /// Reads sectors at or past the write pointer of one sequential zone, where a process that
     /// crashed may have written beyond the pointer the device saved: a device whose write
     /// pointers the host keeps and saves only at a flush (a banded file, zone files) still
@@ -306,6 +314,9 @@ impl<T: ZonedDevice + ?Sized> ZonedDevice for std::sync::Arc<T> {
     }
     fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
         (**self).read_beyond_write_pointer(lba, buf)
+    }
+    fn host_page_cache(&self) -> bool {
+        (**self).host_page_cache()
     }
 }
 

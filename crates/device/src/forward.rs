@@ -26,7 +26,7 @@
 /// same method of `self.$inner`: `forward!(inner: info, read, flush)` inside the `impl`.
 /// Methods: `info`, `read`, `write_with`, `flush`, `discard`, `submit`, `now`, `idle`,
 /// `report_zones`, `zone`, `zone_action`, `zone_space`, `can_rewind`, `rewind_write_pointer`,
-/// `flush_zones`, `durable_only_when_flushed`, `hint_zone`, `read_beyond_write_pointer`.
+/// `flush_zones`, `durable_only_when_flushed`, `hint_zone`, `read_beyond_write_pointer`, `host_page_cache`.
 #[macro_export]
 macro_rules! forward {
     ($inner:ident: $($method:ident),+ $(,)?) => {
@@ -117,6 +117,11 @@ macro_rules! forward {
     (@one $inner:ident flush_zones) => {
         fn flush_zones(&self, zones: &[u32]) -> $crate::Result<$crate::IoDone> {
             self.$inner.flush_zones(zones)
+        }
+    };
+    (@one $inner:ident host_page_cache) => {
+        fn host_page_cache(&self) -> bool {
+            self.$inner.host_page_cache()
         }
     };
     (@one $inner:ident read_beyond_write_pointer) => {

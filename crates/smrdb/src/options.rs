@@ -48,18 +48,23 @@ pub struct Options {
     /// at a synced write. Default 1 MiB (the paper's value). Larger buffers mean fewer, larger
     /// log writes and more data lost on a crash of unsynced writes.
     pub log_buffer_bytes: u64,
-    /// Hand every write's log record to the device before the write returns, as LevelDB and
+    /// Hand every write's log records to the device before the write returns, as LevelDB and
     /// RocksDB hand theirs to the kernel: a crash of the process (not of the machine) then
     /// loses nothing acknowledged. Records still short of a log band chunk are written to one
     /// of two tail slots in the conventional area (one sector, `docs/formats/smrdb.md`), and
-    /// the buffered records go to the log band as a chunk once they fill a slot, so the log
-    /// band holds no more padding than with the buffer. Costs one sector written per small
-    /// write (on a disk image, a write to the page cache; on a raw drive, a command to the
-    /// drive's cache). Databases created before the tail slots existed write a padded chunk
-    /// per write instead. Default true; false keeps up to `log_buffer_bytes` of acknowledged
-    /// records in the process until a synced write or a full buffer (the paper's behaviour:
-    /// `tegula bench paper` runs with it off).
-    pub log_write_through: bool,
+    /// go to the log band as a chunk once they outgrow a slot. Costs a sector written per
+    /// small write, and on the band a padded sector per chunk of records (records larger than
+    /// a slot take a chunk each: with 4 KiB values the log band holds about twice the data).
+    /// `None` (the default) turns it on where the device's writes go to the host's page cache
+    /// (`ZonedDevice::host_page_cache`: a banded file, zone files), where a write is handed
+    /// over at the cost of a copy and survives the process; off on the emulator (its state
+    /// lives in the process: a crash of the process loses the drive too) and on raw zoned
+    /// devices (each record would be a command to the drive; ZenFS, RocksDB's zoned back end,
+    /// also keeps its log in the process until a sync). `Some(false)` keeps up to
+    /// `log_buffer_bytes` of acknowledged records in the process until a synced write or a
+    /// full buffer everywhere (the paper's behaviour: `tegula bench paper` runs with it);
+    /// `Some(true)` writes through everywhere.
+    pub log_write_through: Option<bool>,
     /// Target size of a data block in a band; the unit of the block cache and of GET reads.
     /// Default 4 KiB.
     pub block_size: usize,
@@ -165,7 +170,7 @@ impl Default for Options {
         Options {
             memtable_bytes: None,
             log_buffer_bytes: 1 << 20,
-            log_write_through: true,
+            log_write_through: None,
             block_size: 4096,
             block_align: false,
             bloom_bits_per_key: 10,

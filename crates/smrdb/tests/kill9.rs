@@ -2,7 +2,8 @@
 //! files (a banded plain file, zone files): every write the child acknowledged (printed after
 //! `put` returned) reads back after the kill, over several rounds. The child is this same
 //! test binary, run again with `SMRDB_KILL9_CHILD` naming the device; its writes are unsynced
-//! but for one in 500, so what survives is what `Options::log_write_through` handed over.
+//! but for one in 500, so what survives is what `Options::log_write_through` handed over (on
+//! by default on both: their writes go to the page cache).
 #![allow(clippy::unwrap_used)] // tests fail loudly on any error
 
 mod common;
@@ -72,6 +73,10 @@ fn child(spec: &str) {
         it.next().unwrap(),
     );
     let db = Db::open(device(kind, Path::new(path)), opts()).unwrap();
+    assert!(
+        db.log_write_through(),
+        "{kind}: the default writes the log through"
+    );
     let out = std::io::stdout();
     let mut out = out.lock();
     for i in 0.. {

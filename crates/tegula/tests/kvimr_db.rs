@@ -129,7 +129,7 @@ fn a_full_store_runs_merged_read_modify_writes_under_commands_from_outside() {
         "--benchmarks",
         "fillrandom",
         "--num",
-        "96000",
+        "90000",
         "--value_size",
         "1000",
     ]);

@@ -528,6 +528,11 @@ impl ZonedDevice for HostBanded {
         self.inner.lock().zones.report(filter)
     }
 
+    /// Writes are buffered `pwrite`s: in the page cache.
+    fn host_page_cache(&self) -> bool {
+        true
+    }
+
     /// The file's bytes from the write pointer on, within one sequential zone: the write
     /// pointers are saved only at a flush, so after a crash of the process the file holds
     /// what it wrote past them.

@@ -640,6 +640,11 @@ impl BlockDevice for ZoneFiles {
 }
 
 impl ZonedDevice for ZoneFiles {
+    /// Every zone is a file written through the page cache.
+    fn host_page_cache(&self) -> bool {
+        true
+    }
+
     /// Each sequential zone is a banded file of its own, whose write pointer is saved only
     /// when the zone is flushed: see [`HostBanded`]'s.
     fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {

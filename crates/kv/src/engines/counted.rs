@@ -138,6 +138,10 @@ impl<D: ZonedDevice> ZonedDevice for Counted<D> {
     fn read_beyond_write_pointer(&self, lba: u64, buf: &mut [u8]) -> Result<Option<IoDone>> {
         self.inner.read_beyond_write_pointer(lba, buf)
     }
+
+    fn host_page_cache(&self) -> bool {
+        self.inner.host_page_cache()
+    }
 }
 
 #[cfg(test)]

@@ -364,10 +364,7 @@ impl KvEngine for SmrdbEngine {
             }
             Backing::Files { .. } => None,
         };
-        let through = self
-            .db
-            .as_ref()
-            .is_some_and(|d| d.options().log_write_through);
+        let through = self.db.as_ref().is_some_and(|d| d.log_write_through());
         Durability::of(
             self.kind,
             self.storage(),

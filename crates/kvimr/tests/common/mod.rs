@@ -124,7 +124,7 @@ pub fn db_opts() -> tegula_smrdb::Options {
     tegula_smrdb::Options {
         background_compaction: false,
         log_buffer_bytes: 64 << 10,
-        log_write_through: false,
+        log_write_through: Some(false),
         loc_level1_bands: 2,
         loc_level_multiplier: 4,
         ..tegula_smrdb::Options::default()

@@ -92,6 +92,12 @@ impl Db {
         self.write(b, WriteOptions::default())
     }
 
+    /// Whether each write's log records reach the device before it returns
+    /// ([`Options::log_write_through`], resolved for this device).
+    pub fn log_write_through(&self) -> bool {
+        self.inner.log_write_through
+    }
+
     /// The options the engine runs with: those it was opened with, the L0 limits fitted to
     /// the drive ([`Options::fitted_to_bands`]).
     pub fn options(&self) -> &Options {

@@ -84,6 +84,8 @@ pub(crate) struct Inner {
     /// Organisation, from the superblock.
     mode: Mode,
     opts: Options,
+    /// `Options::log_write_through` resolved for the device.
+    log_write_through: bool,
     memtable_limit: u64,
     seq_zones: Vec<u32>,
     sv: RwLock<Arc<SuperVersion>>,

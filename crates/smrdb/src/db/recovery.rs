@@ -385,6 +385,9 @@ impl Inner {
         let inner = Inner {
             dev: dev.clone(),
             memtable_limit,
+            log_write_through: opts
+                .log_write_through
+                .unwrap_or_else(|| dev.dev.host_page_cache()),
             seq_zones,
             sv: RwLock::new(Arc::new(sv)),
             writer: Mutex::new(WriteState {

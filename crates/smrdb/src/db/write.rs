@@ -75,7 +75,7 @@ impl Inner {
             if let Some(g) = gap {
                 rec_len += log::record_len(g, 0, &[]);
             }
-            if self.opts.log_write_through
+            if self.log_write_through
                 && !w.buf.is_empty()
                 && !self.fits_tail(&w, w.buf.len() + rec_len)
                 && self.fits_tail(&w, rec_len)
@@ -114,7 +114,7 @@ impl Inner {
             if let Err(e) = self.write_out(&mut w) {
                 return self.fail(e);
             }
-        } else if self.opts.log_write_through && !wo.sync && !wo.disable_wal {
+        } else if self.log_write_through && !wo.sync && !wo.disable_wal {
             // A synced write hands its records over in `sync_to` below.
             if let Err(e) = self.hand_off_log(&mut w) {
                 return self.fail(e);
@@ -284,7 +284,7 @@ impl Inner {
         // (`log::chunks_beyond_write_pointer`).
         if !self.dev.dev.durable_only_when_flushed() {
             self.dev.flush(IoKind::Log)?;
-        } else if self.opts.log_write_through {
+        } else if self.log_write_through {
             let logs = self.meta.lock().m.log_zones.clone();
             self.dev.flush_zones(IoKind::Log, &logs)?;
         }

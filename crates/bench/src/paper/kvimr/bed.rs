@@ -46,7 +46,7 @@ pub(super) fn db_options(s: &KvimrSizes) -> Result<DbOptions> {
         loc_level1_bands: s.level1_bands,
         loc_level_multiplier: s.level_multiplier,
         // The paper's log buffer (see `paper::smrdb`'s engine options).
-        log_write_through: false,
+        log_write_through: Some(false),
         ..DbOptions::default().with_leveldb_l0_limits()
     };
     if s.smrdb_options.is_empty() {
