@@ -4,15 +4,15 @@
 //!
 //! Without synced writes, RocksDB and LevelDB hand every write's log record to the kernel
 //! (`write(2)`) before acknowledging it: a crashed process loses nothing, a power loss what the
-//! kernel had not written back. SMRDB does the same by default (`log_write_through`: each
-//! write's records reach the device, in a log tail slot or a log chunk, before it returns): on
-//! a banded file or zone files they are then in the file, and recovery follows the log past
-//! the write pointers saved at the last flush, so a crashed process loses nothing. The
+//! kernel had not written back. SMRDB does the same on a banded file or zone files
+//! (`log_write_through`, on by default there: each write's records reach the file, in a log
+//! tail slot or a log chunk, before it returns, and recovery follows the log past the write
+//! pointers saved at the last flush), so a crashed process loses nothing. The
 //! emulated drive of a disk image keeps its volatile write cache (32 MiB on the built-in
 //! profiles) and its zone write pointers in the process, so there a crashed process loses what
-//! was acknowledged since SMRDB last flushed the drive, as a power loss would; and with
-//! `log_write_through` off SMRDB keeps up to its 1 MiB log buffer in the process on every
-//! storage. With `--sync` every engine loses nothing acknowledged: that is the setting that
+//! was acknowledged since SMRDB last flushed the drive, as a power loss would (and SMRDB keeps
+//! up to its 1 MiB log buffer in the process there: `log_write_through` is off by default on
+//! the emulator, as everywhere with `--smrdb-option log_write_through=false`). With `--sync` every engine loses nothing acknowledged: that is the setting that
 //! compares them at equal durability.
 
 use crate::EngineKind;
