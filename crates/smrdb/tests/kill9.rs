@@ -1,6 +1,7 @@
 //! `kill -9` of a real process writing through SMRDB, on the two devices whose data lives in
 //! files (a banded plain file, zone files): every write the child acknowledged (printed after
-//! `put` returned) reads back after the kill, over several rounds. The child is this same
+//! `put` returned) reads back after the kill, over several rounds, each followed by a second
+//! kill of a process that has just recovered from the first. The child is this same
 //! test binary, run again with `SMRDB_KILL9_CHILD` naming the device; its writes are unsynced
 //! but for one in 500, so what survives is what `Options::log_write_through` handed over (on
 //! by default on both: their writes go to the page cache).
@@ -58,14 +59,24 @@ fn opts() -> Options {
     }
 }
 
+/// The acknowledgement a line of the child's output carries: its last word, a number (the
+/// first shares its line with the test harness's `test NAME ... `).
+fn ack(line: &str) -> Option<u64> {
+    line.rsplit(' ').next()?.parse().ok()
+}
+
 fn value_of(round: u64, i: u64) -> Vec<u8> {
     let mut v = format!("r{round}-{i}-").into_bytes();
     v.resize(20 + (i * 37 % 300) as usize, b'a' + (i % 26) as u8);
     v
 }
 
-/// The child: writes keys `round:i` until killed, printing each `i` once acknowledged.
+/// The child: writes keys `round:i` until killed, printing each `i` once acknowledged; or,
+/// for a spec starting `reopen,`, opens the database (recovering what the last kill left),
+/// prints `opened` and waits to be killed.
 fn child(spec: &str) {
+    let reopen = spec.starts_with("reopen,");
+    let spec = spec.strip_prefix("reopen,").unwrap_or(spec);
     let mut it = spec.splitn(3, ',');
     let (kind, round, path) = (
         it.next().unwrap(),
@@ -79,6 +90,12 @@ fn child(spec: &str) {
     );
     let out = std::io::stdout();
     let mut out = out.lock();
+    if reopen {
+        writeln!(out, "opened").unwrap();
+        out.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(600));
+        return;
+    }
     for i in 0.. {
         let k = format!("{round}:{i:07}").into_bytes();
         let v = value_of(round, i);
@@ -125,7 +142,7 @@ fn kill_9_of_a_writing_process_loses_nothing_acknowledged() {
             let mut n = 0u64;
             while n < want && t0.elapsed() < Duration::from_secs(20) {
                 let Some(Ok(line)) = lines.next() else { break };
-                if let Ok(i) = line.parse::<u64>() {
+                if let Some(i) = ack(&line) {
                     acked.insert(format!("{round}:{i:07}").into_bytes(), value_of(round, i));
                     n += 1;
                 }
@@ -133,7 +150,7 @@ fn kill_9_of_a_writing_process_loses_nothing_acknowledged() {
             c.kill().unwrap(); // SIGKILL
                                // Acknowledgements the child printed before it died count too.
             for line in lines.map_while(Result::ok) {
-                if let Ok(i) = line.parse::<u64>() {
+                if let Some(i) = ack(&line) {
                     acked.insert(format!("{round}:{i:07}").into_bytes(), value_of(round, i));
                 }
             }
@@ -141,6 +158,22 @@ fn kill_9_of_a_writing_process_loses_nothing_acknowledged() {
             assert!(
                 n > 100,
                 "{kind} round {round}: the child acknowledged only {n} writes"
+            );
+            // A second crash right after the recovery of the first (before any write).
+            let mut c = Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", TEST, "--nocapture", "--test-threads", "1"])
+                .env(CHILD, format!("reopen,{kind},{round},{}", path.display()))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .unwrap();
+            let mut lines = BufReader::new(c.stdout.take().unwrap()).lines();
+            let opened = lines.any(|l| l.is_ok_and(|l| l.ends_with("opened")));
+            c.kill().unwrap();
+            c.wait().unwrap();
+            assert!(
+                opened,
+                "{kind} round {round}: the reopening child did not open"
             );
             let db = Db::open(device(kind, &path), opts()).unwrap();
             let lost: Vec<String> = acked

@@ -54,11 +54,13 @@ impl Db {
             inner.rotate(&mut w)?;
             drop(w);
             inner.flush_imm()?;
-        } else {
-            // Records recovered from a log tail slot go to the log band before the slots are
-            // written again.
-            let mut w = inner.writer.lock();
-            inner.write_out(&mut w)?;
+        } else if !inner.writer.lock().buf.is_empty() {
+            // Records recovered from a log tail slot (and from chunks past a saved write
+            // pointer) go to the log band and are made durable before anything else is
+            // written: the chunk rewrites the sectors after the saved write pointer, so a
+            // second crash before a flush would leave neither the old chain the slot names nor
+            // a saved pointer past the new chunk.
+            inner.sync_all()?;
         }
         let bg = if inner.opts.background_compaction {
             let i = inner.clone();
