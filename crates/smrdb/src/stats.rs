@@ -49,6 +49,10 @@ pub struct Counters {
     pub syncs: AtomicU64,
     /// Synced writes that found their records already durable (group commit).
     pub grouped_syncs: AtomicU64,
+    /// Writer groups applied (one log hand-off each; `db/group.rs`).
+    pub write_groups: AtomicU64,
+    /// Writes applied by another writer, as part of its group.
+    pub grouped_writes: AtomicU64,
 }
 
 /// A statistics snapshot (`serde::Serialize`).
@@ -131,6 +135,11 @@ pub struct DbStats {
     pub syncs: u64,
     /// Synced writes served by another writer's flush.
     pub grouped_syncs: u64,
+    /// Writer groups applied: concurrent writes gathered behind the first, one log hand-off
+    /// each (group commit).
+    pub write_groups: u64,
+    /// Writes applied by another writer as part of its group.
+    pub grouped_writes: u64,
     /// Last sequence number.
     pub last_sequence: u64,
 }
@@ -213,6 +222,8 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         stall_ns: g(&c.stall_ns),
         syncs: g(&c.syncs),
         grouped_syncs: g(&c.grouped_syncs),
+        write_groups: g(&c.write_groups),
+        grouped_writes: g(&c.grouped_writes),
         last_sequence: db.last_seq(),
     }
 }

@@ -201,3 +201,54 @@ fn a_damaged_tail_slot_is_reported_and_passed_over() {
     );
     db.close().unwrap();
 }
+
+/// Concurrent writers are applied in groups (one log hand-off for a writer and those queued
+/// behind it); every write a group acknowledged survives a crash of the process, and each
+/// writer's keys hold its last value.
+#[test]
+fn concurrent_writers_grouped_lose_nothing_in_a_process_crash() {
+    for mode in [Mode::Soc, Mode::Loc] {
+        let disk = tiny_disk(64);
+        let o = opts(true);
+        let db = Arc::new(open_or_create(&disk, mode, &o, true));
+        let writers = 4u64;
+        let per = 1500u64;
+        let models: Vec<Model> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..writers)
+                .map(|t| {
+                    let db = db.clone();
+                    s.spawn(move || {
+                        let mut rng = Rng(0xa11 + t);
+                        let mut m = Model::new();
+                        for i in 0..per {
+                            // Each writer owns the keys congruent to it modulo `writers`.
+                            let k = key(t + writers * rng.below(100));
+                            let v = value(&mut rng, i, 200);
+                            db.put(&k, &v).unwrap();
+                            m.insert(k, v);
+                        }
+                        m
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let model: Model = models.into_iter().flatten().collect();
+        let st = db.stats();
+        assert_eq!(
+            st.write_groups + st.grouped_writes,
+            writers * per,
+            "every write is a group's leader or one of its followers"
+        );
+        assert!(
+            st.grouped_writes > 0,
+            "{writers} writers of {per} puts each never shared a group"
+        );
+        let db = Arc::into_inner(db).unwrap();
+        crash(db);
+        let db = open_or_create(&disk, mode, &o, false);
+        let l = lost(&db, &model, writers * 100);
+        assert!(l.is_empty(), "{mode:?}: lost {l:?}");
+        db.close().unwrap();
+    }
+}

@@ -119,6 +119,8 @@ impl Backend for SmrdbBackend {
             ("stalls".into(), s.stalls.to_string()),
             ("syncs".into(), s.syncs.to_string()),
             ("grouped_syncs".into(), s.grouped_syncs.to_string()),
+            ("write_groups".into(), s.write_groups.to_string()),
+            ("grouped_writes".into(), s.grouped_writes.to_string()),
             (
                 "avg_bands_probed_per_get".into(),
                 format!("{:.3}", s.avg_bands_probed_per_get),

@@ -8,6 +8,7 @@ mod background;
 mod batch;
 mod compact;
 mod flush;
+mod group;
 mod metacopies;
 mod read;
 mod recovery;
@@ -46,7 +47,7 @@ struct WriteState {
     mem_zones: Vec<u32>,
     /// The unlogged write (`WriteOptions::disable_wal`) that the last gap marker written to
     /// the log names, 0 if none: a logged write after an unlogged one that is not yet in a
-    /// band needs a marker before it (see `write_inner`).
+    /// band needs a marker before it (see `apply_batch`).
     marked_gap: u64,
     /// First sequence number of the latest unlogged write, 0 if none.
     last_unlogged: u64,
@@ -90,6 +91,8 @@ pub(crate) struct Inner {
     seq_zones: Vec<u32>,
     sv: RwLock<Arc<SuperVersion>>,
     writer: Mutex<WriteState>,
+    /// Writers waiting to be applied by a group's leader (`group`).
+    writers: group::WriterQueue,
     sync_lock: Mutex<()>,
     durable_seq: AtomicU64,
     visible_seq: AtomicU64,

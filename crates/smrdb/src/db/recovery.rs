@@ -399,6 +399,7 @@ impl Inner {
                 last_unlogged: 0,
                 tail,
             }),
+            writers: Default::default(),
             sync_lock: Mutex::new(()),
             durable_seq: AtomicU64::new(durable_seq),
             visible_seq: AtomicU64::new(last_seq),

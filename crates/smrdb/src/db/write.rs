@@ -19,18 +19,6 @@ impl Inner {
         if batch.is_empty() {
             return Ok(());
         }
-        if batch.puts == 0 {
-            // Deletes free space; let them (and the flushes they need) use the reserve.
-            self.delete_pressure.store(true, Ordering::Release);
-            let r = self.write_inner(batch, wo);
-            self.delete_pressure.store(false, Ordering::Release);
-            return r;
-        }
-        self.write_inner(batch, wo)
-    }
-
-    pub(super) fn write_inner(&self, batch: WriteBatch, wo: WriteOptions) -> Result<()> {
-        let zone_bytes = self.dev.zone_bytes();
         if wo.sync && wo.disable_wal {
             return Err(Error::InvalidArgument(
                 "a synced write needs the log (sync with disable_wal)".into(),
@@ -42,6 +30,7 @@ impl Inner {
                 batch.max_key
             )));
         }
+        let zone_bytes = self.dev.zone_bytes();
         if batch.bytes as u64 + 64 * batch.count as u64 > zone_bytes / 4 {
             return Err(Error::InvalidArgument(format!(
                 "batch of {} bytes exceeds a quarter band ({} bytes)",
@@ -49,7 +38,40 @@ impl Inner {
                 zone_bytes / 4
             )));
         }
-        let mut w = self.make_room_for_write()?;
+        let my_seq = self.write_grouped(batch, wo)?;
+        if wo.sync {
+            if self.has_unlogged() {
+                // Unlogged writes before this one are durable only in a band.
+                self.flush_memtable()?;
+            } else {
+                self.sync_to(my_seq)?;
+            }
+        }
+        if !self.opts.background_compaction {
+            let needs = {
+                let sv = self.current();
+                sv.imm.is_some()
+            };
+            if needs {
+                // The write is in; a flush that finds no room reports it at the next write.
+                match self.maintain() {
+                    Err(e) if !is_nospace(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one batch of a write group (`db/group.rs`) with the writer lock held: its log
+    /// records into the log buffer (chunks written out as the buffer fills), its operations
+    /// into the memtable. Returns the batch's last sequence number.
+    pub(super) fn apply_batch(
+        &self,
+        w: &mut WriteState,
+        batch: WriteBatch,
+        wo: WriteOptions,
+    ) -> Result<u64> {
         let seq0 = w.last_seq + 1;
         // The reader view cannot switch memtables while the writer lock is held.
         let sv = self.current();
@@ -77,18 +99,18 @@ impl Inner {
             }
             if self.log_write_through
                 && !w.buf.is_empty()
-                && !self.fits_tail(&w, w.buf.len() + rec_len)
-                && self.fits_tail(&w, rec_len)
+                && !self.fits_tail(w, w.buf.len() + rec_len)
+                && self.fits_tail(w, rec_len)
             {
                 // The records handed over so far fill a tail slot: they go to the log band
                 // as a chunk of their own, before this record would carry it into one more
                 // sector. (A record too large for a slot goes to the band with them, in one
                 // chunk.)
-                if let Err(e) = self.write_out(&mut w) {
+                if let Err(e) = self.write_out(w) {
                     return self.fail(e);
                 }
             }
-            if let Err(e) = self.ensure_log_room(&mut w, rec_len) {
+            if let Err(e) = self.ensure_log_room(w, rec_len) {
                 return self.fail(e);
             }
             if let Some(g) = gap {
@@ -111,35 +133,20 @@ impl Inner {
             c.deletes.fetch_add(dels, Ordering::Relaxed);
         }
         if w.buf.len() as u64 >= self.opts.log_buffer_bytes {
-            if let Err(e) = self.write_out(&mut w) {
-                return self.fail(e);
-            }
-        } else if self.log_write_through && !wo.sync && !wo.disable_wal {
-            // A synced write hands its records over in `sync_to` below.
-            if let Err(e) = self.hand_off_log(&mut w) {
+            if let Err(e) = self.write_out(w) {
                 return self.fail(e);
             }
         }
-        drop(w);
-        if wo.sync {
-            if self.has_unlogged() {
-                // Unlogged writes before this one are durable only in a band.
-                self.flush_memtable()?;
-            } else {
-                self.sync_to(my_seq)?;
-            }
-        }
-        if !self.opts.background_compaction {
-            let needs = {
-                let sv = self.current();
-                sv.imm.is_some()
-            };
-            if needs {
-                // The write is in; a flush that finds no room reports it at the next write.
-                match self.maintain() {
-                    Err(e) if !is_nospace(&e) => return Err(e),
-                    _ => {}
-                }
+        Ok(my_seq)
+    }
+
+    /// Ends a write group: with the log written through, the records of its writes that are
+    /// neither synced (a synced write hands its records over in `sync_to`) nor unlogged go to
+    /// the device, once for the whole group.
+    pub(super) fn finish_group(&self, w: &mut WriteState, hand_off: bool) -> Result<()> {
+        if self.log_write_through && hand_off {
+            if let Err(e) = self.hand_off_log(w) {
+                return self.fail(e);
             }
         }
         Ok(())
