@@ -495,6 +495,15 @@ fn recover_tail(
         if z != zone || sector < end {
             continue;
         }
+        if sector > dev.zone_sectors {
+            // Not a place the log can reach: damage the checksum missed, or not ours.
+            out.notes.push(format!(
+                "log tail slot at LBA {lba} (generation {generation}) names sector {sector} of \
+                 log band {zone}, past its end ({} sectors); not used",
+                dev.zone_sectors
+            ));
+            continue;
+        }
         let Some(mut bytes) = log::chunks_beyond_write_pointer(dev, zone, end, sector)? else {
             continue;
         };

@@ -10,7 +10,9 @@ pub mod replay;
 pub mod tail;
 
 pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
-pub use replay::{chunks_beyond_write_pointer, replay_zone, LogEnd};
+pub use replay::{
+    chunks_beyond_write_pointer, chunks_beyond_write_pointer_in_pieces, replay_zone, LogEnd,
+};
 
 use tegula_codec::{varint_len, Dec, Enc, FormatError};
 

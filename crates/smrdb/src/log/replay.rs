@@ -195,6 +195,10 @@ fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result
     Ok(None)
 }
 
+/// Sectors [`chunks_beyond_write_pointer`] reads at a time (1 MiB of 512-byte sectors, 4 MiB of
+/// 4 KiB ones).
+const PIECE_SECTORS: u64 = 2048;
+
 /// The records of the chunks a crashed process wrote to log band `zone` from its saved write
 /// pointer `from` up to sector `to` (where a log tail slot says the log went on), read past
 /// the write pointer ([`Dev::read_beyond`]): the payloads of whole, valid chunks lying back to
@@ -207,26 +211,58 @@ pub fn chunks_beyond_write_pointer(
     from: u64,
     to: u64,
 ) -> Result<Option<Vec<u8>>> {
+    chunks_beyond_write_pointer_in_pieces(dev, zone, from, to, PIECE_SECTORS)
+}
+
+/// [`chunks_beyond_write_pointer`] reading at most `piece` sectors at a time (more for a
+/// chunk longer than that); public so that tests can make the pieces small.
+pub fn chunks_beyond_write_pointer_in_pieces(
+    dev: &Dev,
+    zone: u32,
+    from: u64,
+    to: u64,
+    piece: u64,
+) -> Result<Option<Vec<u8>>> {
+    let piece = piece.max(1);
     if to <= from {
         return Ok((to == from).then(Vec::new));
     }
     let ss = dev.ss;
-    let Some(buf) = dev.read_beyond(zone, from, to - from)? else {
-        return Ok(None);
-    };
+    let total = to - from;
+    // Read in pieces, so that a band's worth of chunks is never one allocation.
+    let mut window: Vec<u8> = Vec::new();
+    let mut wstart = 0u64;
     let mut out = Vec::new();
     let mut pos = 0u64;
-    while pos < to - from {
-        let at = (pos * ss) as usize;
-        let head = read_head(&buf[at..]);
+    while pos < total {
+        let have = |window: &Vec<u8>, wstart: u64, upto: u64| {
+            pos >= wstart && upto <= wstart + window.len() as u64 / ss
+        };
+        if !have(&window, wstart, pos + 1) {
+            let n = piece.min(total - pos);
+            let Some(b) = dev.read_beyond(zone, from + pos, n)? else {
+                return Ok(None);
+            };
+            (window, wstart) = (b, pos);
+        }
+        let head = read_head(&window[((pos - wstart) * ss) as usize..]);
         if !matches!(head, Head::Chunk { version: 2, .. }) {
             return Ok(None);
         }
         let secs = head.sectors(ss);
-        if secs == 0 || pos + secs > to - from {
+        if secs == 0 || pos + secs > total {
             return Ok(None);
         }
-        let chunk = &buf[at..at + (secs * ss) as usize];
+        if !have(&window, wstart, pos + secs) {
+            // A chunk longer than what is left of the piece: read it whole.
+            let n = secs.max(piece.min(total - pos));
+            let Some(b) = dev.read_beyond(zone, from + pos, n)? else {
+                return Ok(None);
+            };
+            (window, wstart) = (b, pos);
+        }
+        let at = ((pos - wstart) * ss) as usize;
+        let chunk = &window[at..at + (secs * ss) as usize];
         match chunk_payload(chunk) {
             Ok(Some(p)) if records(p).all(|r| r.is_ok()) => out.extend_from_slice(p),
             _ => return Ok(None),
