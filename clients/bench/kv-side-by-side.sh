@@ -11,7 +11,8 @@
 # Same memory budget: write buffer = band = 256 MiB, 8 MiB block cache, 10 bits/key Bloom
 # filters, no compression, one thread, logs on and never synced (fillsync syncs every write),
 # block checksums verified on every read by every engine (VERIFY=0: by none). `tegula bench`
-# runs each engine in a process of its own, so each result carries that engine's peak RSS.
+# runs each engine in a process of its own, so each result carries that engine's peak RSS
+# (and its anonymous part, without the page cache of mapped files).
 #
 # Each round runs every db_bench configuration and every YCSB workload once on all three
 # engines, one after the other; round 2 runs the engines in the reverse order. The table gives,
@@ -148,10 +149,13 @@ def loss(l):
 
 print(f"# {first} against {', '.join(others)} on equal storage\n")
 print("Ops/s per round (r1 / r2 ...); ratios are", first, "/ other (above 1:", first,
-      "ahead), wall per round and CPU µs/op of the best round of each; peak RSS in MiB.\n")
+      "ahead), wall per round and CPU µs/op of the best round of each; peak RSS in MiB, and its "
+      "anonymous part (sampled RssAnon: without the page cache of files an engine maps, as "
+      "SMRDB maps its banded file and LevelDB its tables).\n")
 hdr = ["config", "benchmark"] + [f"{e} ops/s" for e in engines] + \
       [f"{first}/{o} wall" for o in others] + [f"{first}/{o} CPU" for o in others] + \
-      ["CPU µs/op " + " · ".join(engines), "peak RSS MiB " + " · ".join(engines)]
+      ["CPU µs/op " + " · ".join(engines), "peak RSS MiB " + " · ".join(engines),
+       "peak anon MiB " + " · ".join(engines)]
 print("| " + " | ".join(hdr) + " |")
 print("|" + "---|" * len(hdr))
 behind = []
@@ -182,6 +186,7 @@ for key in order:
             cells.append("-")
     cells.append(" · ".join(f"{best[e]:.2f}" if best[e] is not None else "-" for e in engines))
     cells.append(" · ".join(mib(max((row[e][rn].get("peak_rss_bytes") or 0) for rn in row[e]) if row[e] else 0) for e in engines))
+    cells.append(" · ".join(mib(max((row[e][rn].get("peak_anon_rss_bytes") or 0) for rn in row[e]) if row[e] else 0) for e in engines))
     print("| " + " | ".join(cells) + " |")
 
 print("\n## Durability of each side\n")

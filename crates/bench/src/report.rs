@@ -142,6 +142,12 @@ pub struct BenchResult {
     /// the end of this benchmark, in bytes; `None` unless that process ran this engine alone
     /// (`tegula bench` runs each engine of a multi-engine run in a process of its own).
     pub peak_rss_bytes: Option<u64>,
+    /// Peak anonymous resident memory (`RssAnon`, sampled every 10 ms) of that process, in
+    /// bytes: `peak_rss_bytes` without the page-cache pages of files it maps (the kernel's,
+    /// not the engine's: SMRDB maps a banded file for reads, LevelDB its tables); `None`
+    /// where `peak_rss_bytes` is.
+    #[serde(default)]
+    pub peak_anon_rss_bytes: Option<u64>,
     /// Throughput samples over the run (used for plots; not written to JSON).
     #[serde(skip)]
     pub timeline: Vec<Sample>,
@@ -210,6 +216,9 @@ impl BenchResult {
             );
             if let Some(m) = self.peak_rss_bytes {
                 let _ = write!(s, ", peak RSS {}", size(m));
+            }
+            if let Some(m) = self.peak_anon_rss_bytes {
+                let _ = write!(s, " ({} anonymous)", size(m));
             }
         }
         if let Some(d) = self.device_seconds {
@@ -335,6 +344,12 @@ pub fn compare_table(results: &[BenchResult]) -> String {
         s.push('\n');
         s.push_str(&table(results, "peak RSS MiB", 1, |r| {
             r.peak_rss_bytes.map(|b| b as f64 / 1_048_576.0)
+        }));
+    }
+    if results.iter().any(|r| r.peak_anon_rss_bytes.is_some()) {
+        s.push('\n');
+        s.push_str(&table(results, "peak anonymous RSS MiB", 1, |r| {
+            r.peak_anon_rss_bytes.map(|b| b as f64 / 1_048_576.0)
         }));
     }
     s
@@ -495,6 +510,7 @@ pub(crate) fn sample_result(engine: &str, bench: &str, ops_per_sec: f64) -> Benc
         device_time_durable: None,
         media_check: None,
         peak_rss_bytes: None,
+        peak_anon_rss_bytes: None,
         timeline: Vec::new(),
     }
 }

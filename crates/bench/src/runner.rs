@@ -187,6 +187,56 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Highest anonymous RSS the sampler saw ([`start_anon_rss_sampler`]).
+static ANON_PEAK: AtomicU64 = AtomicU64::new(0);
+static ANON_SAMPLER: std::sync::Once = std::sync::Once::new();
+/// Whether the sampler thread runs.
+static ANON_SAMPLING: AtomicBool = AtomicBool::new(false);
+/// How often the sampler reads `RssAnon`.
+const ANON_SAMPLE_PERIOD: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// This process's anonymous resident memory now, in bytes (`RssAnon` in `/proc/self/status`:
+/// heap, stacks, private mappings). Unlike `VmHWM` it leaves out the page-cache pages a
+/// shared mapping of a file holds (SMRDB's mapped reads of a banded file, LevelDB's mapped
+/// tables), which are the kernel's cache, dropped under memory pressure, not the engine's.
+pub fn anon_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("RssAnon:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Starts, once per process, a thread that samples [`anon_rss_bytes`] every 10 ms: the kernel
+/// keeps a high-water mark of the whole RSS only, so the peak of the anonymous part is sampled
+/// (a spike shorter than the period can be missed).
+pub fn start_anon_rss_sampler() {
+    ANON_SAMPLER.call_once(|| {
+        if anon_rss_bytes().is_none() {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("rss-sampler".into())
+            .spawn(|| loop {
+                if let Some(b) = anon_rss_bytes() {
+                    ANON_PEAK.fetch_max(b, Ordering::Relaxed);
+                }
+                std::thread::sleep(ANON_SAMPLE_PERIOD);
+            });
+        // Without the thread there is no peak to report (`peak_anon_rss_bytes` says `None`).
+        ANON_SAMPLING.store(spawned.is_ok(), Ordering::Release);
+    });
+}
+
+/// The highest anonymous RSS sampled since [`start_anon_rss_sampler`] (now included), in
+/// bytes; `None` if the sampler was never started or `/proc` cannot tell.
+pub fn peak_anon_rss_bytes() -> Option<u64> {
+    if !ANON_SAMPLING.load(Ordering::Acquire) {
+        return None;
+    }
+    let now = anon_rss_bytes()?;
+    Some(ANON_PEAK.fetch_max(now, Ordering::Relaxed).max(now))
+}
+
 /// Completes the result `r` of a benchmark or phase with what the open `engine` knows (its
 /// statistics, its durability under `sync`, and the peak RSS when it ran alone in this
 /// process), then reports it to `obs` and appends it to `out`.
@@ -202,6 +252,7 @@ pub(crate) fn report_result(
     r.durability = Some(engine.durability(sync));
     if factory.alone_in_process() {
         r.peak_rss_bytes = peak_rss_bytes();
+        r.peak_anon_rss_bytes = peak_anon_rss_bytes();
     }
     obs.result(&r);
     out.push(r);
@@ -390,6 +441,7 @@ where
         device_time_durable: None,
         media_check: None,
         peak_rss_bytes: None,
+        peak_anon_rss_bytes: None,
         timeline,
     })
 }
@@ -466,6 +518,20 @@ mod tests {
             r.ops
         );
         assert!(r.p50_us <= r.p99_us && r.p99_us <= r.max_us);
+    }
+
+    #[test]
+    fn the_anonymous_peak_covers_memory_touched_after_the_sampler_started() {
+        start_anon_rss_sampler();
+        let before = peak_anon_rss_bytes().expect("/proc/self/status has RssAnon");
+        let v = vec![1u8; 64 << 20];
+        std::hint::black_box(&v);
+        std::thread::sleep(ANON_SAMPLE_PERIOD * 3);
+        drop(v);
+        std::thread::sleep(ANON_SAMPLE_PERIOD * 3);
+        let after = peak_anon_rss_bytes().expect("sampled");
+        assert!(after >= before + (60 << 20), "{before} -> {after}");
+        assert!(anon_rss_bytes().expect("now") + (32 << 20) < after);
     }
 
     #[test]

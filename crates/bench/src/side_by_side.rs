@@ -40,6 +40,7 @@ impl Lineup {
     fn of(mut factories: Vec<EngineFactory>) -> Self {
         if let [only] = factories.as_mut_slice() {
             only.mark_alone_in_process();
+            crate::runner::start_anon_rss_sampler();
         }
         Lineup { factories }
     }
@@ -56,6 +57,7 @@ impl Lineup {
         }
         let mut f = self.factories.swap_remove(index);
         f.mark_alone_in_process();
+        crate::runner::start_anon_rss_sampler();
         Ok(Lineup { factories: vec![f] })
     }
 
