@@ -137,10 +137,11 @@ pub struct Options {
     /// Run flushes and compactions on a background thread. Default true; false runs them
     /// inline in the writing thread (deterministic; used by tests).
     pub background_compaction: bool,
-    /// With `background_compaction`, let a waiting immutable memtable be flushed at each band
-    /// boundary of a running compaction (LevelDB's "prioritize immutable compaction work"),
-    /// so that writers wait for one output band instead of the whole compaction, when the
-    /// flush leaves the compaction the free bands it still needs. Default true: without it,
+    /// With `background_compaction`, flush an immutable memtable beside a running compaction:
+    /// on a flush thread of its own (RocksDB's flush threads), and failing that at a band
+    /// boundary of the compaction (LevelDB's "prioritize immutable compaction work"), so that
+    /// writers wait for a flush, never for a compaction, whenever the flush leaves the
+    /// compaction the free bands it still needs. Default true: without it,
     /// `overwrite` of 1 million 4 KiB values ran at 0.76-0.82x RocksDB's rate, with it (and
     /// the L0 limits above) 0.87-1.08x (docs/performance/smrdb.md, "overwrite").
     pub flush_during_compaction: bool,

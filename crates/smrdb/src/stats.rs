@@ -49,6 +49,8 @@ pub struct Counters {
     pub syncs: AtomicU64,
     /// Synced writes that found their records already durable (group commit).
     pub grouped_syncs: AtomicU64,
+    /// Flushes the flush thread made while a compaction ran.
+    pub flushes_beside_compaction: AtomicU64,
     /// Writer groups applied (one log hand-off each; `db/group.rs`).
     pub write_groups: AtomicU64,
     /// Writes applied by another writer, as part of its group.
@@ -135,6 +137,9 @@ pub struct DbStats {
     pub syncs: u64,
     /// Synced writes served by another writer's flush.
     pub grouped_syncs: u64,
+    /// Flushes the flush thread (`Options::flush_during_compaction`) made while a compaction
+    /// ran, without waiting for one of its band boundaries.
+    pub flushes_beside_compaction: u64,
     /// Writer groups applied: concurrent writes gathered behind the first, one log hand-off
     /// each (group commit).
     pub write_groups: u64,
@@ -222,6 +227,7 @@ pub(crate) fn collect(db: &Inner, sv: &SuperVersion, free: usize, log_bands: usi
         stall_ns: g(&c.stall_ns),
         syncs: g(&c.syncs),
         grouped_syncs: g(&c.grouped_syncs),
+        flushes_beside_compaction: g(&c.flushes_beside_compaction),
         write_groups: g(&c.write_groups),
         grouped_writes: g(&c.grouped_writes),
         last_sequence: db.last_seq(),

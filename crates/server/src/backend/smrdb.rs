@@ -120,6 +120,10 @@ impl Backend for SmrdbBackend {
             ("syncs".into(), s.syncs.to_string()),
             ("grouped_syncs".into(), s.grouped_syncs.to_string()),
             ("write_groups".into(), s.write_groups.to_string()),
+            (
+                "flushes_beside_compaction".into(),
+                s.flushes_beside_compaction.to_string(),
+            ),
             ("grouped_writes".into(), s.grouped_writes.to_string()),
             (
                 "avg_bands_probed_per_get".into(),

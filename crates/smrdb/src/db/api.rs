@@ -16,7 +16,8 @@ use tegula_device::ZonedDevice;
 /// An SMRDB database on a zoned device. `Send + Sync`: share it by reference or in an `Arc`.
 pub struct Db {
     inner: Arc<Inner>,
-    bg: Mutex<Option<JoinHandle<()>>>,
+    /// The background threads: compaction, and flushes (`Options::flush_during_compaction`).
+    bg: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -62,16 +63,33 @@ impl Db {
             // a saved pointer past the new chunk.
             inner.sync_all()?;
         }
-        let bg = if inner.opts.background_compaction {
+        let mut bg = Vec::new();
+        if inner.opts.background_compaction {
             let i = inner.clone();
             let h = std::thread::Builder::new()
                 .name("smrdb-compaction".into())
                 .spawn(move || i.bg_loop())
                 .map_err(|e| Error::InvalidArgument(format!("cannot start thread: {e}")))?;
-            Some(h)
-        } else {
-            None
-        };
+            bg.push(h);
+            if inner.opts.flush_during_compaction {
+                let i = inner.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("smrdb-flush".into())
+                    .spawn(move || i.flush_loop());
+                match spawned {
+                    Ok(h) => bg.push(h),
+                    Err(e) => {
+                        // Stop the compaction thread before giving up.
+                        inner.bg.lock().shutdown = true;
+                        inner.bg_cv.notify_all();
+                        for h in bg {
+                            let _ = h.join();
+                        }
+                        return Err(Error::InvalidArgument(format!("cannot start thread: {e}")));
+                    }
+                }
+            }
+        }
         let db = Db {
             inner,
             bg: Mutex::new(bg),
@@ -215,7 +233,7 @@ impl Db {
             b.shutdown = true;
         }
         self.inner.bg_cv.notify_all();
-        if let Some(h) = self.bg.lock().take() {
+        for h in std::mem::take(&mut *self.bg.lock()) {
             let _ = h.join();
         }
     }

@@ -53,6 +53,49 @@ impl Inner {
         Ok(progress)
     }
 
+    /// The flush thread (`Options::flush_during_compaction`): flushes each immutable memtable
+    /// as soon as there is one, beside a running compaction, so that writers wait for a flush
+    /// only, never for a compaction (RocksDB's flush threads). A flush it cannot make without
+    /// the bands the compaction still needs is left to the background thread.
+    pub(super) fn flush_loop(self: Arc<Self>) {
+        loop {
+            {
+                let mut b = self.bg.lock();
+                if b.shutdown {
+                    break;
+                }
+                if self.current().imm.is_none() {
+                    self.bg_cv.wait_for(&mut b, Duration::from_millis(20));
+                }
+                if b.shutdown {
+                    break;
+                }
+            }
+            if self.is_poisoned.load(std::sync::atomic::Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(5));
+                continue;
+            }
+            match self.flush_imm_beside_compaction() {
+                Ok(true) => {
+                    self.done_cv.notify_all();
+                    // A new L0 band may make a compaction due.
+                    self.kick();
+                }
+                Ok(false) => {
+                    if self.current().imm.is_some() {
+                        // Waiting for room, or for the compaction to say what it needs.
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("smrdb flush failed: {e}");
+                    let _ = self.fail::<()>(e);
+                    self.done_cv.notify_all();
+                }
+            }
+        }
+    }
+
     pub(super) fn bg_loop(self: Arc<Self>) {
         loop {
             {

@@ -11,7 +11,7 @@ use crate::iter::{Merge, MergeRefs, Source};
 use crate::manifest::BandMeta;
 use crate::options::Mode;
 use crate::version::{sort_newest_first, VBand};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -55,6 +55,7 @@ impl Inner {
             self.counters.trivial_moves.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
+        let _reserving = Reserving::new(&self.compaction_reserve);
         let low_space = {
             let ms = self.meta.lock();
             let need = self.output_bands(&inputs);
@@ -288,6 +289,7 @@ impl Inner {
     pub(super) fn compact_all(&self) -> Result<()> {
         self.check_writable()?;
         let _m = self.maint.lock();
+        let _reserving = Reserving::new(&self.compaction_reserve);
         let inputs: Vec<VBand> = self.current().bands.iter().cloned().collect();
         if inputs.is_empty() {
             return Ok(());
@@ -307,5 +309,23 @@ impl Inner {
             Err(e) if !is_nospace(&e) => self.fail(e),
             other => other,
         }
+    }
+}
+
+/// Tells the flush thread a compaction is running: every free band is the compaction's until
+/// it says how many it still needs (`write_bands`, at each output band), and none once it
+/// ends, however it ends.
+struct Reserving<'a>(&'a AtomicUsize);
+
+impl<'a> Reserving<'a> {
+    fn new(reserve: &'a AtomicUsize) -> Self {
+        reserve.store(usize::MAX, Ordering::Release);
+        Reserving(reserve)
+    }
+}
+
+impl Drop for Reserving<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
     }
 }

@@ -83,7 +83,10 @@ impl Inner {
             if cur.is_none() {
                 // Not in a checkpointed (low-space) merge: its free bands are counted.
                 if kind == IoKind::Compaction && checkpoint.is_none() {
-                    self.flush_imm_first(need.saturating_sub(out.len()))?;
+                    let still_needed = need.saturating_sub(out.len());
+                    self.compaction_reserve
+                        .store(still_needed, Ordering::Release);
+                    self.flush_imm_first(still_needed)?;
                 }
                 if let Some(cp) = checkpoint.as_mut() {
                     let tight = {
@@ -143,7 +146,11 @@ impl Inner {
         if room <= self.flush_keep() + still_needed {
             return Ok(());
         }
-        match self.flush_imm() {
+        // The flush thread may be flushing it already: then there is nothing to wait for.
+        let Some(_f) = self.flush_lock.try_lock() else {
+            return Ok(());
+        };
+        match self.flush_imm_locked(self.flush_keep()) {
             Ok(true) => {
                 self.counters
                     .flushes_in_compaction
@@ -157,8 +164,46 @@ impl Inner {
         }
     }
 
-    /// Flushes the immutable memtable, if any, to L0 bands.
+    /// Flushes the immutable memtable, if any, to L0 bands (waiting for a flush the flush
+    /// thread is making).
     pub(super) fn flush_imm(&self) -> Result<bool> {
+        let _f = self.flush_lock.lock();
+        self.flush_imm_locked(self.flush_keep())
+    }
+
+    /// The flush thread's flush (`Options::flush_during_compaction`): the immutable memtable
+    /// to L0 bands without waiting for the compaction running meanwhile, leaving free the
+    /// bands that compaction still needs (`compaction_reserve`). `Ok(false)` when there was
+    /// nothing to flush or no room to spare; a flush short of room is left to the background
+    /// thread, which makes room first.
+    pub(super) fn flush_imm_beside_compaction(&self) -> Result<bool> {
+        let _f = self.flush_lock.lock();
+        let reserve = self.compaction_reserve.load(Ordering::Acquire);
+        if reserve == usize::MAX || self.current().imm.is_none() {
+            return Ok(false);
+        }
+        let keep = self.flush_keep().saturating_add(reserve);
+        let room = {
+            let ms = self.meta.lock();
+            self.free_bands(&ms)
+        };
+        if room <= keep {
+            return Ok(false);
+        }
+        match self.flush_imm_locked(keep) {
+            Ok(true) if reserve > 0 => {
+                self.counters
+                    .flushes_beside_compaction
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(true)
+            }
+            Err(e) if is_nospace(&e) => Ok(false),
+            r => r,
+        }
+    }
+
+    /// [`Inner::flush_imm`] with the flush lock held, taking bands leaving `keep` free.
+    fn flush_imm_locked(&self, keep: usize) -> Result<bool> {
         let sv = self.current();
         let Some(imm) = sv.imm.clone() else {
             return Ok(false);
@@ -170,7 +215,7 @@ impl Inner {
                 &mut IterRefs(it),
                 0,
                 IoKind::Flush,
-                self.flush_keep(),
+                keep,
                 0,
                 &|_| false,
                 &mut zones,

@@ -32,7 +32,7 @@ use crate::stats::{Counters, DbStats};
 use crate::version::SuperVersion;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Largest key accepted.
@@ -91,6 +91,13 @@ pub(crate) struct Inner {
     seq_zones: Vec<u32>,
     sv: RwLock<Arc<SuperVersion>>,
     writer: Mutex<WriteState>,
+    /// Held by whoever flushes the immutable memtable (the flush thread, the background
+    /// thread, a forced flush), so that one flush runs at a time.
+    flush_lock: Mutex<()>,
+    /// Free bands the running compaction still needs, which the flush thread leaves alone
+    /// (`usize::MAX`: a compaction that counts on every free band, or has not said yet; 0
+    /// when none runs).
+    compaction_reserve: AtomicUsize,
     /// Writers waiting to be applied by a group's leader (`group`).
     writers: group::WriterQueue,
     sync_lock: Mutex<()>,
@@ -202,6 +209,9 @@ impl Inner {
 
     pub(super) fn check(&self) -> Result<CheckReport> {
         let _m = self.maint.lock();
+        // No flush in flight either: its bands are taken from the free list before the
+        // manifest names them.
+        let _f = self.flush_lock.lock();
         let sv = self.current();
         let ms = self.meta.lock();
         let manifest = ms.m.clone();

@@ -16,7 +16,7 @@ use crate::superblock::Superblock;
 use crate::version::{sort_newest_first, SuperVersion, VBand};
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use tegula_device::{DeviceInfo, Zone, ZoneCondition, ZoneFilter, ZonedDevice};
 
@@ -399,6 +399,8 @@ impl Inner {
                 last_unlogged: 0,
                 tail,
             }),
+            flush_lock: Mutex::new(()),
+            compaction_reserve: AtomicUsize::new(0),
             writers: Default::default(),
             sync_lock: Mutex::new(()),
             durable_seq: AtomicU64::new(durable_seq),
