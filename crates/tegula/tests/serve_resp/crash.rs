@@ -112,9 +112,18 @@ fn kill_9_under_everysec_loses_at_most_about_a_second() {
         if let Some(p) = first_lost {
             let (j, at) = acks[p];
             let before_kill = killed.saturating_duration_since(at);
+            let got = c.cmd(&[b"GET", format!("e{w}:{j}").as_bytes()]);
             assert!(
                 before_kill < Duration::from_secs(2),
-                "writer {w}: SET {j}, acknowledged {before_kill:?} before the kill, was lost"
+                "writer {w}: SET {j}, acknowledged {before_kill:?} before the kill, was lost \
+                 (GET answers {:?}; {} of its {} SETs read back; server log: {})",
+                String::from_utf8_lossy(&got),
+                acks.iter()
+                    .filter(|(j, _)| c.cmd(&[b"GET", format!("e{w}:{j}").as_bytes()])
+                        == format!("value-{w}-{j}").as_bytes())
+                    .count(),
+                acks.len(),
+                s.stderr_now()
             );
             for (j, _) in &acks[p..] {
                 let got = c.cmd(&[b"GET", format!("e{w}:{j}").as_bytes()]);

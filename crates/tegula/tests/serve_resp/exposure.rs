@@ -11,7 +11,7 @@ fn protected_mode_serves_only_loopback_without_a_password() {
     let s = Served::start(&img, &["--bind", "0.0.0.0"]);
     let mut c = s.client();
     assert_eq!(c.cmd(&[b"PING"]), b"+PONG");
-    let note = s.stderr_now();
+    let note = s.stderr_with("protected mode is on");
     assert!(note.contains("protected mode is on"), "{note}");
     match outside_address() {
         None => {
@@ -33,7 +33,7 @@ fn protected_mode_serves_only_loopback_without_a_password() {
             let s = Served::start(&img, &["--bind", "0.0.0.0", "--protected-mode", "no"]);
             let mut o = Client::connect(SocketAddr::new(ip, s.port));
             assert_eq!(o.cmd(&[b"PING"]), b"+PONG");
-            let note = s.stderr_now();
+            let note = s.stderr_with("without a password and with protected mode off");
             assert!(
                 note.contains("without a password and with protected mode off"),
                 "{note}"
@@ -76,7 +76,9 @@ fn the_password_from_a_file_or_the_environment_is_never_shown() {
     // A file others can read: served, with a warning.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let s = Served::start(&img, &["--requirepass-file", file.to_str().unwrap()]);
-    assert!(s.stderr_now().contains("can be read by other users"));
+    assert!(s
+        .stderr_with("can be read by other users")
+        .contains("can be read by other users"));
     drop(s);
     // The environment.
     let s = Served::start_env(&img, &[], &[("TEGULA_REQUIREPASS", secret)]);
@@ -88,7 +90,7 @@ fn the_password_from_a_file_or_the_environment_is_never_shown() {
     let s = Served::start(&img, &["--requirepass", secret]);
     let mut c = s.client();
     assert_eq!(c.cmd(&[b"AUTH", secret.as_bytes()]), b"+OK");
-    let err = s.stderr_now();
+    let err = s.stderr_with("warning: --requirepass puts the password on the command line");
     assert!(
         err.contains("warning: --requirepass puts the password on the command line"),
         "{err}"

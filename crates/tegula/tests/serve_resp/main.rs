@@ -52,6 +52,14 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// The port in a server's start-up line ("serving ... over RESP at 127.0.0.1:PORT, ..."),
+/// once it is printed.
+fn started_port(stderr: &str) -> Option<u16> {
+    let line = stderr.lines().find(|l| l.contains(" over RESP at "))?;
+    let addr = line.split(" over RESP at ").nth(1)?.split(',').next()?;
+    addr.rsplit(':').next()?.parse().ok()
+}
+
 /// A running `tegula serve resp`; killed on drop.
 struct Served {
     child: Child,
@@ -67,12 +75,15 @@ impl Served {
     }
 
     /// Starts it with `env` added to its environment.
+    ///
+    /// It binds port 0 and the port is read from its start-up line: a port picked here and
+    /// passed on could be taken by another test's server in between, and this test would
+    /// then talk to that one.
     fn start_env(img: &Path, extra: &[&str], env: &[(&str, &str)]) -> Served {
-        let port = free_port();
         let mut child = tegula()
             .args(["serve", "resp"])
             .arg(img)
-            .args(["--port", &port.to_string()])
+            .args(["--port", "0"])
             .args(extra)
             .envs(env.iter().copied())
             .stdout(Stdio::null())
@@ -94,8 +105,13 @@ impl Served {
             }
         }));
         let t0 = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let port = loop {
+            if let Some(port) = started_port(&err.lock().unwrap()) {
+                break port;
+            }
             if let Ok(Some(status)) = child.try_wait() {
+                // Let the reader take the rest of what it printed.
+                std::thread::sleep(Duration::from_millis(100));
                 panic!("server exited with {status}: {}", err.lock().unwrap());
             }
             assert!(
@@ -103,7 +119,7 @@ impl Served {
                 "server did not start"
             );
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
         Served {
             child,
             port,
@@ -115,6 +131,19 @@ impl Served {
     /// What it printed on stderr so far.
     fn stderr_now(&self) -> String {
         self.err.lock().unwrap().clone()
+    }
+
+    /// What it printed on stderr once that holds `needle`, or after 10 s without it: the
+    /// reader thread may not yet have passed on a line the server printed before it answered.
+    fn stderr_with(&self, needle: &str) -> String {
+        let t0 = Instant::now();
+        loop {
+            let now = self.stderr_now();
+            if now.contains(needle) || t0.elapsed() > Duration::from_secs(10) {
+                return now;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Whether it still runs.
