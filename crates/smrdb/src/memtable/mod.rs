@@ -5,17 +5,22 @@
 //! `(key, snap)` in internal order is the newest version of `key` visible at `snap`, if its
 //! user key is `key`. Each version carries the first 20 bytes of its key inline (as
 //! big-endian integers), so the comparisons on the way down rarely leave the tree's nodes to
-//! read a key out of its heap allocation, and the probe borrows the caller's key instead of
-//! allocating a copy. A version's key and value share one reference-counted allocation, so a
-//! scan's batch ([`Memtable::batch_into`]) takes a reference to each version instead of copying
-//! its bytes.
+//! read a key out of its chunk, and the probe borrows the caller's key instead of allocating a
+//! copy. Keys and values are copied one after another into chunks of 1 MiB (`arena.rs`, as
+//! RocksDB's memtable arena), so an insert costs no allocation of its own and a version no
+//! allocator header or rounding; each version holds its chunk by reference count, so a scan's
+//! batch ([`Memtable::batch_into`]) takes a reference to each version instead of copying its
+//! bytes, and keeps the chunks it refers to after the memtable is gone.
 //!
 //! Optionally ([`Memtable::for_band`] with a point index) a hash table also holds the newest
 //! version of each key, so that a get at the latest snapshot costs one hash probe instead of a
 //! descent of the tree (as Redis's dictionary; RocksDB's hash-linked-list memtable serves the
 //! same purpose). Older snapshots still descend the tree.
 
+mod arena;
+
 use crate::memfilter::KeyFilter;
+use arena::{Chunk, CHUNK_BYTES, OWN_CHUNK};
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::{DefaultHashBuilder, HashTable};
 use parking_lot::RwLock;
@@ -164,19 +169,23 @@ impl Ord for dyn Lookup + '_ {
     }
 }
 
-/// One version in the memtable: key and value share one allocation (`data = key ++ value`),
-/// so an insert costs one allocation; the key's first 20 bytes are also kept inline. Cloning
-/// shares the allocation.
+/// One version in the memtable: its key and value are in a [`Chunk`] (which it holds), and the
+/// key's first 20 bytes are also kept inline. Cloning shares the chunk.
 #[derive(Debug, Clone)]
 struct IKey {
     prefix: u128,
-    data: Arc<[u8]>,
+    chunk: Arc<Chunk>,
     seq: u64,
     /// Bytes 16 to 20 of the key (the rest of [`Prefix`]).
     prefix_tail: u32,
     /// The key's length (at most [`crate::db::MAX_KEY_LEN`], 17 bits), and in the top bit
-    /// whether `data[klen..]` is a value (clear: a tombstone).
+    /// whether a value follows it (clear: a tombstone).
     klen_put: u32,
+    /// Where the key starts in the chunk (below [`CHUNK_BYTES`]: 0 in a chunk of its own).
+    off: u32,
+    /// The value's length; `u32::MAX` for one that long or longer (then in a chunk of its
+    /// own, whose `own_len` says).
+    vlen: u32,
 }
 
 const PUT_BIT: u32 = 1 << 31;
@@ -186,10 +195,22 @@ impl IKey {
         (self.klen_put & !PUT_BIT) as usize
     }
     fn key(&self) -> &[u8] {
-        self.data.get(..self.klen()).unwrap_or_default()
+        // SAFETY: `place` wrote the key there before this version was made.
+        unsafe { self.chunk.bytes(self.off as usize, self.klen()) }
+    }
+    fn value_len(&self) -> usize {
+        if self.vlen == u32::MAX {
+            self.chunk.own_len.saturating_sub(self.klen())
+        } else {
+            self.vlen as usize
+        }
     }
     fn value(&self) -> Option<&[u8]> {
-        (self.klen_put & PUT_BIT != 0).then(|| self.data.get(self.klen()..).unwrap_or_default())
+        // SAFETY: `place` wrote the value right after the key before this version was made.
+        (self.klen_put & PUT_BIT != 0).then(|| unsafe {
+            self.chunk
+                .bytes(self.off as usize + self.klen(), self.value_len())
+        })
     }
     fn entry_ref(&self) -> EntryRef<'_> {
         EntryRef {
@@ -274,11 +295,58 @@ impl Lookup for Probe<'_> {
 #[derive(Debug, Default)]
 struct Versions {
     tree: BTreeSet<IKey>,
-    /// The newest version of each key in `tree` (it shares the version's allocation).
+    /// The newest version of each key in `tree` (it shares the version's chunk).
     newest: Option<HashTable<IKey>>,
+    /// The chunk keys and values are being copied into, and how many of its bytes are used.
+    arena: Option<(Arc<Chunk>, usize)>,
 }
 
 impl Versions {
+    /// Copies `key` and `value` into the arena: the chunk and offset they are at.
+    fn place(&mut self, key: &[u8], value: &[u8]) -> (Arc<Chunk>, usize) {
+        let n = key.len() + value.len();
+        if n > OWN_CHUNK {
+            let mut c = Chunk::with_capacity(n);
+            c.own_len = n;
+            // SAFETY: a new chunk of at least `n` bytes, referred to by nothing yet.
+            unsafe { c.write(0, key, value) };
+            return (Arc::new(c), 0);
+        }
+        let (c, used) = match &mut self.arena {
+            Some((c, used)) if c.cap - *used >= n => (c, used),
+            slot => {
+                let (c, used) = slot.insert((Arc::new(Chunk::with_capacity(CHUNK_BYTES)), 0));
+                (c, used)
+            }
+        };
+        let at = *used;
+        // SAFETY: `n` bytes fit past `used`, which no version refers to (every version's bytes
+        // are below `used`), and the write lock on the versions is held (`&mut self`).
+        unsafe { c.write(at, key, value) };
+        *used += n;
+        (c.clone(), at)
+    }
+
+    /// Makes a version of `key` (a copy in the arena).
+    fn make(&mut self, key: &[u8], seq: u64, value: Option<&[u8]>) -> IKey {
+        let v = value.unwrap_or(&[]);
+        let (chunk, at) = self.place(key, v);
+        let (prefix, prefix_tail) = prefix_of(key);
+        // Keys are limited to `MAX_KEY_LEN` (64 KiB) by every write path: the length leaves
+        // the top bit free.
+        let put = if value.is_some() { PUT_BIT } else { 0 };
+        IKey {
+            prefix,
+            chunk,
+            seq,
+            prefix_tail,
+            klen_put: key.len() as u32 | put,
+            // Below CHUNK_BYTES, or 0 in a chunk of its own.
+            off: at as u32,
+            vlen: u32::try_from(v.len()).unwrap_or(u32::MAX),
+        }
+    }
+
     /// Adds one version (and makes it its key's newest if it is).
     fn insert(&mut self, hasher: &DefaultHashBuilder, k: IKey) {
         if let Some(idx) = &mut self.newest {
@@ -347,8 +415,8 @@ impl Memtable {
         if point_index {
             Memtable {
                 map: RwLock::new(Versions {
-                    tree: BTreeSet::new(),
                     newest: Some(HashTable::new()),
+                    ..Versions::default()
                 }),
                 ..Memtable::new()
             }
@@ -363,7 +431,7 @@ impl Memtable {
     }
 
     /// Bytes of memory the point index takes (0 without one): its table of 48-byte version
-    /// handles (sharing the versions' allocations) and control bytes.
+    /// handles (sharing the versions' chunks) and control bytes.
     pub fn point_index_bytes(&self) -> usize {
         self.map
             .read()
@@ -384,39 +452,6 @@ impl Memtable {
         (s != u64::MAX).then_some(s)
     }
 
-    fn make(key: &[u8], seq: u64, value: Option<&[u8]>) -> IKey {
-        let v = value.unwrap_or(&[]);
-        let mut uninit = Arc::<[u8]>::new_uninit_slice(key.len() + v.len());
-        // A new allocation: no other reference to it exists, so `get_mut` succeeds.
-        let filled = Arc::get_mut(&mut uninit).is_some_and(|d| {
-            let p = d.as_mut_ptr().cast::<u8>();
-            // SAFETY: `d` holds `key.len() + v.len()` bytes; the two copies fill it exactly,
-            // from slices that cannot overlap a fresh allocation.
-            unsafe {
-                std::ptr::copy_nonoverlapping(key.as_ptr(), p, key.len());
-                std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(key.len()), v.len());
-            }
-            true
-        });
-        let data: Arc<[u8]> = if filled {
-            // SAFETY: every byte was written just above.
-            unsafe { uninit.assume_init() }
-        } else {
-            key.iter().chain(v).copied().collect()
-        };
-        let (prefix, prefix_tail) = prefix_of(key);
-        // Keys are limited to `MAX_KEY_LEN` (64 KiB) by every write path: the length leaves
-        // the top bit free.
-        let put = if value.is_some() { PUT_BIT } else { 0 };
-        IKey {
-            prefix,
-            data,
-            seq,
-            prefix_tail,
-            klen_put: key.len() as u32 | put,
-        }
-    }
-
     /// Bytes charged for one version: key, value and a fixed overhead.
     fn charge(key: &[u8], value: Option<&[u8]>) -> u64 {
         (key.len() + value.map_or(0, |v| v.len()) + 32) as u64
@@ -424,11 +459,13 @@ impl Memtable {
 
     /// Adds one version.
     pub fn insert(&self, key: &[u8], seq: u64, value: Option<&[u8]>) {
-        let k = Self::make(key, seq, value);
         if let Some(f) = &self.filter {
             f.insert(key);
         }
-        self.map.write().insert(&self.hasher, k);
+        let mut m = self.map.write();
+        let k = m.make(key, seq, value);
+        m.insert(&self.hasher, k);
+        drop(m);
         self.account(Self::charge(key, value), seq, seq);
     }
 
@@ -447,7 +484,8 @@ impl Memtable {
             if let Some(f) = &self.filter {
                 f.insert(k);
             }
-            m.insert(&self.hasher, Self::make(k, seq, v));
+            let version = m.make(k, seq, v);
+            m.insert(&self.hasher, version);
             seq += 1;
         }
         drop(m);
@@ -527,7 +565,7 @@ impl Memtable {
             if out.is_empty() {
                 out.items.reserve(limit.max(1));
             }
-            out.bytes += k.data.len();
+            out.bytes += k.klen() + k.value_len();
             out.items.push(k.clone());
         }
         false
@@ -570,8 +608,8 @@ impl Default for Memtable {
     }
 }
 
-/// Entries taken out of a memtable ([`Memtable::batch_into`]): references to the versions'
-/// shared allocations, no bytes copied.
+/// Entries taken out of a memtable ([`Memtable::batch_into`]): references to the versions
+/// (and so to their chunks), no bytes copied.
 #[derive(Debug, Default)]
 pub struct FlatBatch {
     items: Vec<IKey>,
@@ -612,175 +650,4 @@ pub enum BatchFrom<'a> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::BTreeMap;
-
-    fn all(m: &Memtable) -> Vec<Entry> {
-        m.with_iter(|it| it.map(|e| e.to_entry()).collect())
-    }
-
-    #[test]
-    fn a_version_takes_48_bytes_in_the_tree() {
-        assert_eq!(std::mem::size_of::<IKey>(), 48);
-        const { assert!(crate::db::MAX_KEY_LEN < PUT_BIT as usize) };
-    }
-
-    #[test]
-    fn newest_visible_version_wins() {
-        let m = Memtable::new();
-        m.insert(b"a", 1, Some(b"x"));
-        m.insert(b"a", 3, None);
-        m.insert(b"a", 5, Some(b"z"));
-        m.insert(b"b", 2, Some(b"y"));
-        assert_eq!(m.get(b"a", 10), Some((5, Some(b"z".to_vec()))));
-        assert_eq!(m.get(b"a", 4), Some((3, None)));
-        assert_eq!(m.get(b"a", 2), Some((1, Some(b"x".to_vec()))));
-        assert_eq!(m.get(b"a", 0), None);
-        assert_eq!(m.get(b"c", 10), None);
-        let all = all(&m);
-        assert_eq!(all.len(), 4);
-        assert_eq!((all[0].seq, all[3].key.as_slice()), (5, &b"b"[..]));
-        let mut rest = FlatBatch::default();
-        assert!(!m.batch_into(BatchFrom::After(b"a", 3), 10, 1 << 20, &mut rest));
-        assert_eq!(rest.get(0).map(|e| (e.key, e.seq)), Some((&b"a"[..], 1)));
-        assert_eq!(rest.len(), 2);
-        // A limit stops it (more may follow), so does the byte budget after one entry.
-        assert!(m.batch_into(BatchFrom::Start(b""), 1, 1 << 20, &mut rest));
-        assert!(m.batch_into(BatchFrom::Start(b""), 10, 1, &mut rest));
-        assert_eq!(rest.len(), 1);
-    }
-
-    /// Keys that differ only past the inline 20-byte prefix or in its last 4 bytes, keys that
-    /// are prefixes of others, tombstones and values, trailing zero bytes (which the prefix's padding cannot tell apart from a
-    /// shorter key) and the empty key: order and lookups agree with plain byte order.
-    #[test]
-    fn inline_prefix_keeps_byte_order() {
-        let mut keys: Vec<Vec<u8>> = vec![
-            vec![],
-            vec![0],
-            vec![0, 0],
-            b"a".to_vec(),
-            b"a\0".to_vec(),
-            b"a\0\0".to_vec(),
-            b"0123456789abcdef".to_vec(),
-            b"0123456789abcdef\0".to_vec(),
-            b"0123456789abcdefA".to_vec(),
-            b"0123456789abcdefB".to_vec(),
-            b"0123456789abcdeg".to_vec(),
-            b"0123456789abcde".to_vec(),
-            b"0123456789abcdef0123".to_vec(),
-            b"0123456789abcdef0123\0".to_vec(),
-            b"0123456789abcdef0123A".to_vec(),
-            b"0123456789abcdef012".to_vec(),
-            b"0123456789abcdef013".to_vec(),
-            vec![0xff; 20],
-            vec![0xff; 21],
-            vec![0xff; 16],
-        ];
-        for i in 0..200u32 {
-            keys.push(format!("user{:020}", i.wrapping_mul(2_654_435_761)).into_bytes());
-        }
-        let m = Memtable::new();
-        let mut model = BTreeMap::new();
-        for (i, k) in keys.iter().enumerate() {
-            let seq = i as u64 + 1;
-            m.insert(k, seq, Some(k));
-            model.insert((k.clone(), u64::MAX - seq), ());
-        }
-        let got: Vec<Vec<u8>> = all(&m).into_iter().map(|e| e.key).collect();
-        let want: Vec<Vec<u8>> = model.keys().map(|(k, _)| k.clone()).collect();
-        assert_eq!(got, want);
-        for k in &keys {
-            assert_eq!(m.get(k, u64::MAX).and_then(|(_, v)| v), Some(k.clone()));
-            let mut missing = k.clone();
-            missing.push(1);
-            if !keys.contains(&missing) {
-                assert_eq!(m.get(&missing, u64::MAX), None, "{missing:?}");
-            }
-        }
-        let mut from = FlatBatch::default();
-        m.batch_into(BatchFrom::Start(b"a\0"), 2, 1 << 20, &mut from);
-        assert_eq!(from.get(0).map(|e| e.key), Some(&b"a\0"[..]));
-        assert_eq!(from.get(1).map(|e| e.key), Some(&b"a\0\0"[..]));
-    }
-
-    /// With a point index, gets agree with a plain memtable at every snapshot, whatever the
-    /// order in which versions arrive (recovery may insert a key's versions out of order), and
-    /// the index costs memory it reports.
-    #[test]
-    fn the_point_index_answers_as_the_tree_does() {
-        let plain = Memtable::new();
-        let indexed = Memtable::for_band(1 << 20, true);
-        assert!(indexed.has_point_index() && !plain.has_point_index());
-        assert_eq!(indexed.point_index_bytes(), 0);
-        // Sequence numbers 1..=3000 in a scrambled order; every fifth a tombstone.
-        for i in 0..3000u64 {
-            let seq = i * 1237 % 3000 + 1;
-            let k = format!("k{:04}", seq * 7 % 401);
-            let v = (seq % 5 != 0).then(|| seq.to_be_bytes());
-            for m in [&plain, &indexed] {
-                m.insert(k.as_bytes(), seq, v.as_ref().map(|v| &v[..]));
-            }
-        }
-        for m in [&plain, &indexed] {
-            m.insert_many(
-                5000,
-                [(&b"batch-a"[..], Some(&b"1"[..])), (&b"k0001"[..], None)].into_iter(),
-            );
-        }
-        for i in 0..450u64 {
-            let k = format!("k{i:04}");
-            for snap in [0, 1, 700, 1500, 2999, 3000, 4999, 5001, u64::MAX] {
-                assert_eq!(
-                    plain.get(k.as_bytes(), snap),
-                    indexed.get(k.as_bytes(), snap),
-                    "{k} at {snap}"
-                );
-            }
-        }
-        assert_eq!(indexed.get(b"k0001", u64::MAX), Some((5001, None)));
-        assert_eq!(
-            indexed.get(b"batch-a", 5000),
-            Some((5000, Some(b"1".to_vec())))
-        );
-        assert_eq!(indexed.get(b"batch-a", 4999), None);
-        assert!(indexed.point_index_bytes() >= 402 * 48);
-        assert_eq!(plain.approximate_bytes(), indexed.approximate_bytes());
-    }
-
-    /// With a key filter, gets agree with a memtable without one: present keys (values and
-    /// tombstones, at every snapshot) are found, absent ones are not, and a filter far too
-    /// small for its keys (mostly false positives) changes nothing either.
-    #[test]
-    fn the_key_filter_never_hides_a_version() {
-        for cap in [0u64, 1 << 30] {
-            let plain = Memtable::new();
-            let filtered = Memtable::with_key_filter(cap);
-            for m in [&plain, &filtered] {
-                for i in 0..3000u64 {
-                    let k = format!("k{:06}", i * 7 % 3001);
-                    let v = (i % 5 != 0).then_some(k.as_bytes());
-                    m.insert(k.as_bytes(), i + 1, v);
-                }
-                m.insert_many(
-                    5000,
-                    [(&b"batch-a"[..], Some(&b"1"[..])), (&b"batch-b"[..], None)].into_iter(),
-                );
-            }
-            for i in 0..4000u64 {
-                let k = format!("k{i:06}");
-                for snap in [1, 1500, u64::MAX] {
-                    assert_eq!(
-                        plain.get(k.as_bytes(), snap),
-                        filtered.get(k.as_bytes(), snap)
-                    );
-                }
-            }
-            for k in [&b"batch-a"[..], b"batch-b", b"batch-c"] {
-                assert_eq!(plain.get(k, u64::MAX), filtered.get(k, u64::MAX));
-            }
-            assert_eq!(filtered.get(b"batch-b", u64::MAX), Some((5001, None)));
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,216 @@
+//! The memtable's tests: order, lookups at snapshots, the point index, the key filter and
+//! the arena.
+
+use super::*;
+use std::collections::BTreeMap;
+
+fn all(m: &Memtable) -> Vec<Entry> {
+    m.with_iter(|it| it.map(|e| e.to_entry()).collect())
+}
+
+#[test]
+fn a_version_takes_48_bytes_in_the_tree() {
+    assert_eq!(std::mem::size_of::<IKey>(), 48);
+    const { assert!(crate::db::MAX_KEY_LEN < PUT_BIT as usize) };
+}
+
+/// Versions fill chunks one after another (a chunk's end left unused when the next one
+/// does not fit), a version larger than a quarter chunk gets a chunk of its own, empty keys
+/// and values and tombstones read back, and a scan's batch still reads its versions after
+/// the memtable is gone.
+#[test]
+fn versions_in_chunks_read_back_and_outlive_the_memtable() {
+    let m = Memtable::new();
+    let mut model = BTreeMap::new();
+    let sizes = [
+        0,
+        1,
+        100,
+        4096,
+        70_000,
+        OWN_CHUNK - 9,
+        OWN_CHUNK + 1,
+        3 * CHUNK_BYTES / 2,
+    ];
+    for i in 0..80u64 {
+        let k = if i == 0 {
+            String::new()
+        } else {
+            format!("key{i:05}")
+        };
+        let len = sizes[i as usize % sizes.len()];
+        let v: Vec<u8> = (0..len).map(|j| (j as u64 * 31 + i) as u8).collect();
+        let value = (i % 7 != 3).then_some(&v[..]);
+        m.insert(k.as_bytes(), i + 1, value);
+        model.insert(k.into_bytes(), value.map(<[u8]>::to_vec));
+    }
+    for (k, v) in &model {
+        assert_eq!(m.get(k, u64::MAX).map(|(_, v)| v), Some(v.clone()));
+    }
+    let mut batch = FlatBatch::default();
+    assert!(!m.batch_into(BatchFrom::Start(b""), 1000, usize::MAX, &mut batch));
+    drop(m);
+    assert_eq!(batch.len(), model.len());
+    for (i, (k, v)) in model.iter().enumerate() {
+        let e = batch.get(i).unwrap();
+        assert_eq!((e.key, e.value), (&k[..], v.as_deref()));
+    }
+}
+
+#[test]
+fn newest_visible_version_wins() {
+    let m = Memtable::new();
+    m.insert(b"a", 1, Some(b"x"));
+    m.insert(b"a", 3, None);
+    m.insert(b"a", 5, Some(b"z"));
+    m.insert(b"b", 2, Some(b"y"));
+    assert_eq!(m.get(b"a", 10), Some((5, Some(b"z".to_vec()))));
+    assert_eq!(m.get(b"a", 4), Some((3, None)));
+    assert_eq!(m.get(b"a", 2), Some((1, Some(b"x".to_vec()))));
+    assert_eq!(m.get(b"a", 0), None);
+    assert_eq!(m.get(b"c", 10), None);
+    let all = all(&m);
+    assert_eq!(all.len(), 4);
+    assert_eq!((all[0].seq, all[3].key.as_slice()), (5, &b"b"[..]));
+    let mut rest = FlatBatch::default();
+    assert!(!m.batch_into(BatchFrom::After(b"a", 3), 10, 1 << 20, &mut rest));
+    assert_eq!(rest.get(0).map(|e| (e.key, e.seq)), Some((&b"a"[..], 1)));
+    assert_eq!(rest.len(), 2);
+    // A limit stops it (more may follow), so does the byte budget after one entry.
+    assert!(m.batch_into(BatchFrom::Start(b""), 1, 1 << 20, &mut rest));
+    assert!(m.batch_into(BatchFrom::Start(b""), 10, 1, &mut rest));
+    assert_eq!(rest.len(), 1);
+}
+
+/// Keys that differ only past the inline 20-byte prefix or in its last 4 bytes, keys that
+/// are prefixes of others, tombstones and values, trailing zero bytes (which the prefix's padding cannot tell apart from a
+/// shorter key) and the empty key: order and lookups agree with plain byte order.
+#[test]
+fn inline_prefix_keeps_byte_order() {
+    let mut keys: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0],
+        vec![0, 0],
+        b"a".to_vec(),
+        b"a\0".to_vec(),
+        b"a\0\0".to_vec(),
+        b"0123456789abcdef".to_vec(),
+        b"0123456789abcdef\0".to_vec(),
+        b"0123456789abcdefA".to_vec(),
+        b"0123456789abcdefB".to_vec(),
+        b"0123456789abcdeg".to_vec(),
+        b"0123456789abcde".to_vec(),
+        b"0123456789abcdef0123".to_vec(),
+        b"0123456789abcdef0123\0".to_vec(),
+        b"0123456789abcdef0123A".to_vec(),
+        b"0123456789abcdef012".to_vec(),
+        b"0123456789abcdef013".to_vec(),
+        vec![0xff; 20],
+        vec![0xff; 21],
+        vec![0xff; 16],
+    ];
+    for i in 0..200u32 {
+        keys.push(format!("user{:020}", i.wrapping_mul(2_654_435_761)).into_bytes());
+    }
+    let m = Memtable::new();
+    let mut model = BTreeMap::new();
+    for (i, k) in keys.iter().enumerate() {
+        let seq = i as u64 + 1;
+        m.insert(k, seq, Some(k));
+        model.insert((k.clone(), u64::MAX - seq), ());
+    }
+    let got: Vec<Vec<u8>> = all(&m).into_iter().map(|e| e.key).collect();
+    let want: Vec<Vec<u8>> = model.keys().map(|(k, _)| k.clone()).collect();
+    assert_eq!(got, want);
+    for k in &keys {
+        assert_eq!(m.get(k, u64::MAX).and_then(|(_, v)| v), Some(k.clone()));
+        let mut missing = k.clone();
+        missing.push(1);
+        if !keys.contains(&missing) {
+            assert_eq!(m.get(&missing, u64::MAX), None, "{missing:?}");
+        }
+    }
+    let mut from = FlatBatch::default();
+    m.batch_into(BatchFrom::Start(b"a\0"), 2, 1 << 20, &mut from);
+    assert_eq!(from.get(0).map(|e| e.key), Some(&b"a\0"[..]));
+    assert_eq!(from.get(1).map(|e| e.key), Some(&b"a\0\0"[..]));
+}
+
+/// With a point index, gets agree with a plain memtable at every snapshot, whatever the
+/// order in which versions arrive (recovery may insert a key's versions out of order), and
+/// the index costs memory it reports.
+#[test]
+fn the_point_index_answers_as_the_tree_does() {
+    let plain = Memtable::new();
+    let indexed = Memtable::for_band(1 << 20, true);
+    assert!(indexed.has_point_index() && !plain.has_point_index());
+    assert_eq!(indexed.point_index_bytes(), 0);
+    // Sequence numbers 1..=3000 in a scrambled order; every fifth a tombstone.
+    for i in 0..3000u64 {
+        let seq = i * 1237 % 3000 + 1;
+        let k = format!("k{:04}", seq * 7 % 401);
+        let v = (seq % 5 != 0).then(|| seq.to_be_bytes());
+        for m in [&plain, &indexed] {
+            m.insert(k.as_bytes(), seq, v.as_ref().map(|v| &v[..]));
+        }
+    }
+    for m in [&plain, &indexed] {
+        m.insert_many(
+            5000,
+            [(&b"batch-a"[..], Some(&b"1"[..])), (&b"k0001"[..], None)].into_iter(),
+        );
+    }
+    for i in 0..450u64 {
+        let k = format!("k{i:04}");
+        for snap in [0, 1, 700, 1500, 2999, 3000, 4999, 5001, u64::MAX] {
+            assert_eq!(
+                plain.get(k.as_bytes(), snap),
+                indexed.get(k.as_bytes(), snap),
+                "{k} at {snap}"
+            );
+        }
+    }
+    assert_eq!(indexed.get(b"k0001", u64::MAX), Some((5001, None)));
+    assert_eq!(
+        indexed.get(b"batch-a", 5000),
+        Some((5000, Some(b"1".to_vec())))
+    );
+    assert_eq!(indexed.get(b"batch-a", 4999), None);
+    assert!(indexed.point_index_bytes() >= 402 * 48);
+    assert_eq!(plain.approximate_bytes(), indexed.approximate_bytes());
+}
+
+/// With a key filter, gets agree with a memtable without one: present keys (values and
+/// tombstones, at every snapshot) are found, absent ones are not, and a filter far too
+/// small for its keys (mostly false positives) changes nothing either.
+#[test]
+fn the_key_filter_never_hides_a_version() {
+    for cap in [0u64, 1 << 30] {
+        let plain = Memtable::new();
+        let filtered = Memtable::with_key_filter(cap);
+        for m in [&plain, &filtered] {
+            for i in 0..3000u64 {
+                let k = format!("k{:06}", i * 7 % 3001);
+                let v = (i % 5 != 0).then_some(k.as_bytes());
+                m.insert(k.as_bytes(), i + 1, v);
+            }
+            m.insert_many(
+                5000,
+                [(&b"batch-a"[..], Some(&b"1"[..])), (&b"batch-b"[..], None)].into_iter(),
+            );
+        }
+        for i in 0..4000u64 {
+            let k = format!("k{i:06}");
+            for snap in [1, 1500, u64::MAX] {
+                assert_eq!(
+                    plain.get(k.as_bytes(), snap),
+                    filtered.get(k.as_bytes(), snap)
+                );
+            }
+        }
+        for k in [&b"batch-a"[..], b"batch-b", b"batch-c"] {
+            assert_eq!(plain.get(k, u64::MAX), filtered.get(k, u64::MAX));
+        }
+        assert_eq!(filtered.get(b"batch-b", u64::MAX), Some((5001, None)));
+    }
+}
