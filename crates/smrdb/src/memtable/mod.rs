@@ -3,7 +3,7 @@
 //!
 //! A point lookup is one descent of the tree: the first version at or after the probe
 //! `(key, snap)` in internal order is the newest version of `key` visible at `snap`, if its
-//! user key is `key`. Each version carries the first 20 bytes of its key inline (as
+//! user key is `key`. Each version carries the first 24 bytes of its key inline (as
 //! big-endian integers), so the comparisons on the way down rarely leave the tree's nodes to
 //! read a key out of its chunk, and the probe borrows the caller's key instead of allocating a
 //! copy. Keys and values are copied one after another into chunks of 1 MiB (`arena.rs`, as
@@ -15,18 +15,21 @@
 //! Optionally ([`Memtable::for_band`] with a point index) a hash table also holds the newest
 //! version of each key, so that a get at the latest snapshot costs one hash probe instead of a
 //! descent of the tree (as Redis's dictionary; RocksDB's hash-linked-list memtable serves the
-//! same purpose). Older snapshots still descend the tree.
+//! same purpose). Older snapshots still descend the tree. Beside a point index the versions
+//! are not sorted as they arrive but kept in a log that is sorted when first read in order,
+//! usually by the flush (`order.rs`).
 
 mod arena;
+mod order;
 
 use crate::memfilter::KeyFilter;
 use arena::{Chunk, CHUNK_BYTES, OWN_CHUNK};
 use hashbrown::hash_table::Entry as Slot;
 use hashbrown::{DefaultHashBuilder, HashTable};
-use parking_lot::RwLock;
+use order::Order;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::borrow::Borrow;
 use std::cmp::Ordering as CmpOrdering;
-use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -97,18 +100,19 @@ impl<'a> From<&'a Entry> for EntryRef<'a> {
     }
 }
 
-/// Bytes of a key kept inline in each version: 16 in a `u128` and 4 in a `u32` that fits in
-/// the padding a version had (it is 48 bytes either way).
-const INLINE: usize = 20;
+/// Bytes of a key kept inline in each version: 16 in a `u128` and 8 in a `u64` (a version is
+/// 48 bytes with them, its lengths and offset packed into one `u64`).
+const INLINE: usize = 24;
 
-/// The first [`INLINE`] (20) bytes of a key as big-endian integers (16 bytes, then 4),
+/// The first [`INLINE`] (24) bytes of a key as big-endian integers (16 bytes, then 8),
 /// zero-padded. Keys compare like their prefixes whenever the prefixes differ (a zero pad
 /// sorts before any byte a longer key has there, as the shorter key does), so equal prefixes
 /// are the only case that needs the keys themselves, which live out of line (a cache miss).
-/// 20 bytes hold the 17-byte keys of redis-benchmark as the RESP server stores them: with 16,
-/// the comparisons among keys sharing their first 16 bytes were a fifth of the server's CPU
-/// time under `redis-benchmark -t get -P 16`.
-type Prefix = (u128, u32);
+/// 24 bytes hold the keys of redis-benchmark (17 and 21 bytes as the RESP server stores them)
+/// and of YCSB (24): with 16, the comparisons among keys sharing their first 16 bytes were a
+/// fifth of the server's CPU time under `redis-benchmark -t get -P 16`; with 20, a tenth under
+/// `-t incr -P 16` (its 21-byte keys).
+type Prefix = (u128, u64);
 
 fn prefix_of(key: &[u8]) -> Prefix {
     let mut b = [0u8; INLINE];
@@ -116,9 +120,9 @@ fn prefix_of(key: &[u8]) -> Prefix {
     b[..n].copy_from_slice(&key[..n]);
     let mut hi = [0u8; 16];
     hi.copy_from_slice(&b[..16]);
-    let mut lo = [0u8; 4];
+    let mut lo = [0u8; 8];
     lo.copy_from_slice(&b[16..]);
-    (u128::from_be_bytes(hi), u32::from_be_bytes(lo))
+    (u128::from_be_bytes(hi), u64::from_be_bytes(lo))
 }
 
 /// What the tree compares: a stored version ([`IKey`]) or a lookup probe ([`Probe`]).
@@ -126,8 +130,8 @@ fn prefix_of(key: &[u8]) -> Prefix {
 trait Lookup {
     /// The key's first 16 bytes ([`Prefix`]'s first part).
     fn prefix(&self) -> u128;
-    /// Its next 4 (asked only when the first 16 are equal).
-    fn prefix_tail(&self) -> u32;
+    /// Its next 8 (asked only when the first 16 are equal).
+    fn prefix_tail(&self) -> u64;
     fn key(&self) -> &[u8];
     fn seq(&self) -> u64;
 }
@@ -170,46 +174,84 @@ impl Ord for dyn Lookup + '_ {
 }
 
 /// One version in the memtable: its key and value are in a [`Chunk`] (which it holds), and the
-/// key's first 20 bytes are also kept inline. Cloning shares the chunk.
+/// key's first 24 bytes are also kept inline. Cloning shares the chunk.
 #[derive(Debug, Clone)]
 struct IKey {
     prefix: u128,
     chunk: Arc<Chunk>,
     seq: u64,
-    /// Bytes 16 to 20 of the key (the rest of [`Prefix`]).
-    prefix_tail: u32,
-    /// The key's length (at most [`crate::db::MAX_KEY_LEN`], 17 bits), and in the top bit
-    /// whether a value follows it (clear: a tombstone).
-    klen_put: u32,
-    /// Where the key starts in the chunk (below [`CHUNK_BYTES`]: 0 in a chunk of its own).
-    off: u32,
-    /// The value's length; `u32::MAX` for one that long or longer (then in a chunk of its
-    /// own, whose `own_len` says).
-    vlen: u32,
+    /// Bytes 16 to 24 of the key (the rest of [`Prefix`]).
+    prefix_tail: u64,
+    /// Where the version is in its chunk and how long it is ([`Place`]).
+    place: Place,
 }
 
-const PUT_BIT: u32 = 1 << 31;
+/// A version's offset in its chunk, key length, value length and whether it has a value,
+/// packed into 64 bits: the offset in bits 0-19 (below [`CHUNK_BYTES`]; 0 in a chunk of its
+/// own), the key length in bits 20-36 (at most [`crate::db::MAX_KEY_LEN`]), the put flag in
+/// bit 37 (clear: a tombstone), the value length in bits 38-56 ([`OWN_VALUE`] in a chunk of
+/// its own, whose `own_len` gives the length).
+#[derive(Debug, Clone, Copy)]
+struct Place(u64);
+
+const OFF_BITS: u32 = 20;
+const KLEN_BITS: u32 = 17;
+const PUT_SHIFT: u32 = OFF_BITS + KLEN_BITS;
+const VLEN_SHIFT: u32 = PUT_SHIFT + 1;
+const VLEN_BITS: u32 = 19;
+/// The value length of a version in a chunk of its own (longer than any in a shared chunk,
+/// which hold at most [`OWN_CHUNK`] bytes of key and value).
+const OWN_VALUE: u64 = (1 << VLEN_BITS) - 1;
+const _: () = {
+    assert!(CHUNK_BYTES <= 1 << OFF_BITS);
+    assert!(crate::db::MAX_KEY_LEN < 1 << KLEN_BITS);
+    assert!((OWN_CHUNK as u64) < OWN_VALUE);
+    assert!(VLEN_SHIFT + VLEN_BITS <= 64);
+};
+
+impl Place {
+    /// `off` is below [`CHUNK_BYTES`] and `klen` at most `MAX_KEY_LEN` (every write path
+    /// checks it); `vlen` is `None` for a value in a chunk of its own.
+    fn new(off: usize, klen: usize, put: bool, vlen: Option<usize>) -> Place {
+        let vlen = vlen.map_or(OWN_VALUE, |v| v as u64);
+        Place(
+            off as u64 | (klen as u64) << OFF_BITS | (put as u64) << PUT_SHIFT | vlen << VLEN_SHIFT,
+        )
+    }
+    fn off(self) -> usize {
+        (self.0 & ((1 << OFF_BITS) - 1)) as usize
+    }
+    fn klen(self) -> usize {
+        ((self.0 >> OFF_BITS) & ((1 << KLEN_BITS) - 1)) as usize
+    }
+    fn put(self) -> bool {
+        self.0 >> PUT_SHIFT & 1 == 1
+    }
+    /// The value's length, `None` for a chunk of its own.
+    fn vlen(self) -> Option<usize> {
+        let v = self.0 >> VLEN_SHIFT;
+        (v != OWN_VALUE).then_some(v as usize)
+    }
+}
 
 impl IKey {
     fn klen(&self) -> usize {
-        (self.klen_put & !PUT_BIT) as usize
+        self.place.klen()
     }
     fn key(&self) -> &[u8] {
         // SAFETY: `place` wrote the key there before this version was made.
-        unsafe { self.chunk.bytes(self.off as usize, self.klen()) }
+        unsafe { self.chunk.bytes(self.place.off(), self.klen()) }
     }
     fn value_len(&self) -> usize {
-        if self.vlen == u32::MAX {
-            self.chunk.own_len.saturating_sub(self.klen())
-        } else {
-            self.vlen as usize
-        }
+        self.place
+            .vlen()
+            .unwrap_or_else(|| self.chunk.own_len.saturating_sub(self.klen()))
     }
     fn value(&self) -> Option<&[u8]> {
         // SAFETY: `place` wrote the value right after the key before this version was made.
-        (self.klen_put & PUT_BIT != 0).then(|| unsafe {
+        self.place.put().then(|| unsafe {
             self.chunk
-                .bytes(self.off as usize + self.klen(), self.value_len())
+                .bytes(self.place.off() + self.klen(), self.value_len())
         })
     }
     fn entry_ref(&self) -> EntryRef<'_> {
@@ -225,7 +267,7 @@ impl Lookup for IKey {
     fn prefix(&self) -> u128 {
         self.prefix
     }
-    fn prefix_tail(&self) -> u32 {
+    fn prefix_tail(&self) -> u64 {
         self.prefix_tail
     }
     fn key(&self) -> &[u8] {
@@ -280,7 +322,7 @@ impl Lookup for Probe<'_> {
     fn prefix(&self) -> u128 {
         self.prefix.0
     }
-    fn prefix_tail(&self) -> u32 {
+    fn prefix_tail(&self) -> u64 {
         self.prefix.1
     }
     fn key(&self) -> &[u8] {
@@ -291,10 +333,11 @@ impl Lookup for Probe<'_> {
     }
 }
 
-/// The versions, under one lock: the sorted tree, and the point index if there is one.
+/// The versions, under one lock: in internal order (or to be sorted, beside a point index),
+/// and the point index if there is one.
 #[derive(Debug, Default)]
 struct Versions {
-    tree: BTreeSet<IKey>,
+    order: Order,
     /// The newest version of each key in `tree` (it shares the version's chunk).
     newest: Option<HashTable<IKey>>,
     /// The chunk keys and values are being copied into, and how many of its bytes are used.
@@ -332,18 +375,15 @@ impl Versions {
         let v = value.unwrap_or(&[]);
         let (chunk, at) = self.place(key, v);
         let (prefix, prefix_tail) = prefix_of(key);
-        // Keys are limited to `MAX_KEY_LEN` (64 KiB) by every write path: the length leaves
-        // the top bit free.
-        let put = if value.is_some() { PUT_BIT } else { 0 };
+        let own = chunk.own_len > 0;
         IKey {
             prefix,
             chunk,
             seq,
             prefix_tail,
-            klen_put: key.len() as u32 | put,
-            // Below CHUNK_BYTES, or 0 in a chunk of its own.
-            off: at as u32,
-            vlen: u32::try_from(v.len()).unwrap_or(u32::MAX),
+            // Keys are limited to `MAX_KEY_LEN` by every write path; `at` is below
+            // CHUNK_BYTES, or 0 in a chunk of its own.
+            place: Place::new(at, key.len(), value.is_some(), (!own).then_some(v.len())),
         }
     }
 
@@ -362,7 +402,7 @@ impl Versions {
                 }
             }
         }
-        self.tree.insert(k);
+        self.order.insert(k);
     }
 }
 
@@ -415,6 +455,7 @@ impl Memtable {
         if point_index {
             Memtable {
                 map: RwLock::new(Versions {
+                    order: Order::log(),
                     newest: Some(HashTable::new()),
                     ..Versions::default()
                 }),
@@ -517,7 +558,7 @@ impl Memtable {
             return None;
         }
         let probe = Probe::new(key, snap);
-        let m = self.map.read();
+        let mut m = self.map.read();
         if let Some(idx) = &m.newest {
             match idx.find(self.hasher.hash_one(key), |e| e.key() == key) {
                 None => return None,
@@ -525,11 +566,15 @@ impl Memtable {
                 // Newer than the snapshot: an older version is in the tree.
                 Some(_) => {}
             }
+            if m.order.needs_sort() {
+                drop(m);
+                m = self.ordered();
+            }
         }
         // The first version at or after (key, snap) in internal order: one descent.
         let k = m
-            .tree
-            .range::<dyn Lookup, _>((Bound::Included(&probe as &dyn Lookup), Bound::Unbounded))
+            .order
+            .range(Bound::Included(&probe as &dyn Lookup))
             .next()?;
         (k.key() == key).then(|| (k.seq, f(k.value())))
     }
@@ -557,8 +602,8 @@ impl Memtable {
         } else {
             Bound::Excluded(p)
         };
-        let m = self.map.read();
-        for k in m.tree.range::<dyn Lookup, _>((lower, Bound::Unbounded)) {
+        let m = self.ordered();
+        for k in m.order.range(lower) {
             if out.len() >= limit.max(1) || (!out.is_empty() && out.bytes >= max_bytes) {
                 return true;
             }
@@ -576,9 +621,22 @@ impl Memtable {
     /// meanwhile: the memtable must not be written (it is immutable by then); readers may
     /// proceed.
     pub fn with_iter<R>(&self, f: impl FnOnce(&mut dyn Iterator<Item = EntryRef<'_>>) -> R) -> R {
-        let m = self.map.read();
-        let mut it = m.tree.iter().map(IKey::entry_ref);
+        let m = self.ordered();
+        let mut it = m.order.range(Bound::Unbounded).map(IKey::entry_ref);
         f(&mut it)
+    }
+
+    /// The versions under the read lock, in internal order: a log not yet sorted is sorted
+    /// first (under the write lock; the flush of an immutable memtable does it, once).
+    fn ordered(&self) -> RwLockReadGuard<'_, Versions> {
+        let m = self.map.read();
+        if !m.order.needs_sort() {
+            return m;
+        }
+        drop(m);
+        let mut w = self.map.write();
+        w.order.sort();
+        RwLockWriteGuard::downgrade(w)
     }
 
     /// Approximate bytes held.
@@ -588,12 +646,12 @@ impl Memtable {
 
     /// Number of versions held.
     pub fn len(&self) -> usize {
-        self.map.read().tree.len()
+        self.ordered().order.len()
     }
 
     /// Whether nothing was inserted.
     pub fn is_empty(&self) -> bool {
-        self.map.read().tree.is_empty()
+        self.map.read().order.is_empty()
     }
 
     /// Largest sequence number inserted (0 when empty).

@@ -11,7 +11,25 @@ fn all(m: &Memtable) -> Vec<Entry> {
 #[test]
 fn a_version_takes_48_bytes_in_the_tree() {
     assert_eq!(std::mem::size_of::<IKey>(), 48);
-    const { assert!(crate::db::MAX_KEY_LEN < PUT_BIT as usize) };
+}
+
+/// The packed offset and lengths give back what was packed, at the ends of their ranges.
+#[test]
+fn a_place_unpacks_what_was_packed() {
+    let max_off = CHUNK_BYTES - 1;
+    for (off, klen, put, vlen) in [
+        (0, 0, false, Some(0)),
+        (max_off, crate::db::MAX_KEY_LEN, true, Some(OWN_CHUNK)),
+        (7, 1, true, None),
+        (max_off, 0, false, None),
+        (12_345, 21, true, Some(100)),
+    ] {
+        let p = Place::new(off, klen, put, vlen);
+        assert_eq!(
+            (p.off(), p.klen(), p.put(), p.vlen()),
+            (off, klen, put, vlen)
+        );
+    }
 }
 
 /// Versions fill chunks one after another (a chunk's end left unused when the next one
@@ -82,7 +100,7 @@ fn newest_visible_version_wins() {
     assert_eq!(rest.len(), 1);
 }
 
-/// Keys that differ only past the inline 20-byte prefix or in its last 4 bytes, keys that
+/// Keys that differ only past the inline 24-byte prefix or in its last 8 bytes, keys that
 /// are prefixes of others, tombstones and values, trailing zero bytes (which the prefix's padding cannot tell apart from a
 /// shorter key) and the empty key: order and lookups agree with plain byte order.
 #[test]
@@ -108,7 +126,19 @@ fn inline_prefix_keeps_byte_order() {
         vec![0xff; 20],
         vec![0xff; 21],
         vec![0xff; 16],
+        b"0123456789abcdef01234567".to_vec(),
+        b"0123456789abcdef01234567\0".to_vec(),
+        b"0123456789abcdef01234567A".to_vec(),
+        b"0123456789abcdef01234568".to_vec(),
+        b"0123456789abcdef0123456".to_vec(),
+        b"0123456789abcdef0123456\0".to_vec(),
+        vec![0xff; 24],
+        vec![0xff; 25],
+        vec![0xff; 23],
     ];
+    for i in 0..100u32 {
+        keys.push(format!("kcounter:{:012}", i.wrapping_mul(2_654_435_761)).into_bytes());
+    }
     for i in 0..200u32 {
         keys.push(format!("user{:020}", i.wrapping_mul(2_654_435_761)).into_bytes());
     }
@@ -213,4 +243,74 @@ fn the_key_filter_never_hides_a_version() {
         }
         assert_eq!(filtered.get(b"batch-b", u64::MAX), Some((5001, None)));
     }
+}
+
+/// A memtable with a point index keeps its versions in a log until it is read in order: a
+/// scan sorts the log (dropping a duplicate version), writes after it go to a tree, and at
+/// every step the whole order, scans from a position and gets at old snapshots agree with a
+/// plain memtable's.
+#[test]
+fn a_logged_memtable_reads_in_order_before_and_after_it_becomes_a_tree() {
+    let plain = Memtable::new();
+    let logged = Memtable::for_band(1 << 20, true);
+    let check = |step: &str| {
+        assert_eq!(all(&plain), all(&logged), "{step}");
+        assert_eq!(plain.len(), logged.len(), "{step}");
+        for from in [BatchFrom::Start(b"k0100"), BatchFrom::After(b"k0200", 40)] {
+            let (mut a, mut b) = (FlatBatch::default(), FlatBatch::default());
+            plain.batch_into(from, 7, 1 << 20, &mut a);
+            logged.batch_into(from, 7, 1 << 20, &mut b);
+            let keys = |f: &FlatBatch| {
+                (0..f.len())
+                    .map(|i| f.get(i).map(|e| e.to_entry()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(keys(&a), keys(&b), "{step}");
+        }
+        for i in 0..400u64 {
+            let k = format!("k{i:04}");
+            for snap in [1, 50, 150, u64::MAX] {
+                assert_eq!(
+                    plain.get(k.as_bytes(), snap),
+                    logged.get(k.as_bytes(), snap),
+                    "{step}: {k}@{snap}"
+                );
+            }
+        }
+    };
+    let write = |lo: u64, hi: u64| {
+        for seq in lo..hi {
+            let k = format!("k{:04}", seq * 37 % 397);
+            let v = (seq % 4 != 0).then(|| seq.to_be_bytes());
+            for m in [&plain, &logged] {
+                m.insert(k.as_bytes(), seq, v.as_ref().map(|v| &v[..]));
+            }
+        }
+    };
+    let is_log = || matches!(logged.map.read().order, Order::Log { .. });
+    // Read in order while empty (as the server does when it starts): still a log.
+    check("empty");
+    write(1, 100);
+    // The same version twice (a log replayed over itself) is held once.
+    logged.insert(b"k0037", 1, Some(&1u64.to_be_bytes()));
+    assert!(matches!(
+        logged.map.read().order,
+        Order::Log { sorted: false, .. }
+    ));
+    check("a log");
+    assert!(matches!(
+        logged.map.read().order,
+        Order::Log { sorted: true, .. }
+    ));
+    // A small log written again stays a log, sorted again when read in order.
+    write(100, 200);
+    assert!(is_log());
+    check("a log sorted twice");
+    write(200, 2000);
+    check("a long log");
+    assert!(is_log());
+    // A long log written after a read in order becomes a tree.
+    write(2000, 2100);
+    assert!(!is_log());
+    check("a tree");
 }

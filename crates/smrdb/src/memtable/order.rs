@@ -1,0 +1,138 @@
+//! The memtable's versions in internal order: a tree, or, beside a point index, a log that is
+//! sorted once, when it is first read in order (as RocksDB's vector memtable). With a point
+//! index, gets at the latest snapshot never need the order, so a memtable that is only
+//! written and read by key until its flush keeps its versions in a vector (one push per
+//! write) and is sorted by the flush, off the writing thread: the tree's descent was the
+//! largest cost of a write to the RESP server (a fifth of its engine thread under
+//! `redis-benchmark -t incr -P 16`). A log of more than [`RESORT_MAX`] versions read in
+//! order while it is still written becomes a tree from then on (a smaller one is sorted
+//! again when next read in order: the server scans its empty memtable when it starts).
+
+use super::{cmp_lookup, IKey, Lookup};
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{btree_set, BTreeSet};
+use std::ops::Bound;
+
+/// Most versions a log may hold when it is written after being sorted and stay a log (to be
+/// sorted again when next read in order); a larger one becomes a tree.
+const RESORT_MAX: usize = 1024;
+
+/// The versions, in a tree or a log.
+#[derive(Debug)]
+pub(super) enum Order {
+    /// Sorted on every insert.
+    Tree(BTreeSet<IKey>),
+    /// In insertion order until `sorted`; then in internal order, without duplicates.
+    Log { items: Vec<IKey>, sorted: bool },
+}
+
+impl Default for Order {
+    fn default() -> Self {
+        Order::Tree(BTreeSet::new())
+    }
+}
+
+impl Order {
+    /// An empty log.
+    pub(super) fn log() -> Self {
+        Order::Log {
+            items: Vec::new(),
+            sorted: false,
+        }
+    }
+
+    /// Adds a version (a duplicate of one held, same key and sequence number, is dropped).
+    pub(super) fn insert(&mut self, k: IKey) {
+        match self {
+            Order::Tree(t) => {
+                t.insert(k);
+            }
+            Order::Log {
+                items,
+                sorted: false,
+            } => items.push(k),
+            Order::Log { items, sorted } if items.len() <= RESORT_MAX => {
+                items.push(k);
+                *sorted = false;
+            }
+            Order::Log {
+                items,
+                sorted: true,
+            } => {
+                // Read in order while still written: keep it sorted from now on. The items
+                // are sorted, so the tree is built in one pass.
+                let mut t: BTreeSet<IKey> = std::mem::take(items).into_iter().collect();
+                t.insert(k);
+                *self = Order::Tree(t);
+            }
+        }
+    }
+
+    /// Whether [`Order::sort`] must run before [`Order::range`].
+    pub(super) fn needs_sort(&self) -> bool {
+        matches!(self, Order::Log { sorted: false, .. })
+    }
+
+    /// Puts a log in internal order, dropping duplicates.
+    pub(super) fn sort(&mut self) {
+        if let Order::Log { items, sorted } = self {
+            if !*sorted {
+                items.sort_unstable_by(cmp_lookup);
+                items.dedup_by(|a, b| cmp_lookup(a, b) == CmpOrdering::Equal);
+                *sorted = true;
+            }
+        }
+    }
+
+    /// The versions from `lower` on, in internal order. A log must be sorted first
+    /// ([`Order::needs_sort`]); an unsorted one yields nothing rather than a wrong order.
+    pub(super) fn range<'a>(&'a self, lower: Bound<&dyn Lookup>) -> Range<'a> {
+        match self {
+            Order::Tree(t) => Range::Tree(t.range::<dyn Lookup, _>((lower, Bound::Unbounded))),
+            Order::Log { items, sorted } => {
+                debug_assert!(*sorted, "an unsorted log read in order");
+                let items: &[IKey] = if *sorted { items } else { &[] };
+                let start = match lower {
+                    Bound::Unbounded => 0,
+                    Bound::Included(p) => {
+                        items.partition_point(|k| cmp_lookup(k, p) == CmpOrdering::Less)
+                    }
+                    Bound::Excluded(p) => {
+                        items.partition_point(|k| cmp_lookup(k, p) != CmpOrdering::Greater)
+                    }
+                };
+                Range::Log(items[start..].iter())
+            }
+        }
+    }
+
+    /// Versions held (before a log's sort, duplicates included).
+    pub(super) fn len(&self) -> usize {
+        match self {
+            Order::Tree(t) => t.len(),
+            Order::Log { items, .. } => items.len(),
+        }
+    }
+
+    /// Whether no version is held.
+    pub(super) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Versions in internal order from a position ([`Order::range`]).
+pub(super) enum Range<'a> {
+    Tree(btree_set::Range<'a, IKey>),
+    Log(std::slice::Iter<'a, IKey>),
+}
+
+impl<'a> Iterator for Range<'a> {
+    type Item = &'a IKey;
+
+    fn next(&mut self) -> Option<&'a IKey> {
+        match self {
+            Range::Tree(r) => r.next(),
+            Range::Log(r) => r.next(),
+        }
+    }
+}
