@@ -5,7 +5,8 @@
 # CSV lines: pipeline,server,test,ops_per_sec,server_cpu_us_per_op,server_rss_kib
 # (server: A, B or redis).
 # Usage: resp-ab.sh TEGULA_A TEGULA_B DIR
-# Environment: N (requests per test, default 200000), TESTS (default "set get mset incr"),
+# Environment: N (requests per test, default 200000), R (key range, redis-benchmark's -r,
+# default 1000000), TESTS (default "set get mset incr"),
 # FSYNC (appendfsync, default everysec), PORT (default 16500; the servers use PORT..PORT+2).
 set -euo pipefail
 a=$1 b=$2 dir=$3
@@ -35,7 +36,7 @@ for P in 16 1; do
         for i in 0 1 2; do
             s=${order[$(((k + i) % 3))]}
             c0=$(cpu_us "${pid[$s]}")
-            csv=$(redis-benchmark -p "${port[$s]}" -t "$t" -n "$n" -c 50 -d 100 -r 1000000 -P "$P" --csv | tail -n 1)
+            csv=$(redis-benchmark -p "${port[$s]}" -t "$t" -n "$n" -c 50 -d 100 -r "${R:-1000000}" -P "$P" --csv | tail -n 1)
             c1=$(cpu_us "${pid[$s]}")
             echo "$csv" | awk -F'"' -v s=$s -v p=$P -v cpu=$((c1 - c0)) -v n="$n" \
                 -v rss="$(awk '/VmRSS/ {print $2}' "/proc/${pid[$s]}/status")" \
