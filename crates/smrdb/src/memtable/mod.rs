@@ -338,7 +338,7 @@ impl Lookup for Probe<'_> {
 #[derive(Debug, Default)]
 struct Versions {
     order: Order,
-    /// The newest version of each key in `tree` (it shares the version's chunk).
+    /// The newest version of each key in `order` (it shares the version's chunk).
     newest: Option<HashTable<IKey>>,
     /// The chunk keys and values are being copied into, and how many of its bytes are used.
     arena: Option<(Arc<Chunk>, usize)>,
@@ -563,7 +563,7 @@ impl Memtable {
             match idx.find(self.hasher.hash_one(key), |e| e.key() == key) {
                 None => return None,
                 Some(k) if k.seq <= snap => return Some((k.seq, f(k.value()))),
-                // Newer than the snapshot: an older version is in the tree.
+                // Newer than the snapshot: an older version is in the order (sorted first).
                 Some(_) => {}
             }
             if m.order.needs_sort() {
