@@ -12,8 +12,8 @@
 //! batch ([`Memtable::batch_into`]) takes a reference to each version instead of copying its
 //! bytes, and keeps the chunks it refers to after the memtable is gone.
 //!
-//! Optionally ([`Memtable::for_band`] with a point index) a hash table also holds the newest
-//! version of each key, so that a get at the latest snapshot costs one hash probe instead of a
+//! Optionally ([`Memtable::for_band`] with a point index) a hash table also finds the newest
+//! version of each key (`point.rs`), so that a get at the latest snapshot costs one hash probe instead of a
 //! descent of the tree (as Redis's dictionary; RocksDB's hash-linked-list memtable serves the
 //! same purpose). Older snapshots still descend the tree. Beside a point index the versions
 //! are not sorted as they arrive but kept in a log that is sorted when first read in order,
@@ -21,16 +21,16 @@
 
 mod arena;
 mod order;
+mod point;
 
 use crate::memfilter::KeyFilter;
 use arena::{Chunk, CHUNK_BYTES, OWN_CHUNK};
-use hashbrown::hash_table::Entry as Slot;
-use hashbrown::{DefaultHashBuilder, HashTable};
+use hashbrown::DefaultHashBuilder;
 use order::Order;
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use point::PointIndex;
 use std::borrow::Borrow;
 use std::cmp::Ordering as CmpOrdering;
-use std::hash::BuildHasher;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -338,8 +338,8 @@ impl Lookup for Probe<'_> {
 #[derive(Debug, Default)]
 struct Versions {
     order: Order,
-    /// The newest version of each key in `order` (it shares the version's chunk).
-    newest: Option<HashTable<IKey>>,
+    /// The newest version of each key in `order`.
+    newest: Option<PointIndex>,
     /// The chunk keys and values are being copied into, and how many of its bytes are used.
     arena: Option<(Arc<Chunk>, usize)>,
 }
@@ -390,17 +390,7 @@ impl Versions {
     /// Adds one version (and makes it its key's newest if it is).
     fn insert(&mut self, hasher: &DefaultHashBuilder, k: IKey) {
         if let Some(idx) = &mut self.newest {
-            let h = hasher.hash_one(k.key());
-            match idx.entry(h, |e| e.key() == k.key(), |e| hasher.hash_one(e.key())) {
-                Slot::Occupied(mut o) => {
-                    if o.get().seq < k.seq {
-                        *o.get_mut() = k.clone();
-                    }
-                }
-                Slot::Vacant(v) => {
-                    v.insert(k.clone());
-                }
-            }
+            idx.note(&self.order, hasher, &k);
         }
         self.order.insert(k);
     }
@@ -456,7 +446,7 @@ impl Memtable {
             Memtable {
                 map: RwLock::new(Versions {
                     order: Order::log(),
-                    newest: Some(HashTable::new()),
+                    newest: Some(PointIndex::new()),
                     ..Versions::default()
                 }),
                 ..Memtable::new()
@@ -471,14 +461,14 @@ impl Memtable {
         self.map.read().newest.is_some()
     }
 
-    /// Bytes of memory the point index takes (0 without one): its table of 48-byte version
-    /// handles (sharing the versions' chunks) and control bytes.
+    /// Bytes of memory the point index takes (0 without one): its table of 4-byte positions
+    /// in the log (of 48-byte version handles beside a tree) and control bytes.
     pub fn point_index_bytes(&self) -> usize {
         self.map
             .read()
             .newest
             .as_ref()
-            .map_or(0, HashTable::allocation_size)
+            .map_or(0, PointIndex::allocation_size)
     }
 
     /// Records that the write with sequence number `seq` is in no log.
@@ -560,7 +550,7 @@ impl Memtable {
         let probe = Probe::new(key, snap);
         let mut m = self.map.read();
         if let Some(idx) = &m.newest {
-            match idx.find(self.hasher.hash_one(key), |e| e.key() == key) {
+            match idx.find(&m.order, &self.hasher, &probe) {
                 None => return None,
                 Some(k) if k.seq <= snap => return Some((k.seq, f(k.value()))),
                 // Newer than the snapshot: an older version is in the order (sorted first).
@@ -636,6 +626,10 @@ impl Memtable {
         drop(m);
         let mut w = self.map.write();
         w.order.sort();
+        let Versions { order, newest, .. } = &mut *w;
+        if let Some(idx) = newest {
+            idx.rebuild(order, &self.hasher);
+        }
         RwLockWriteGuard::downgrade(w)
     }
 

@@ -68,6 +68,20 @@ impl Order {
         }
     }
 
+    /// The log's versions, in their current order (`None` for a tree): what the point
+    /// index's positions refer to.
+    pub(super) fn log_items(&self) -> Option<&[IKey]> {
+        match self {
+            Order::Log { items, .. } => Some(items),
+            Order::Tree(_) => None,
+        }
+    }
+
+    /// Whether the next [`Order::insert`] turns the log into a tree.
+    pub(super) fn becomes_tree_on_insert(&self) -> bool {
+        matches!(self, Order::Log { items, sorted: true } if items.len() > RESORT_MAX)
+    }
+
     /// Whether [`Order::sort`] must run before [`Order::range`].
     pub(super) fn needs_sort(&self) -> bool {
         matches!(self, Order::Log { sorted: false, .. })

@@ -206,8 +206,67 @@ fn the_point_index_answers_as_the_tree_does() {
         Some((5000, Some(b"1".to_vec())))
     );
     assert_eq!(indexed.get(b"batch-a", 4999), None);
-    assert!(indexed.point_index_bytes() >= 402 * 48);
+    // 402 keys at 4-byte positions and a control byte each, not 48-byte copies.
+    assert!(indexed.point_index_bytes() >= 402 * 5);
+    assert!(indexed.point_index_bytes() < 402 * 48);
     assert_eq!(plain.approximate_bytes(), indexed.approximate_bytes());
+}
+
+/// The point index tells keys apart that share their first 24 bytes (kept inline) and differ
+/// after them or in length, before the log is sorted, after (its positions rebuilt), after
+/// more writes to the sorted log, and once the log has become a tree (copies).
+#[test]
+fn the_point_index_tells_long_keys_apart_across_sorts() {
+    let plain = Memtable::new();
+    let indexed = Memtable::for_band(1 << 20, true);
+    let base = "p".repeat(24);
+    let keys: Vec<String> = (0..60)
+        .map(|i| match i % 3 {
+            0 => format!("{base}{i:03}"),
+            1 => format!("{base}{i:03}-longer"),
+            _ => base[..(i % 24) + 1].to_string(),
+        })
+        .collect();
+    let mut seq = 0;
+    let mut write = |n: usize| {
+        for i in 0..n {
+            seq += 1;
+            let k = &keys[(i * 7 + seq as usize) % keys.len()];
+            for m in [&plain, &indexed] {
+                m.insert(k.as_bytes(), seq, Some(&seq.to_be_bytes()));
+            }
+        }
+    };
+    let check = |step: &str| {
+        for k in keys
+            .iter()
+            .map(String::as_bytes)
+            .chain([&b"q"[..], &b""[..]])
+        {
+            assert_eq!(plain.get(k, u64::MAX), indexed.get(k, u64::MAX), "{step}");
+            assert_eq!(plain.get(k, 30), indexed.get(k, 30), "{step}");
+        }
+    };
+    let positions = || {
+        matches!(
+            indexed.map.read().newest,
+            Some(point::PointIndex::Positions(_))
+        )
+    };
+    write(200);
+    check("log");
+    assert_eq!(all(&plain), all(&indexed));
+    assert!(positions());
+    check("sorted log");
+    write(50);
+    check("sorted log written again");
+    assert_eq!(all(&plain), all(&indexed));
+    write(2000);
+    assert_eq!(all(&plain), all(&indexed));
+    write(10);
+    assert!(matches!(indexed.map.read().order, Order::Tree(_)));
+    assert!(!positions());
+    check("tree");
 }
 
 /// With a key filter, gets agree with a memtable without one: present keys (values and
