@@ -35,6 +35,7 @@ pub mod db;
 pub mod error;
 pub mod io;
 pub mod iter;
+pub mod keyorder;
 pub mod log;
 pub mod manifest;
 pub mod memfilter;

@@ -32,7 +32,7 @@ pub struct Band {
 
 /// Compares internal keys: user key ascending, sequence number descending.
 pub fn cmp_ikey(a_key: &[u8], a_seq: u64, b_key: &[u8], b_seq: u64) -> Ordering {
-    a_key.cmp(b_key).then(b_seq.cmp(&a_seq))
+    crate::keyorder::cmp_keys(a_key, b_key).then(b_seq.cmp(&a_seq))
 }
 
 impl Band {

@@ -12,6 +12,8 @@ use crate::band::Band;
 use crate::cache::{Block, BlockCache};
 use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
+use crate::keyorder::cmp_keys;
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 /// Blocks read through the block cache before read-ahead starts.
@@ -246,7 +248,7 @@ impl Cursor for BandCursor {
         self.fetch(block)?;
         self.parse(0)?;
         while let Some(((a, b), _, _, next)) = self.cur {
-            if self.area()[a..b] >= *self.start {
+            if cmp_keys(&self.area()[a..b], &self.start) != Ordering::Less {
                 break;
             }
             self.parse(next)?;
@@ -261,7 +263,7 @@ impl Cursor for BandCursor {
                 let Some(((a, b), _, _, next)) = self.cur else {
                     return Ok(());
                 };
-                if self.area()[a..b] != *key {
+                if cmp_keys(&self.area()[a..b], key) != Ordering::Equal {
                     return Ok(());
                 }
                 if next >= self.area().len() {
@@ -286,7 +288,7 @@ impl Cursor for BandCursor {
         self.fetch(j)?;
         self.parse(0)?;
         while let Some(((a, b), _, _, next)) = self.cur {
-            if self.area()[a..b] > *key {
+            if cmp_keys(&self.area()[a..b], key) == Ordering::Greater {
                 break;
             }
             self.parse(next)?;
