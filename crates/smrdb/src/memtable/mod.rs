@@ -13,8 +13,8 @@
 //! bytes, and keeps the chunks it refers to after the memtable is gone.
 //!
 //! Optionally ([`Memtable::for_band`] with a point index) a hash table also finds the newest
-//! version of each key (`point.rs`), so that a get at the latest snapshot costs one hash probe instead of a
-//! descent of the tree (as Redis's dictionary; RocksDB's hash-linked-list memtable serves the
+//! version of each key (`point.rs`), so that a get at the latest snapshot costs one hash probe
+//! instead of a descent of the tree (as Redis's dictionary; RocksDB's hash-linked-list memtable serves the
 //! same purpose). Older snapshots still descend the tree. Beside a point index the versions
 //! are not sorted as they arrive but kept in a log that is sorted when first read in order,
 //! usually by the flush (`order.rs`).

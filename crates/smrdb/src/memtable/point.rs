@@ -19,13 +19,13 @@ pub(super) enum PointIndex {
     Copies(HashTable<IKey>),
 }
 
-/// Whether `k`'s key is the probe's: the inline prefix decides for keys that fit in it, so
-/// only a longer key is read out of its chunk.
-fn same_key(k: &IKey, p: &Probe<'_>) -> bool {
-    k.prefix == p.prefix.0
-        && k.prefix_tail == p.prefix.1
-        && k.klen() == p.key.len()
-        && (p.key.len() <= super::INLINE || k.key() == p.key)
+/// Whether `k`'s key is `key`, whose inline prefix is `prefix`: the prefix decides for keys
+/// that fit in it, so only a longer key is read out of its chunk.
+fn same_key(k: &IKey, prefix: (u128, u64), key: &[u8]) -> bool {
+    k.prefix == prefix.0
+        && k.prefix_tail == prefix.1
+        && k.klen() == key.len()
+        && (key.len() <= super::INLINE || k.key() == key)
 }
 
 fn item(items: &[IKey], pos: u32) -> &IKey {
@@ -49,10 +49,10 @@ impl PointIndex {
         match self {
             PointIndex::Positions(t) => {
                 let items = order.log_items()?;
-                t.find(h, |&i| same_key(item(items, i), p))
+                t.find(h, |&i| same_key(item(items, i), p.prefix, p.key))
                     .map(|&i| item(items, i))
             }
-            PointIndex::Copies(t) => t.find(h, |k| same_key(k, p)),
+            PointIndex::Copies(t) => t.find(h, |e| same_key(e, p.prefix, p.key)),
         }
     }
 
@@ -68,6 +68,7 @@ impl PointIndex {
             self.make_copies(order, hasher);
         }
         let h = hasher.hash_one(k.key());
+        let prefix = (k.prefix, k.prefix_tail);
         match self {
             PointIndex::Positions(t) => {
                 let (Some(items), Some(pos)) = (order.log_items(), pos) else {
@@ -75,7 +76,7 @@ impl PointIndex {
                 };
                 match t.entry(
                     h,
-                    |&i| item(items, i).key() == k.key(),
+                    |&i| same_key(item(items, i), prefix, k.key()),
                     |&i| hasher.hash_one(item(items, i).key()),
                 ) {
                     Slot::Occupied(mut o) => {
@@ -89,7 +90,11 @@ impl PointIndex {
                 }
             }
             PointIndex::Copies(t) => {
-                match t.entry(h, |e| e.key() == k.key(), |e| hasher.hash_one(e.key())) {
+                match t.entry(
+                    h,
+                    |e| same_key(e, prefix, k.key()),
+                    |e| hasher.hash_one(e.key()),
+                ) {
                     Slot::Occupied(mut o) => {
                         if o.get().seq < k.seq {
                             *o.get_mut() = k.clone();
