@@ -7,6 +7,7 @@
 //! (crc over everything before it): the codec's copy frame, [`MANIFEST_FORMAT`]. See
 //! `docs/formats/smrdb.md`.
 
+use std::collections::BTreeMap;
 use tegula_codec::frame::Format;
 use tegula_codec::{Dec, Enc, FormatError};
 
@@ -16,11 +17,13 @@ pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
 /// Version 2: those log bands may hold gap markers (records of no operations, written after
 /// unlogged writes), which an engine that knows only version 1 would replay past. Version 3:
 /// they may hold version 2 log chunks (magic "SLG2", header with its own checksum), which an
-/// engine that knows only "SLOG" chunks would take for the end of the log. An engine refuses a
-/// manifest newer than it knows instead.
-pub const MANIFEST_VERSION: u32 = 3;
+/// engine that knows only "SLOG" chunks would take for the end of the log. Version 4: the body
+/// ends with the log bands closed without a flush and where their chunks end
+/// ([`Manifest::log_ends`]), which an older engine would replay only up to their saved write
+/// pointers. An engine refuses a manifest newer than it knows instead.
+pub const MANIFEST_VERSION: u32 = 4;
 /// Oldest manifest version read (version 1 logs hold no gap markers, versions 1 and 2 only
-/// "SLOG" chunks; the body is the same in all three).
+/// "SLOG" chunks; the body is the same in the first three).
 pub const MANIFEST_MIN_VERSION: u32 = 1;
 /// The frame of a copy: magic, version, generation, body length, body, masked crc32c.
 pub const MANIFEST_FORMAT: Format = Format::copy("smrdb manifest", b"SMRDBMAN", MANIFEST_VERSION)
@@ -82,6 +85,11 @@ pub struct Manifest {
     pub flushed_seq: u64,
     /// Log bands, oldest first; their records after `flushed_seq` are not in any band.
     pub log_zones: Vec<u32>,
+    /// Log bands the engine moved on from without flushing them (a device that saves a zone's
+    /// write pointer only at a flush of it: zone files), each with the sector its chunks end
+    /// at: recovery follows the chunks past the saved write pointer up to there, and stops the
+    /// log where they are not all there. Encoded only for zones in `log_zones`.
+    pub log_ends: BTreeMap<u32, u64>,
     /// Live bands.
     pub bands: Vec<BandMeta>,
     /// LOC: per level, the largest key of the last band compacted (round robin).
@@ -115,6 +123,16 @@ impl Manifest {
         body.varint(self.compact_pointers.len() as u64);
         for p in &self.compact_pointers {
             body.bytes_varint(p);
+        }
+        let ends: Vec<(u32, u64)> = self
+            .log_zones
+            .iter()
+            .filter_map(|z| self.log_ends.get(z).map(|e| (*z, *e)))
+            .collect();
+        body.varint(ends.len() as u64);
+        for (z, e) in ends {
+            body.varint(z as u64);
+            body.varint(e);
         }
         MANIFEST_FORMAT.encode(0, self.generation, body.as_bytes())
     }
@@ -171,6 +189,19 @@ impl Manifest {
         for _ in 0..np.min(64) {
             compact_pointers.push(r.bytes_varint().map_err(bad)?.to_vec());
         }
+        let mut log_ends = BTreeMap::new();
+        if f.header.version >= 4 {
+            let ne = r.varint().map_err(bad)?;
+            for _ in 0..ne.min(1 << 20) {
+                let z = zone(r.varint().map_err(bad)?)?;
+                if !log_zones.contains(&z) {
+                    return Err(FormatError::invalid(format!(
+                        "manifest names the end of log band {z}, which it does not list"
+                    )));
+                }
+                log_ends.insert(z, r.varint().map_err(bad)?);
+            }
+        }
         if !r.is_empty() {
             return Err(FormatError::invalid("trailing bytes in manifest"));
         }
@@ -179,6 +210,7 @@ impl Manifest {
             next_band_id,
             flushed_seq,
             log_zones,
+            log_ends,
             bands,
             compact_pointers,
         })
@@ -196,6 +228,7 @@ mod tests {
             next_band_id: 12,
             flushed_seq: 99,
             log_zones: vec![5, 9],
+            log_ends: BTreeMap::from([(5, 4096)]),
             bands: vec![BandMeta {
                 id: 3,
                 zone: 4,
@@ -228,13 +261,49 @@ mod tests {
         }
     }
 
-    /// A copy with `version` in place of the current one, checksum recomputed.
-    fn with_version(version: u32) -> Vec<u8> {
-        let mut enc = sample().encode();
+    /// A copy of `m` with `version` in place of the current one, checksum recomputed; before
+    /// version 4 without the body's last field (the log band ends, which `m` must not have).
+    fn with_version_of(m: &Manifest, version: u32) -> Vec<u8> {
+        let mut enc = m.encode();
+        if version < 4 {
+            assert!(m.log_ends.is_empty());
+            // Drop the empty list of log band ends (one byte) before the crc.
+            enc.remove(enc.len() - 5);
+            let body = u32::from_le_bytes(enc[20..24].try_into().unwrap()) - 1;
+            enc[20..24].copy_from_slice(&body.to_le_bytes());
+        }
         enc[8..12].copy_from_slice(&version.to_le_bytes());
         let n = enc.len() - 4;
         Suffix::masked("").seal_at(&mut enc, n);
         enc
+    }
+
+    fn with_version(version: u32) -> Vec<u8> {
+        let m = Manifest {
+            log_ends: BTreeMap::new(),
+            ..sample()
+        };
+        with_version_of(&m, version)
+    }
+
+    #[test]
+    fn log_band_ends_are_kept_only_for_listed_log_bands() {
+        let mut m = sample();
+        // An end left behind for a zone no longer listed is not encoded.
+        m.log_ends.insert(77, 10);
+        let d = Manifest::decode(&m.encode()).unwrap();
+        assert_eq!(d, sample());
+        // A copy naming the end of a zone it does not list is refused.
+        let mut enc = sample().encode();
+        // log_zones [5, 9] -> [9, 9] (after next_band_id, flushed_seq and the count, one byte
+        // each): 5 is no longer listed.
+        let at = MANIFEST_HEADER + 3;
+        assert_eq!(enc[at], 5);
+        enc[at] = 9;
+        let n = enc.len() - 4;
+        Suffix::masked("").seal_at(&mut enc, n);
+        let e = Manifest::decode(&enc).unwrap_err();
+        assert!(e.to_string().contains("does not list"), "{e}");
     }
 
     /// The bytes of the documented layout (`docs/formats/smrdb.md`), checksum included.
@@ -242,11 +311,11 @@ mod tests {
     fn bytes_follow_the_documented_layout() {
         let m = Manifest::default();
         let mut want = b"SMRDBMAN".to_vec();
-        want.extend_from_slice(&3u32.to_le_bytes());
+        want.extend_from_slice(&4u32.to_le_bytes());
         want.extend_from_slice(&0u64.to_le_bytes());
-        // Body: next_band_id, flushed_seq, no log zones, no bands, no pointers.
-        want.extend_from_slice(&5u32.to_le_bytes());
-        want.extend_from_slice(&[0; 5]);
+        // Body: next_band_id, flushed_seq, no log zones, no bands, no pointers, no log ends.
+        want.extend_from_slice(&6u32.to_le_bytes());
+        want.extend_from_slice(&[0; 6]);
         let crc = Crc::Masked.of(&want);
         want.extend_from_slice(&crc.to_le_bytes());
         assert_eq!(m.encode(), want);
@@ -255,23 +324,31 @@ mod tests {
 
     #[test]
     fn older_copies_still_decode_and_newer_ones_are_refused() {
+        let no_ends = Manifest {
+            log_ends: BTreeMap::new(),
+            ..sample()
+        };
         for v in 1..=3 {
-            assert_eq!(Manifest::decode(&with_version(v)).unwrap(), sample());
+            assert_eq!(Manifest::decode(&with_version(v)).unwrap(), no_ends);
             assert_eq!(Manifest::version_of(&with_version(v)), Some(v));
         }
-        let e = Manifest::decode(&with_version(4)).unwrap_err();
+        assert_eq!(
+            Manifest::decode(&with_version_of(&sample(), 4)).unwrap(),
+            sample()
+        );
+        let e = Manifest::decode(&with_version(5)).unwrap_err();
         assert_eq!(
             e,
             FormatError::Frame(FrameError::Version {
                 name: "smrdb manifest",
-                found: 4
+                found: 5
             })
         );
-        assert!(e.to_string().contains("version 4"), "{e}");
+        assert!(e.to_string().contains("version 5"), "{e}");
         assert!(Manifest::decode(&with_version(0)).is_err());
         // A copy of an unknown version is still read whole (and then refused).
-        let v4 = with_version(4);
-        assert_eq!(Manifest::encoded_len(&v4), Some(v4.len()));
-        assert_eq!(Manifest::version_of(&v4), Some(4));
+        let v5 = with_version(5);
+        assert_eq!(Manifest::encoded_len(&v5), Some(v5.len()));
+        assert_eq!(Manifest::version_of(&v5), Some(5));
     }
 }

@@ -357,6 +357,10 @@ fn version_1_log_chunks_of_older_images_are_replayed() {
         ..Manifest::default()
     };
     let mut enc = m.encode();
+    // Version 2's body ends before the (empty) list of log band ends version 4 added.
+    enc.remove(enc.len() - 5);
+    let body = u32::from_le_bytes(enc[20..24].try_into().unwrap()) - 1;
+    enc[20..24].copy_from_slice(&body.to_le_bytes());
     enc[8..12].copy_from_slice(&2u32.to_le_bytes());
     let n = enc.len() - 4;
     let c = crc(&enc[..n]);
@@ -385,7 +389,10 @@ fn version_1_log_chunks_of_older_images_are_replayed() {
         .filter_map(|s| Manifest::decode(&s).ok().map(|m| (m.generation, s)))
         .max_by_key(|(g, _)| *g)
         .unwrap();
-    assert_eq!(Manifest::version_of(&newest.1), Some(3));
+    assert_eq!(
+        Manifest::version_of(&newest.1),
+        Some(tegula_smrdb::manifest::MANIFEST_VERSION)
+    );
     let db = Db::open(dev, tiny_opts()).unwrap();
     for (k, v) in [
         (&b"old1"[..], &b"v1"[..]),

@@ -48,9 +48,10 @@ impl Db {
     /// Finishes a recovery stopped at an unlogged write and starts the background thread.
     fn start(inner: Inner) -> Result<Db> {
         let inner = Arc::new(inner);
-        if inner.recovered_gap.is_some() {
+        if inner.restart_log {
             // Put what was replayed into a band and drop the log bands, whose records after
-            // the gap must never be replayed (a crash in between repeats the same recovery).
+            // the gap (or the cut) must never be replayed (a crash in between repeats the same
+            // recovery).
             let mut w = inner.writer.lock();
             inner.rotate(&mut w)?;
             drop(w);

@@ -237,6 +237,7 @@ impl Inner {
             let saved = ms.m.clone();
             old_logs = std::mem::take(&mut ms.imm_zones);
             ms.m.log_zones.retain(|z| !old_logs.contains(z));
+            ms.m.log_ends.retain(|z, _| !old_logs.contains(z));
             ms.m.flushed_seq = ms.m.flushed_seq.max(imm.max_seq());
             ms.m.bands.extend(bands.iter().map(|b| b.meta.clone()));
             if let Err(e) = self.commit(&mut ms) {

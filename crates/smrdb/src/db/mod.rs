@@ -119,9 +119,10 @@ pub(crate) struct Inner {
     closed: AtomicBool,
     /// Flushed memtables that readers may still hold; the background thread frees them.
     retired: Mutex<Vec<Arc<Memtable>>>,
-    /// Recovery stopped at this unlogged write (a gap marker): the log bands still hold
-    /// records after it until `Db::open` flushes the replayed memtable.
-    recovered_gap: Option<u64>,
+    /// Recovery stopped the log early (at a gap marker of an unlogged write, or where a log
+    /// band closed without a flush lost chunks): the log bands still hold records after it
+    /// until `Db::open` flushes the replayed memtable.
+    restart_log: bool,
     /// Damaged redundant copies (superblock, manifest) that opening found and rewrote from
     /// their good twins, and damaged log tail slots it passed over; `Db::check` reports them.
     repaired_at_open: Vec<String>,

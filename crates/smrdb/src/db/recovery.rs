@@ -186,10 +186,10 @@ impl Inner {
         };
         let mut inner = Self::recover(l, sb.mode, m, opts)?;
         inner.repaired_at_open.splice(0..0, repaired);
-        if version < crate::manifest::MANIFEST_VERSION {
-            // Log bands written by an older engine hold "SLOG" chunks only: never append
-            // version 2 chunks to one (the next log band is new, and starting it records a
-            // current manifest, which older engines refuse).
+        if version < 3 {
+            // Log bands written by an engine before manifest version 3 hold "SLOG" chunks
+            // only: never append version 2 chunks to one (the next log band is new, and
+            // starting it records a current manifest, which older engines refuse).
             inner.writer.get_mut().active = None;
         }
         Ok(inner)
@@ -263,29 +263,37 @@ impl Inner {
         }
         let mut active = None;
         let mut gap = None;
+        // Where a log band closed without a flush (`Manifest::log_ends`) lost chunks past its
+        // saved write pointer: the log ends there.
+        let mut cut: Option<String> = None;
+        // The last sequence number of the records replayed so far (the records past a saved
+        // write pointer must continue it: an earlier use of the band left older ones).
+        let chain_last = std::cell::Cell::new(0u64);
+        let mut visit = |r: log::Record<'_>| -> bool {
+            if r.count == 0 {
+                // A gap marker: the write `first_seq` was not logged. Unless a flush put it
+                // in a band, it is lost, and so is everything logged after it (replaying
+                // those would not give the state after a prefix of the writes).
+                if r.first_seq > m.flushed_seq {
+                    gap = Some(r.first_seq);
+                    return false;
+                }
+                return true;
+            }
+            chain_last.set(r.first_seq + r.count - 1);
+            for (j, (k, v)) in r.ops().enumerate() {
+                let s = r.first_seq + j as u64;
+                if s > m.flushed_seq {
+                    mem.insert(k, s, v);
+                    last_seq = last_seq.max(s);
+                }
+            }
+            true
+        };
         for (i, &z) in m.log_zones.iter().enumerate() {
             let zi = dev.dev.zone(z).map_err(Error::Device)?;
             let wp = zi.written_sectors();
-            let end = log::replay_zone(&dev, z, wp, &mut |r| {
-                if r.count == 0 {
-                    // A gap marker: the write `first_seq` was not logged. Unless a flush put
-                    // it in a band, it is lost, and so is everything logged after it
-                    // (replaying those would not give the state after a prefix of the writes).
-                    if r.first_seq > m.flushed_seq {
-                        gap = Some(r.first_seq);
-                        return false;
-                    }
-                    return true;
-                }
-                for (j, (k, v)) in r.ops().enumerate() {
-                    let s = r.first_seq + j as u64;
-                    if s > m.flushed_seq {
-                        mem.insert(k, s, v);
-                        last_seq = last_seq.max(s);
-                    }
-                }
-                true
-            })?;
+            let end = log::replay_zone(&dev, z, wp, &mut visit)?;
             if end.stopped {
                 break;
             }
@@ -296,7 +304,47 @@ impl Inner {
                     end.end_sector
                 );
             }
+            let closed_at = m.log_ends.get(&z).copied();
+            if let Some(closed) = closed_at.filter(|&c| c > end.end_sector) {
+                // Chunks written past the saved write pointer before the engine moved on.
+                let beyond = if end.torn || end.end_sector != wp {
+                    None
+                } else {
+                    log::chunks_beyond_write_pointer(&dev, z, wp, closed)?
+                };
+                let mut whole = beyond.is_some();
+                let mut stopped = false;
+                for r in log::records(beyond.as_deref().unwrap_or_default()) {
+                    match r {
+                        Ok(r) if r.count == 0 || r.first_seq > chain_last.get() => {
+                            if !visit(r) {
+                                stopped = true;
+                                break;
+                            }
+                        }
+                        _ => {
+                            whole = false;
+                            break;
+                        }
+                    }
+                }
+                if stopped {
+                    break;
+                }
+                if !whole {
+                    let later = m.log_zones.len() - i - 1;
+                    cut = Some(format!(
+                        "log band {z}: its chunks from sector {} (its saved write pointer {wp}) \
+                         to sector {closed}, where the engine moved on from it without a \
+                         flush, are not all there (a power cut before a sync); the log ends \
+                         there and its {later} later log band(s) are not replayed",
+                        end.end_sector
+                    ));
+                    break;
+                }
+            }
             if i + 1 == m.log_zones.len()
+                && closed_at.is_none()
                 && !end.torn
                 && end.end_sector == wp
                 && wp < dev.zone_sectors
@@ -304,6 +352,9 @@ impl Inner {
                 // A clean tail: keep appending here.
                 active = Some((z, wp));
             }
+        }
+        if let Some(c) = &cut {
+            tracing::warn!("smrdb recovery: {c}");
         }
         // The records a crash of the process left only in a tail slot continue the log. They
         // are not durable yet: `durable_seq` stays below them, so that a sync writes them.
@@ -313,7 +364,11 @@ impl Inner {
         let tail = match metacopies::tail_slots(conv_sectors, slot_sectors) {
             None => None,
             Some(lbas) => {
-                let at = if gap.is_none() { active } else { None };
+                let at = if gap.is_none() && cut.is_none() {
+                    active
+                } else {
+                    None
+                };
                 let t = recover_tail(&dev, lbas, at, m.flushed_seq, last_seq)?;
                 for n in &t.notes {
                     tracing::warn!("smrdb recovery: {n}");
@@ -366,6 +421,11 @@ impl Inner {
                     free.insert(z.index);
                 }
             }
+        }
+        let cut_log = cut.is_some();
+        if let Some(c) = cut {
+            tail_notes.push(c);
+            active = None;
         }
         if let Some(g) = gap {
             tracing::info!(
@@ -427,7 +487,7 @@ impl Inner {
             delete_pressure: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             retired: Mutex::new(Vec::new()),
-            recovered_gap: gap,
+            restart_log: gap.is_some() || cut_log,
             repaired_at_open: tail_notes,
             counters: Counters::default(),
             mode,

@@ -259,6 +259,14 @@ impl Inner {
         {
             let mut ms = self.meta.lock();
             ms.imm_zones = std::mem::take(&mut w.mem_zones);
+            // The next commit (the next band's) records where this band's chunks end, as
+            // `ensure_log_room` does for a band left full.
+            if let Some((z, end)) = w
+                .active
+                .filter(|_| self.dev.dev.durable_only_when_flushed())
+            {
+                ms.m.log_ends.insert(z, end);
+            }
         }
         w.active = None;
         let mut sv = self.sv.write();
@@ -282,26 +290,33 @@ impl Inner {
         self.write_out(w)?;
         // Everything in the earlier log bands must be durable before a later band can hold
         // anything, or a crash could keep later records and lose earlier ones; unless the
-        // device never makes a write durable without a flush of its zone (a sync below then
-        // flushes the log bands in order), when the full band may stay volatile, and is never
-        // written at all if its memtable reaches a band first. With the log written through,
-        // such a device's log bands are flushed all the same (those of an immutable memtable
-        // too): their write pointers are saved only then, and recovery after a crash of the
-        // process follows only the last log band past its saved write pointer
-        // (`log::chunks_beyond_write_pointer`).
+        // device never makes a write durable without a flush of its zone (zone files: a sync
+        // below then flushes the log bands in order), when the full band may stay volatile,
+        // and is never written at all if its memtable reaches a band first. Such a device
+        // saves a zone's write pointer only at a flush of it, so the manifest that lists the
+        // next band records where the full one's chunks end (`Manifest::log_ends`): recovery
+        // after a crash of the process follows them past the saved write pointer, and after
+        // a power cut that lost some of them stops the log there (nothing synced is among
+        // them: a sync flushes every log band).
+        let closed = w
+            .active
+            .filter(|_| self.dev.dev.durable_only_when_flushed());
         if !self.dev.dev.durable_only_when_flushed() {
             self.dev.flush(IoKind::Log)?;
-        } else if self.log_write_through {
-            let logs = self.meta.lock().m.log_zones.clone();
-            self.dev.flush_zones(IoKind::Log, &logs)?;
         }
         let mut ms = self.meta.lock();
         let z = self.alloc(&mut ms, self.log_keep())?;
         // A device that places zones by what they hold (KVIMR) keeps logs out of harm's way.
         self.dev.dev.hint_zone(z, tegula_device::ZoneHint::Log);
         ms.m.log_zones.push(z);
+        if let Some((cz, end)) = closed {
+            ms.m.log_ends.insert(cz, end);
+        }
         if let Err(e) = self.commit(&mut ms) {
             ms.m.log_zones.pop();
+            if let Some((cz, _)) = closed {
+                ms.m.log_ends.remove(&cz);
+            }
             ms.free.insert(z);
             return Err(e);
         }
