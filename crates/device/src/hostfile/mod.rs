@@ -369,6 +369,9 @@ impl HostBanded {
             }
         }
         g.unsynced.clear();
+        if let Some(z) = g.zero_ahead.as_mut() {
+            z.synced_all();
+        }
         Ok(())
     }
 
