@@ -1,5 +1,6 @@
 //! Each engine of a multi-engine run in a process of its own, so that each engine's peak
-//! resident memory is measured alone: `tegula bench db|ycsb` re-executes itself once per
+//! resident memory is measured alone, and each started after a `sync(2)`, so that none runs
+//! while the kernel is still writing back the previous one's data: `tegula bench db|ycsb` re-executes itself once per
 //! engine with the same arguments plus hidden `--child_engine INDEX --child_json FILE` (and
 //! `--db DIR` naming the run directory the parent made), waits for it, and adopts the
 //! results the child printed and wrote. The child's peak RSS is the kernel's high-water mark
@@ -137,6 +138,10 @@ pub fn run_all(names: &[&str], run_dir: Option<&Path>, printer: &Printer) -> Res
         if interrupt::requested() {
             return Err(tegula_bench::Error::Interrupted.into());
         }
+        // The previous engine's writes still being written back by the kernel would slow the
+        // next one's I/O: every engine starts with the page cache's dirty data on disk.
+        // SAFETY: sync(2) takes no arguments and cannot fail.
+        unsafe { libc::sync() };
         let (results, ended) = run_child(i, name, run_dir)?;
         printer.adopt(results);
         match ended {
