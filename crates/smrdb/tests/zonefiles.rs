@@ -286,6 +286,16 @@ fn write_and_kill(dir: &Path, n: u64) -> Vec<Op> {
     ops
 }
 
+/// A new database in `dir` whose process is killed after 14,000 unsynced puts spread over
+/// several log bands; returns the puts in order.
+fn create_write_and_kill(dir: &Path) -> Vec<Op> {
+    Db::create(Arc::new(files(dir)), format(Mode::Soc), several_log_bands())
+        .unwrap()
+        .close()
+        .unwrap();
+    write_and_kill(dir, 14000)
+}
+
 /// The log bands the newest manifest records as left without a flush whose chunks run past
 /// their saved write pointers: (zone, saved write pointer, end), oldest first.
 fn unflushed_log_bands(dir: &Path) -> (usize, Vec<(u32, u64, u64)>) {
@@ -311,15 +321,7 @@ fn unflushed_log_bands(dir: &Path) -> (usize, Vec<(u32, u64, u64)>) {
 fn a_killed_process_loses_nothing_from_log_bands_left_unflushed() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("zones");
-    Db::create(
-        Arc::new(files(&dir)),
-        format(Mode::Soc),
-        several_log_bands(),
-    )
-    .unwrap()
-    .close()
-    .unwrap();
-    let ops = write_and_kill(&dir, 14000);
+    let ops = create_write_and_kill(&dir);
     let (logs, behind) = unflushed_log_bands(&dir);
     assert!(logs >= 3, "{logs} log bands");
     assert!(
@@ -346,15 +348,7 @@ fn a_killed_process_loses_nothing_from_log_bands_left_unflushed() {
 fn a_power_cut_that_lost_an_unflushed_log_band_stops_the_log_there() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path().join("zones");
-    Db::create(
-        Arc::new(files(&dir)),
-        format(Mode::Soc),
-        several_log_bands(),
-    )
-    .unwrap()
-    .close()
-    .unwrap();
-    let ops = write_and_kill(&dir, 14000);
+    let ops = create_write_and_kill(&dir);
     let (_, behind) = unflushed_log_bands(&dir);
     let &(z, wp, end) = behind.last().expect("a log band left unflushed");
     // The page cache never wrote the band's sectors past its saved write pointer.

@@ -261,10 +261,7 @@ impl Inner {
             ms.imm_zones = std::mem::take(&mut w.mem_zones);
             // The next commit (the next band's) records where this band's chunks end, as
             // `ensure_log_room` does for a band left full.
-            if let Some((z, end)) = w
-                .active
-                .filter(|_| self.dev.dev.durable_only_when_flushed())
-            {
+            if let Some((z, end)) = self.left_unflushed(w) {
                 ms.m.log_ends.insert(z, end);
             }
         }
@@ -298,9 +295,7 @@ impl Inner {
         // after a crash of the process follows them past the saved write pointer, and after
         // a power cut that lost some of them stops the log there (nothing synced is among
         // them: a sync flushes every log band).
-        let closed = w
-            .active
-            .filter(|_| self.dev.dev.durable_only_when_flushed());
+        let closed = self.left_unflushed(w);
         if !self.dev.dev.durable_only_when_flushed() {
             self.dev.flush(IoKind::Log)?;
         }
@@ -323,6 +318,14 @@ impl Inner {
         w.active = Some((z, 0));
         w.mem_zones.push(z);
         Ok(())
+    }
+
+    /// The active log band and where its chunks end, when moving on from it leaves it
+    /// unflushed (a device that saves a zone's write pointer only at its flush): the manifest
+    /// records that end (`Manifest::log_ends`).
+    fn left_unflushed(&self, w: &WriteState) -> Option<(u32, u64)> {
+        w.active
+            .filter(|_| self.dev.dev.durable_only_when_flushed())
     }
 
     pub(super) fn write_out(&self, w: &mut WriteState) -> Result<()> {
