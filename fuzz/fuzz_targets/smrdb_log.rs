@@ -1,9 +1,12 @@
 //! Log chunks, log tail slots and batch payloads: decoding arbitrary bytes never panics, a
-//! decoded payload re-encodes to the same batches, and a decoded tail slot to the same bytes.
+//! decoded payload re-encodes to the same batches (and, cut anywhere in a continued chunk,
+//! yields its whole records), and a decoded tail slot to the same bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tegula_smrdb::log::{decode_chunk, decode_payload, encode_batch, frame, tail};
+use tegula_smrdb::log::{
+    decode_chunk, decode_payload, encode_batch, frame, frame_continued, tail, whole_records_len,
+};
 
 fuzz_target!(|data: &[u8]| {
     let _ = decode_chunk(data, 512);
@@ -28,5 +31,12 @@ fuzz_target!(|data: &[u8]| {
             .expect("a framed chunk decodes")
             .expect("a framed chunk is there");
         assert_eq!(again, batches);
+        // Cut anywhere, the whole records before the cut are what a continued chunk yields.
+        let cut = data.len() / 2;
+        let whole = whole_records_len(&p[..cut.min(p.len())]);
+        let (first, _) = decode_chunk(&frame_continued(&p[..cut.min(p.len())], 512), 512)
+            .expect("a framed chunk decodes")
+            .expect("a framed chunk is there");
+        assert_eq!(decode_payload(&p[..whole]).ok(), Some(first));
     }
 });

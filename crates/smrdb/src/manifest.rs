@@ -20,8 +20,10 @@ pub const MANIFEST_MAGIC: u64 = u64::from_le_bytes(*b"SMRDBMAN");
 /// engine that knows only "SLOG" chunks would take for the end of the log. Version 4: the body
 /// ends with the log bands closed without a flush and where their chunks end
 /// ([`Manifest::log_ends`]), which an older engine would replay only up to their saved write
-/// pointers. An engine refuses a manifest newer than it knows instead.
-pub const MANIFEST_VERSION: u32 = 4;
+/// pointers. Version 5: they may hold continued chunks (magic "SLC2", a record going on in
+/// the next chunk), which an older engine would report as corruption; body as version 4.
+/// An engine refuses a manifest newer than it knows instead.
+pub const MANIFEST_VERSION: u32 = 5;
 /// Oldest manifest version read (version 1 logs hold no gap markers, versions 1 and 2 only
 /// "SLOG" chunks; the body is the same in the first three).
 pub const MANIFEST_MIN_VERSION: u32 = 1;
@@ -311,7 +313,7 @@ mod tests {
     fn bytes_follow_the_documented_layout() {
         let m = Manifest::default();
         let mut want = b"SMRDBMAN".to_vec();
-        want.extend_from_slice(&4u32.to_le_bytes());
+        want.extend_from_slice(&5u32.to_le_bytes());
         want.extend_from_slice(&0u64.to_le_bytes());
         // Body: next_band_id, flushed_seq, no log zones, no bands, no pointers, no log ends.
         want.extend_from_slice(&6u32.to_le_bytes());
@@ -332,23 +334,25 @@ mod tests {
             assert_eq!(Manifest::decode(&with_version(v)).unwrap(), no_ends);
             assert_eq!(Manifest::version_of(&with_version(v)), Some(v));
         }
-        assert_eq!(
-            Manifest::decode(&with_version_of(&sample(), 4)).unwrap(),
-            sample()
-        );
-        let e = Manifest::decode(&with_version(5)).unwrap_err();
+        for v in 4..=5 {
+            assert_eq!(
+                Manifest::decode(&with_version_of(&sample(), v)).unwrap(),
+                sample()
+            );
+        }
+        let e = Manifest::decode(&with_version(6)).unwrap_err();
         assert_eq!(
             e,
             FormatError::Frame(FrameError::Version {
                 name: "smrdb manifest",
-                found: 5
+                found: 6
             })
         );
-        assert!(e.to_string().contains("version 5"), "{e}");
+        assert!(e.to_string().contains("version 6"), "{e}");
         assert!(Manifest::decode(&with_version(0)).is_err());
         // A copy of an unknown version is still read whole (and then refused).
-        let v5 = with_version(5);
-        assert_eq!(Manifest::encoded_len(&v5), Some(v5.len()));
-        assert_eq!(Manifest::version_of(&v5), Some(5));
+        let v6 = with_version(6);
+        assert_eq!(Manifest::encoded_len(&v6), Some(v6.len()));
+        assert_eq!(Manifest::version_of(&v6), Some(6));
     }
 }

@@ -290,6 +290,9 @@ impl Inner {
             }
             true
         };
+        // The start of a record that the last log band's last continued chunk began and no
+        // chunk completed: a tail slot may hold its rest.
+        let mut tail_carry = Vec::new();
         for (i, &z) in m.log_zones.iter().enumerate() {
             let zi = dev.dev.zone(z).map_err(Error::Device)?;
             let wp = zi.written_sectors();
@@ -297,6 +300,7 @@ impl Inner {
             if end.stopped {
                 break;
             }
+            let mut carry = end.carry.clone();
             if end.torn {
                 tracing::info!(
                     "smrdb recovery: log band {z} ends in a chunk torn by a power cut at \
@@ -314,7 +318,14 @@ impl Inner {
                 };
                 let mut whole = beyond.is_some();
                 let mut stopped = false;
-                for r in log::records(beyond.as_deref().unwrap_or_default()) {
+                // The chunks past the write pointer complete the record the band's replay
+                // carried over, if any; they must end at a record's end.
+                let log_bytes = [
+                    &std::mem::take(&mut carry)[..],
+                    beyond.as_deref().unwrap_or_default(),
+                ]
+                .concat();
+                for r in log::records(&log_bytes) {
                     match r {
                         Ok(r) if r.count == 0 || r.first_seq > chain_last.get() => {
                             if !visit(r) {
@@ -343,6 +354,23 @@ impl Inner {
                     break;
                 }
             }
+            if !carry.is_empty() {
+                if i + 1 < m.log_zones.len() {
+                    // The engine completes a continued chunk's record in the same band before
+                    // it moves on to another.
+                    return Err(Error::corruption(
+                        z,
+                        end.end_sector * dev.ss,
+                        format!(
+                            "log band {z} ends inside a record (of {} bytes so far, at sector \
+                             {}), but later log bands follow",
+                            carry.len(),
+                            end.end_sector
+                        ),
+                    ));
+                }
+                tail_carry = carry;
+            }
             if i + 1 == m.log_zones.len()
                 && closed_at.is_none()
                 && !end.torn
@@ -360,6 +388,7 @@ impl Inner {
         // are not durable yet: `durable_seq` stays below them, so that a sync writes them.
         let durable_seq = last_seq;
         let mut buf = log::LogBuffer::default();
+        let mut dangling = !tail_carry.is_empty();
         let mut tail_notes = Vec::new();
         let tail = match metacopies::tail_slots(conv_sectors, slot_sectors) {
             None => None,
@@ -369,7 +398,8 @@ impl Inner {
                 } else {
                     None
                 };
-                let t = recover_tail(&dev, lbas, at, m.flushed_seq, last_seq)?;
+                let t = recover_tail(&dev, lbas, at, &tail_carry, m.flushed_seq, last_seq)?;
+                dangling &= !t.continues_carry;
                 for n in &t.notes {
                     tracing::warn!("smrdb recovery: {n}");
                 }
@@ -384,8 +414,8 @@ impl Inner {
                         mem.insert(k, s, v);
                         last_seq = last_seq.max(s);
                     }
-                    buf.append_record(r.first_seq, r.count as usize, &r.ops);
                 }
+                buf.append_raw(&t.log);
                 if gap.is_some() {
                     // As for a marker in a log band: what came before it is in the memtable,
                     // which `Db::open` puts in a band.
@@ -422,7 +452,18 @@ impl Inner {
                 }
             }
         }
-        let cut_log = cut.is_some();
+        if dangling {
+            // The rest of the record went nowhere: the write was never acknowledged (its tail
+            // slot is written before it returns). Nothing may be appended behind its start, so
+            // the log starts over.
+            tracing::info!(
+                "smrdb recovery: the log ends inside a record that a crash cut short ({} \
+                 bytes); that write was never acknowledged",
+                tail_carry.len()
+            );
+            active = None;
+        }
+        let cut_log = cut.is_some() || dangling;
         if let Some(c) = cut {
             tail_notes.push(c);
             active = None;
@@ -512,6 +553,11 @@ struct TailRecord {
 struct RecoveredTail {
     generation: u64,
     records: Vec<TailRecord>,
+    /// The log bytes after the replayed log's end (chunks past the saved write pointer and the
+    /// slot's payload), for the log buffer: they may begin with the rest of a record.
+    log: Vec<u8>,
+    /// A slot completed the record the replayed log ended inside.
+    continues_carry: bool,
     /// What is wrong with a slot that was passed over.
     notes: Vec<String>,
 }
@@ -524,12 +570,14 @@ struct RecoveredTail {
 /// ([`log::chunks_beyond_write_pointer`]: a banded file or zone files), and whose every record
 /// continues the sequence numbers (above `last_seq` and increasing: records of a slot or
 /// chunk left from an earlier use of the band are older; gap markers above `flushed_seq` are
-/// kept for the caller). A damaged slot is reported and passed over: its write never
+/// kept for the caller). `carry` is the start of a record the replayed log ended inside: the
+/// slot's chain must complete it. A damaged slot is reported and passed over: its write never
 /// completed (a power cut), or the sector is damaged; no synced write relies on a slot.
 fn recover_tail(
     dev: &Dev,
     lbas: [u64; 2],
     log_end: Option<(u32, u64)>,
+    carry: &[u8],
     flushed_seq: u64,
     last_seq: u64,
 ) -> Result<RecoveredTail> {
@@ -554,8 +602,12 @@ fn recover_tail(
         return Ok(out);
     };
     for (generation, z, sector, payload, lba) in slots {
-        if z != zone || sector < end {
+        if z != zone {
             continue;
+        }
+        if sector < end {
+            // The log went on past this slot, and an older slot is older still.
+            break;
         }
         if sector > dev.zone_sectors {
             // Not a place the log can reach: damage the checksum missed, or not ours.
@@ -566,10 +618,11 @@ fn recover_tail(
             ));
             continue;
         }
-        let Some(mut bytes) = log::chunks_beyond_write_pointer(dev, zone, end, sector)? else {
+        let Some(mut log) = log::chunks_beyond_write_pointer(dev, zone, end, sector)? else {
             continue;
         };
-        bytes.extend_from_slice(&payload);
+        log.extend_from_slice(&payload);
+        let bytes = [carry, &log[..]].concat();
         let mut records = Vec::new();
         let mut last = last_seq;
         let mut continues = true;
@@ -608,6 +661,8 @@ fn recover_tail(
         }
         if continues {
             out.records = records;
+            out.continues_carry = !carry.is_empty();
+            out.log = log;
             break;
         }
     }

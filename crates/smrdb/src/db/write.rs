@@ -97,19 +97,6 @@ impl Inner {
             if let Some(g) = gap {
                 rec_len += log::record_len(g, 0, &[]);
             }
-            if self.log_write_through
-                && !w.buf.is_empty()
-                && !self.fits_tail(w, w.buf.len() + rec_len)
-                && self.fits_tail(w, rec_len)
-            {
-                // The records handed over so far fill a tail slot: they go to the log band
-                // as a chunk of their own, before this record would carry it into one more
-                // sector. (A record too large for a slot goes to the band with them, in one
-                // chunk.)
-                if let Err(e) = self.write_out(w) {
-                    return self.fail(e);
-                }
-            }
             if let Err(e) = self.ensure_log_room(w, rec_len) {
                 return self.fail(e);
             }
@@ -345,20 +332,38 @@ impl Inner {
         Ok(())
     }
 
-    /// Whether `bytes` of records fit one log tail slot (never, on a layout without slots).
-    fn fits_tail(&self, w: &WriteState, bytes: usize) -> bool {
-        w.tail.is_some() && bytes <= log::tail::capacity(self.dev.ss)
-    }
-
     /// Hands the buffered log records to the device (`Options::log_write_through`): to the
-    /// older tail slot when they fit one, else to the log band as a chunk.
+    /// older tail slot when they fit one; else the whole sectors they fill to the log band as
+    /// a continued chunk and the rest to the slot (so that a record larger than a sector
+    /// costs its bytes in the band, not a padded sector more); else to the band as a chunk.
     pub(super) fn hand_off_log(&self, w: &mut WriteState) -> Result<()> {
         if w.buf.is_empty() {
             return Ok(());
         }
-        let (Some(t), Some((zone, next))) = (w.tail, w.active) else {
+        let (Some(t), Some((zone, mut next))) = (w.tail, w.active) else {
             return self.write_out(w);
         };
+        let ss = self.dev.ss;
+        if w.buf.len() > log::tail::capacity(ss) {
+            let (sectors, rest) = w.buf.whole_sectors(ss);
+            // The rest must fit a slot, and the chunk that completes it this band (the room
+            // the buffer's padded chunk would take, which `ensure_log_room` checked).
+            if sectors == 0
+                || rest > log::tail::capacity(ss)
+                || next + sectors + u64::from(rest > 0) > self.dev.zone_sectors
+            {
+                return self.write_out(w);
+            }
+            if rest == 0 {
+                // Whole records filling whole sectors: an ordinary chunk.
+                return self.write_out(w);
+            }
+            let chunk = w.buf.framed_sectors(ss, sectors);
+            self.dev.write_at(zone, next, chunk, IoKind::Log)?;
+            w.buf.consume_sectors(ss, sectors);
+            next += sectors;
+            w.active = Some((zone, next));
+        }
         let generation = t.generation + 1;
         let Some(slot) = log::tail::encode(zone, next, generation, w.buf.records(), self.dev.ss)
         else {

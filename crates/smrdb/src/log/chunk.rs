@@ -3,6 +3,11 @@
 //! `magic "SLG2" | len u32 | payload crc u32 | header crc u32 | payload (len bytes) | zero
 //! padding to a sector`
 //!
+//! or, the same layout with magic "SLC2", a *continued* chunk: whole sectors whose payload
+//! may end inside a record, which goes on in the band's next chunk (or, until that is
+//! written, in a log tail slot naming the sector after it). A record larger than a sector
+//! then costs its bytes in the band, not a padded sector more.
+//!
 //! where the header crc (masked crc32c) covers the 12 bytes before it and the payload crc the
 //! payload: the codec's sealed header [`CHUNK_FRAME`], with the length as its one field.
 //! Version 1 (read only; written before the header had its own checksum):
@@ -24,6 +29,11 @@ pub const LOG_MAGIC: u32 = u32::from_le_bytes(*b"SLG2");
 pub const LOG_MAGIC_V1: u32 = u32::from_le_bytes(*b"SLOG");
 /// The header of a version 2 chunk: magic "SLG2", len u32, payload crc, header crc (masked).
 pub const CHUNK_FRAME: SealedHeader = SealedHeader::new("log chunk", b"SLG2", 4).masked();
+/// Magic of a continued version 2 chunk (its last record may go on in the next chunk).
+pub const LOG_MAGIC_CONTINUED: u32 = u32::from_le_bytes(*b"SLC2");
+/// The header of a continued chunk: [`CHUNK_FRAME`]'s layout with magic "SLC2".
+pub const CONTINUED_FRAME: SealedHeader =
+    SealedHeader::new("continued log chunk", b"SLC2", 4).masked();
 /// The checksum of a version 1 chunk (masked, of its length and payload).
 pub const CHUNK_V1_CRC: Suffix = Suffix::masked("log chunk");
 /// Bytes of a version 2 chunk header.
@@ -46,6 +56,8 @@ pub enum Head {
         len: u32,
         /// Header bytes before the payload.
         header: usize,
+        /// A continued chunk ("SLC2"): its payload may end inside a record.
+        continued: bool,
     },
 }
 
@@ -62,15 +74,18 @@ impl Head {
 /// Reads the chunk header at the start of `b` (at least [`CHUNK_HEADER`] bytes for a
 /// version 2 chunk, else it is [`Head::Damaged`]).
 pub fn read_head(b: &[u8]) -> Head {
-    if CHUNK_FRAME.has_magic(b) {
-        return match CHUNK_FRAME.open(b).and_then(|h| Ok(h.dec().u32()?)) {
-            Ok(len) => Head::Chunk {
-                version: 2,
-                len,
-                header: CHUNK_HEADER,
-            },
-            Err(e) => Head::Damaged(e),
-        };
+    for (frame, continued) in [(CHUNK_FRAME, false), (CONTINUED_FRAME, true)] {
+        if frame.has_magic(b) {
+            return match frame.open(b).and_then(|h| Ok(h.dec().u32()?)) {
+                Ok(len) => Head::Chunk {
+                    version: 2,
+                    len,
+                    header: CHUNK_HEADER,
+                    continued,
+                },
+                Err(e) => Head::Damaged(e),
+            };
+        }
     }
     if b.starts_with(&LOG_MAGIC_V1.to_le_bytes()) {
         let mut r = Dec::new(b);
@@ -79,6 +94,7 @@ pub fn read_head(b: &[u8]) -> Head {
                 version: 1,
                 len,
                 header: CHUNK_HEADER_V1,
+                continued: false,
             },
             Err(e) => Head::Damaged(e.into()),
         };
@@ -86,18 +102,34 @@ pub fn read_head(b: &[u8]) -> Head {
     Head::Missing
 }
 
-/// Fills the header of a version 2 chunk whose payload follows at `buf[CHUNK_HEADER..]`.
-pub fn seal(buf: &mut [u8]) {
+/// Fills the header of a version 2 chunk whose payload follows at `buf[CHUNK_HEADER..]`
+/// (a continued one, "SLC2", when `continued`).
+pub fn seal(buf: &mut [u8], continued: bool) {
     let len = buf.len().saturating_sub(CHUNK_HEADER) as u32;
-    CHUNK_FRAME.seal_in_place(buf, &len.to_le_bytes());
+    let frame = if continued {
+        CONTINUED_FRAME
+    } else {
+        CHUNK_FRAME
+    };
+    frame.seal_in_place(buf, &len.to_le_bytes());
 }
 
 /// Frames a payload as a version 2 chunk padded to whole sectors of `ss` bytes.
 pub fn frame(payload: &[u8], ss: u64) -> Vec<u8> {
+    frame_as(payload, ss, false)
+}
+
+/// Frames a payload as a continued chunk ("SLC2"; tests and fuzzing: the engine frames its
+/// continued chunks in place, whole sectors without padding).
+pub fn frame_continued(payload: &[u8], ss: u64) -> Vec<u8> {
+    frame_as(payload, ss, true)
+}
+
+fn frame_as(payload: &[u8], ss: u64, continued: bool) -> Vec<u8> {
     let mut b = Vec::with_capacity(payload.len() + CHUNK_HEADER + ss as usize);
     b.resize(CHUNK_HEADER, 0);
     b.extend_from_slice(payload);
-    seal(&mut b);
+    seal(&mut b, continued);
     let n = (b.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
     b.resize(n as usize, 0);
     b
@@ -123,21 +155,27 @@ pub fn frame_v1(payload: &[u8], ss: u64) -> Vec<u8> {
 /// chunk magic, `Err` when a chunk is there but damaged ([`FrameError::HeaderChecksum`],
 /// [`FrameError::Checksum`]) or cut short ([`FrameError::Truncated`]).
 pub fn chunk_payload(buf: &[u8]) -> Result<Option<&[u8]>, FormatError> {
-    let (version, len, header) = match read_head(buf) {
+    let (version, len, header, continued) = match read_head(buf) {
         Head::Missing => return Ok(None),
         Head::Damaged(e) => return Err(e.into()),
         Head::Chunk {
             version,
             len,
             header,
-        } => (version, len, header),
+            continued,
+        } => (version, len, header, continued),
     };
     let mut d = Dec::new(buf);
     d.take(header).map_err(FrameError::from)?;
     let payload = d.take(len as usize).map_err(FrameError::from)?;
     if version == 2 {
-        let h = CHUNK_FRAME.open(buf)?;
-        CHUNK_FRAME.check_payload(&h, payload)?;
+        let frame = if continued {
+            CONTINUED_FRAME
+        } else {
+            CHUNK_FRAME
+        };
+        let h = frame.open(buf)?;
+        frame.check_payload(&h, payload)?;
     } else {
         let mut r = Dec::new(buf);
         r.take(4).map_err(FrameError::from)?;
@@ -156,6 +194,7 @@ mod tests {
         let payload = b"some records".to_vec();
         for (f, version, header) in [
             (frame(&payload, 512), 2, CHUNK_HEADER),
+            (frame_continued(&payload, 512), 2, CHUNK_HEADER),
             (frame_v1(&payload, 512), 1, CHUNK_HEADER_V1),
         ] {
             assert_eq!(f.len(), 512);
@@ -174,6 +213,18 @@ mod tests {
             }
         }
         assert_eq!(chunk_payload(&[0u8; 512]), Ok(None));
+        assert!(matches!(
+            read_head(&frame_continued(&payload, 512)),
+            Head::Chunk {
+                continued: true,
+                ..
+            }
+        ));
+        // The magic is under the header checksum: a chunk cannot pass for the other kind.
+        let mut swapped = frame(&payload, 512);
+        swapped[1] = b'L';
+        swapped[2] = b'C';
+        assert!(matches!(read_head(&swapped), Head::Damaged(_)));
         assert!(matches!(
             chunk_payload(&frame(&payload, 512)[..20]),
             Err(FormatError::Frame(FrameError::Truncated(_)))
@@ -202,6 +253,11 @@ mod tests {
         v1.resize(512, 0);
         assert_eq!(frame_v1(b"abc", 512), v1);
         assert_eq!(chunk_payload(&v1), Ok(Some(&b"abc"[..])));
+        let mut c = f.clone();
+        c[..4].copy_from_slice(b"SLC2");
+        let hc = crc(&c[..12]);
+        c[12..16].copy_from_slice(&hc.to_le_bytes());
+        assert_eq!(frame_continued(b"abc", 512), c);
         assert_eq!(read_head(&v1).sectors(512), 1);
     }
 

@@ -1,6 +1,7 @@
 //! The write-ahead log, kept in log bands. Records are gathered in a log buffer and written
 //! as one chunk per device write ([`chunk`]: a checksummed header and a checksummed payload,
-//! zero-padded to a sector). The payload is a run of batch records
+//! zero-padded to a sector; a *continued* chunk fills whole sectors and its last record goes
+//! on in the next chunk). The payloads of a band's chunks are a run of batch records
 //! `varint rec_len | varint first_seq | varint count | op*`, an op being
 //! `kind u8 (0 delete, 1 put) | bytes key | [bytes value]`. [`replay`] reads a band back and
 //! tells a torn tail (the end of the log) from damage (corruption, wherever it lies).
@@ -9,7 +10,9 @@ pub mod chunk;
 pub mod replay;
 pub mod tail;
 
-pub use chunk::{frame, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_V1};
+pub use chunk::{
+    frame, frame_continued, frame_v1, CHUNK_HEADER, LOG_MAGIC, LOG_MAGIC_CONTINUED, LOG_MAGIC_V1,
+};
 pub use replay::{
     chunks_beyond_write_pointer, chunks_beyond_write_pointer_in_pieces, replay_zone, LogEnd,
 };
@@ -154,6 +157,21 @@ fn parse_record<'a>(p: &'a [u8], r: &mut Dec<'a>) -> Result<Record<'a>, FormatEr
     })
 }
 
+/// Bytes of the whole records at the start of `p`, judged by their length prefixes only (a
+/// continued chunk's payload, or what a replay carries over from one, ends in part of a
+/// record; [`records`] checks the whole ones).
+pub fn whole_records_len(p: &[u8]) -> usize {
+    let mut r = Dec::new(p);
+    let mut whole = 0;
+    while !r.is_empty() {
+        if r.bytes_varint().is_err() {
+            break;
+        }
+        whole = r.pos();
+    }
+    whole
+}
+
 /// Decodes a chunk payload into batches `(first_seq, ops)`.
 pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, FormatError> {
     records(p)
@@ -170,12 +188,13 @@ pub fn decode_payload(p: &[u8]) -> Result<Vec<(u64, Vec<Op>)>, FormatError> {
 }
 
 /// The log buffer: batch records gathered behind room for a chunk header, so that a chunk is
-/// framed in place (no copy of the buffer per log write).
+/// framed in place (no copy of the buffer per log write). After a continued chunk
+/// ([`LogBuffer::framed_sectors`]) it starts with the rest of the record that chunk ended in.
 #[derive(Debug, Clone)]
 pub struct LogBuffer {
-    /// Header room, records, and (once framed) the padding to a sector.
+    /// Header room, log bytes, and (once framed) the padding to a sector.
     buf: Vec<u8>,
-    /// End of the records in `buf`.
+    /// End of the log bytes in `buf`.
     end: usize,
 }
 
@@ -189,7 +208,7 @@ impl Default for LogBuffer {
 }
 
 impl LogBuffer {
-    /// Bytes of records gathered.
+    /// Bytes of log gathered (records, after a continued chunk the rest of one first).
     pub fn len(&self) -> usize {
         self.end - CHUNK_HEADER
     }
@@ -211,13 +230,47 @@ impl LogBuffer {
     /// bytes [`frame`] would return); call [`LogBuffer::clear`] once it is written.
     pub fn framed(&mut self, ss: u64) -> &[u8] {
         self.buf.truncate(self.end);
-        chunk::seal(&mut self.buf);
+        chunk::seal(&mut self.buf, false);
         let n = (self.buf.len() as u64).div_ceil(ss.max(1)) * ss.max(1);
         self.buf.resize(n as usize, 0);
         &self.buf
     }
 
-    /// The gathered records (what a chunk of them would carry as its payload).
+    /// Whole sectors of `ss` bytes that a continued chunk of the gathered log can fill, with
+    /// the bytes left after them: `(0, _)` when the log does not fill one sector.
+    pub fn whole_sectors(&self, ss: u64) -> (u64, usize) {
+        let ss = ss.max(1);
+        let n = self.end as u64 / ss;
+        (n, self.end - (n * ss) as usize)
+    }
+
+    /// The first `sectors` whole sectors of the gathered log framed as a continued chunk
+    /// (no padding); once it is written, [`LogBuffer::consume_sectors`] drops them.
+    pub fn framed_sectors(&mut self, ss: u64, sectors: u64) -> &[u8] {
+        self.buf.truncate(self.end);
+        let n = ((sectors * ss.max(1)) as usize).min(self.end);
+        chunk::seal(&mut self.buf[..n], true);
+        &self.buf[..n]
+    }
+
+    /// Drops the log bytes of the first `sectors` sectors (written as a continued chunk): the
+    /// rest of the log moves to the front.
+    pub fn consume_sectors(&mut self, ss: u64, sectors: u64) {
+        let n = ((sectors * ss.max(1)) as usize).min(self.end);
+        self.buf.truncate(self.end);
+        self.buf.drain(CHUNK_HEADER..n);
+        self.end = self.buf.len();
+    }
+
+    /// Appends log bytes as they are (recovery: the rest of a record and the records after
+    /// it, taken from a tail slot).
+    pub fn append_raw(&mut self, bytes: &[u8]) {
+        self.buf.truncate(self.end);
+        self.buf.extend_from_slice(bytes);
+        self.end = self.buf.len();
+    }
+
+    /// The gathered log bytes (what a chunk of them would carry as its payload).
     pub fn records(&self) -> &[u8] {
         &self.buf[CHUNK_HEADER..self.end]
     }
@@ -229,8 +282,8 @@ impl LogBuffer {
     }
 }
 
-/// Decodes the chunk (either version) at the start of `buf`: its batches and the bytes it
-/// occupies (padding included, for sectors of `ss` bytes). `Ok(None)` when `buf` holds no
+/// Decodes the chunk (either version) at the start of `buf`: its batches (of a continued
+/// chunk, those whole in it) and the bytes it occupies (padding included, for sectors of `ss` bytes). `Ok(None)` when `buf` holds no
 /// chunk magic; `Err` when a chunk is there but torn or damaged.
 #[allow(clippy::type_complexity)]
 pub fn decode_chunk(
@@ -239,6 +292,13 @@ pub fn decode_chunk(
 ) -> Result<Option<(Vec<(u64, Vec<Op>)>, usize)>, FormatError> {
     let Some(payload) = chunk::chunk_payload(buf)? else {
         return Ok(None);
+    };
+    // A continued chunk's last record goes on in the next chunk: only its whole ones.
+    let payload = match chunk::read_head(buf) {
+        chunk::Head::Chunk {
+            continued: true, ..
+        } => &payload[..whole_records_len(payload)],
+        _ => payload,
     };
     let batches = decode_payload(payload)?;
     let bytes = (chunk::read_head(buf).sectors(ss.max(1)) * ss.max(1)) as usize;
@@ -306,5 +366,44 @@ mod tests {
             lb.clear();
             assert!(lb.is_empty());
         }
+    }
+
+    /// A log buffer larger than a sector gives whole sectors as a continued chunk and keeps
+    /// the rest (a record's end, then whole records) for the next chunk; the two chunks'
+    /// payloads, joined, are the records.
+    #[test]
+    fn continued_chunks_split_the_log_at_sector_boundaries() {
+        let ss = 512u64;
+        let mut lb = LogBuffer::default();
+        let mut want = Vec::new();
+        for i in 0..5u64 {
+            let ops: Vec<Op> = vec![(vec![b'k'; 8], Some(vec![i as u8; 300]))];
+            let rec = encode_batch(i + 1, &ops);
+            want.extend_from_slice(&rec);
+            lb.append_raw(&rec);
+        }
+        let (sectors, rest) = lb.whole_sectors(ss);
+        assert_eq!(sectors, (CHUNK_HEADER + want.len()) as u64 / ss);
+        assert_eq!(rest, CHUNK_HEADER + want.len() - (sectors * ss) as usize);
+        let first = lb.framed_sectors(ss, sectors).to_vec();
+        assert_eq!(first.len() as u64, sectors * ss);
+        assert_eq!(&first[..4], b"SLC2");
+        lb.consume_sectors(ss, sectors);
+        assert_eq!(lb.len(), rest);
+        let second = lb.framed(ss).to_vec();
+        assert_eq!(&second[..4], b"SLG2");
+        let p1 = chunk::chunk_payload(&first).unwrap().unwrap();
+        let p2 = chunk::chunk_payload(&second).unwrap().unwrap();
+        let joined = [p1, p2].concat();
+        assert_eq!(joined, want);
+        // The continued chunk alone yields its whole records only.
+        let (alone, n) = decode_chunk(&first, ss).unwrap().unwrap();
+        assert_eq!(n as u64, sectors * ss);
+        assert_eq!(
+            alone.len(),
+            decode_payload(&p1[..whole_records_len(p1)]).unwrap().len()
+        );
+        assert!(alone.len() < 5);
+        assert_eq!(decode_payload(&joined).unwrap().len(), 5);
     }
 }

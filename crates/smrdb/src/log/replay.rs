@@ -22,18 +22,26 @@
 //! over sectors never written) or the device keeps whole zones. Zeros with a valid chunk
 //! behind them are corruption like any other damage.
 //!
+//! A continued chunk's last record goes on in the next chunk: replay carries its bytes over
+//! and reads the record once the next chunk completes it. A record still incomplete where the
+//! band's log ends is handed back ([`LogEnd::carry`]): a log tail slot may hold its rest, and
+//! without one it was never acknowledged (the slot is written before the write returns).
+//!
 //! Version 1 chunks (see [`super::chunk`]) have no header checksum, so a damaged length field
 //! can make one claim to run past the write pointer; such a chunk is taken for the torn tail
 //! only if no valid chunk starts after it in the band.
 
 use super::chunk::{chunk_payload, read_head, Head};
-use super::{records, Record};
+use super::{records, whole_records_len, Record};
 use crate::error::{Error, Result};
 use crate::io::{Dev, IoKind};
 
 /// How replay of one log band ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LogEnd {
+    /// The first bytes of a record that a continued chunk began and no chunk after it
+    /// completed (empty when the log ends at a record's end).
+    pub carry: Vec<u8>,
     /// Sector just past the last chunk replayed.
     pub end_sector: u64,
     /// A chunk torn by a power cut starts at `end_sector`.
@@ -89,6 +97,8 @@ pub fn replay_zone(
             e,
         )
     };
+    // The start of a record a continued chunk began.
+    let mut carry: Vec<u8> = Vec::new();
     while pos < wp_sectors {
         ensure(&mut buf, &mut buf_start, pos, 1)?;
         let at = ((pos - buf_start) * ss) as usize;
@@ -106,8 +116,8 @@ pub fn replay_zone(
                 }
                 return Ok(LogEnd {
                     end_sector: pos,
-                    torn: false,
-                    stopped: false,
+                    carry,
+                    ..LogEnd::default()
                 });
             }
             Head::Missing => return Err(damaged(pos, "no chunk magic".into())),
@@ -130,7 +140,8 @@ pub fn replay_zone(
             return Ok(LogEnd {
                 end_sector: pos,
                 torn: true,
-                stopped: false,
+                carry,
+                ..LogEnd::default()
             });
         }
         ensure(&mut buf, &mut buf_start, pos, secs)?;
@@ -141,22 +152,42 @@ pub fn replay_zone(
             Ok(None) => return Err(damaged(pos, "no chunk magic".into())),
             Err(e) => return Err(undecodable(pos, e)),
         };
-        for r in records(payload) {
+        let joined;
+        let log: &[u8] = if carry.is_empty() {
+            payload
+        } else {
+            joined = [&carry[..], payload].concat();
+            &joined
+        };
+        let continued = matches!(
+            head,
+            Head::Chunk {
+                continued: true,
+                ..
+            }
+        );
+        let whole = if continued {
+            whole_records_len(log)
+        } else {
+            log.len()
+        };
+        for r in records(&log[..whole]) {
             let r = r.map_err(|e| undecodable(pos, e))?;
             if !visit(r) {
                 return Ok(LogEnd {
                     end_sector: pos + secs,
-                    torn: false,
                     stopped: true,
+                    ..LogEnd::default()
                 });
             }
         }
+        carry = log[whole..].to_vec();
         pos += secs;
     }
     Ok(LogEnd {
         end_sector: pos,
-        torn: false,
-        stopped: false,
+        carry,
+        ..LogEnd::default()
     })
 }
 
@@ -184,8 +215,11 @@ fn valid_chunk_after(dev: &Dev, zone: u32, from: u64, wp_sectors: u64) -> Result
                 whole = dev.read_at(zone, (s + i) * ss, (secs * ss) as usize, IoKind::Log)?;
                 &whole[..]
             };
+            // A version 2 chunk checks itself (header and payload crcs; its records may
+            // continue a record of the chunk before); a version 1 chunk's records must decode.
             if let Ok(Some(p)) = chunk_payload(chunk) {
-                if records(p).all(|r| r.is_ok()) {
+                let v1 = matches!(read_head(chunk), Head::Chunk { version: 1, .. });
+                if !v1 || records(p).all(|r| r.is_ok()) {
                     return Ok(Some(s + i));
                 }
             }
@@ -202,7 +236,8 @@ const PIECE_SECTORS: u64 = 2048;
 /// The records of the chunks a crashed process wrote to log band `zone` from its saved write
 /// pointer `from` up to sector `to` (where a log tail slot says the log went on), read past
 /// the write pointer ([`Dev::read_beyond`]): the payloads of whole, valid chunks lying back to
-/// back from `from` to exactly `to`, concatenated; `None` when anything else is there (a
+/// back from `from` to exactly `to`, concatenated (the log bytes, which may begin with the rest
+/// of a record and end in part of one); `None` when anything else is there (a
 /// chunk that is missing, damaged or stale, one that runs past `to`) or the device keeps
 /// nothing past its write pointers. The caller checks the records' sequence numbers.
 pub fn chunks_beyond_write_pointer(
@@ -263,8 +298,10 @@ pub fn chunks_beyond_write_pointer_in_pieces(
         }
         let at = ((pos - wstart) * ss) as usize;
         let chunk = &window[at..at + (secs * ss) as usize];
+        // Each chunk checks itself; the caller decodes the records (which may run from one
+        // chunk into the next after a continued one).
         match chunk_payload(chunk) {
-            Ok(Some(p)) if records(p).all(|r| r.is_ok()) => out.extend_from_slice(p),
+            Ok(Some(p)) => out.extend_from_slice(p),
             _ => return Ok(None),
         }
         pos += secs;
