@@ -147,6 +147,14 @@ fn with_the_log_buffered_in_the_process_a_crash_loses_writes() {
     db.close().unwrap();
 }
 
+/// The LBAs of the two log tail slots on the device as SMRDB sees it: the two sectors before
+/// superblock copy B, the conventional area's last sector (slot `g mod 2` holds generation `g`).
+fn tail_slot_lbas(dev: &dyn ZonedDevice) -> [u64; 2] {
+    let info = dev.info();
+    let last = info.conventional_zones as u64 * info.zone_sectors - 1;
+    [last - 2, last - 1]
+}
+
 /// A damaged newest tail slot is reported by `Db::check` and not used; the records it alone
 /// held are lost (it was never synced), those of the older slot for the same place are kept.
 #[test]
@@ -175,8 +183,7 @@ fn a_damaged_tail_slot_is_reported_and_passed_over() {
     // put's slot is generation 3, at the second of the two.
     let dev = seen(disk.clone());
     let info = dev.info();
-    let last = info.conventional_zones as u64 * info.zone_sectors - 1;
-    let newest = last - 2 + (3 % 2);
+    let newest = tail_slot_lbas(dev.as_ref())[3 % 2];
     let mut b = vec![0u8; info.sector_size as usize];
     dev.read(newest, &mut b).unwrap();
     assert_eq!(&b[..4], b"SLT1", "the newest slot is where the layout says");
@@ -267,16 +274,15 @@ fn a_tail_slot_naming_a_sector_past_the_band_is_passed_over() {
     crash(db);
     let dev = seen(disk.clone());
     let info = dev.info();
-    let last = info.conventional_zones as u64 * info.zone_sectors - 1;
     let ss = info.sector_size as u64;
-    // Generation 2 is the newest slot, at the first of the two (LBA last - 2).
+    // Generation 2 is the newest slot, at the first of the two.
     let mut b = vec![0u8; ss as usize];
-    dev.read(last - 2, &mut b).unwrap();
+    dev.read(tail_slot_lbas(dev.as_ref())[0], &mut b).unwrap();
     let t = tegula_smrdb::log::tail::decode(&b).unwrap().unwrap();
     assert_eq!(t.generation, 2);
     let forged =
         tegula_smrdb::log::tail::encode(t.zone, info.zone_sectors * 4, 3, t.payload, ss).unwrap();
-    dev.write(last - 1, &forged).unwrap();
+    dev.write(tail_slot_lbas(dev.as_ref())[1], &forged).unwrap();
     drop(dev);
     let db = open_or_create(&disk, Mode::Soc, &o, false);
     assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"value"[..]));
@@ -369,9 +375,7 @@ fn a_record_cut_short_at_the_end_of_the_log_was_never_acknowledged() {
     db.put(&key(99), &vec![7u8; ss * 5 / 2]).unwrap();
     crash(db);
     let dev = seen(disk.clone());
-    let info = dev.info();
-    let last = info.conventional_zones as u64 * info.zone_sectors - 1;
-    let slots = [last - 2, last - 1];
+    let slots = tail_slot_lbas(dev.as_ref());
     let generation = |b: &[u8]| u64::from_le_bytes(b[16..24].try_into().unwrap());
     let mut bufs = slots.map(|lba| {
         let mut b = vec![0u8; ss];

@@ -296,11 +296,11 @@ impl Inner {
         for (i, &z) in m.log_zones.iter().enumerate() {
             let zi = dev.dev.zone(z).map_err(Error::Device)?;
             let wp = zi.written_sectors();
-            let end = log::replay_zone(&dev, z, wp, &mut visit)?;
+            let mut end = log::replay_zone(&dev, z, wp, &mut visit)?;
             if end.stopped {
                 break;
             }
-            let mut carry = end.carry.clone();
+            let mut carry = std::mem::take(&mut end.carry);
             if end.torn {
                 tracing::info!(
                     "smrdb recovery: log band {z} ends in a chunk torn by a power cut at \

@@ -346,16 +346,14 @@ impl Inner {
         let ss = self.dev.ss;
         if w.buf.len() > log::tail::capacity(ss) {
             let (sectors, rest) = w.buf.whole_sectors(ss);
-            // The rest must fit a slot, and the chunk that completes it this band (the room
-            // the buffer's padded chunk would take, which `ensure_log_room` checked).
+            // An ordinary chunk unless there is a rest (whole records filling whole sectors
+            // need none), it fits a slot, and the chunk that completes it fits this band (the
+            // room the buffer's padded chunk would take, which `ensure_log_room` checked).
             if sectors == 0
+                || rest == 0
                 || rest > log::tail::capacity(ss)
-                || next + sectors + u64::from(rest > 0) > self.dev.zone_sectors
+                || next + sectors + 1 > self.dev.zone_sectors
             {
-                return self.write_out(w);
-            }
-            if rest == 0 {
-                // Whole records filling whole sectors: an ordinary chunk.
                 return self.write_out(w);
             }
             let chunk = w.buf.framed_sectors(ss, sectors);

@@ -106,12 +106,16 @@ pub fn read_head(b: &[u8]) -> Head {
 /// (a continued one, "SLC2", when `continued`).
 pub fn seal(buf: &mut [u8], continued: bool) {
     let len = buf.len().saturating_sub(CHUNK_HEADER) as u32;
-    let frame = if continued {
+    frame_of(continued).seal_in_place(buf, &len.to_le_bytes());
+}
+
+/// The sealed header of a version 2 chunk of either kind.
+fn frame_of(continued: bool) -> SealedHeader {
+    if continued {
         CONTINUED_FRAME
     } else {
         CHUNK_FRAME
-    };
-    frame.seal_in_place(buf, &len.to_le_bytes());
+    }
 }
 
 /// Frames a payload as a version 2 chunk padded to whole sectors of `ss` bytes.
@@ -169,11 +173,7 @@ pub fn chunk_payload(buf: &[u8]) -> Result<Option<&[u8]>, FormatError> {
     d.take(header).map_err(FrameError::from)?;
     let payload = d.take(len as usize).map_err(FrameError::from)?;
     if version == 2 {
-        let frame = if continued {
-            CONTINUED_FRAME
-        } else {
-            CHUNK_FRAME
-        };
+        let frame = frame_of(continued);
         let h = frame.open(buf)?;
         frame.check_payload(&h, payload)?;
     } else {

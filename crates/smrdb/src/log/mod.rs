@@ -293,15 +293,16 @@ pub fn decode_chunk(
     let Some(payload) = chunk::chunk_payload(buf)? else {
         return Ok(None);
     };
+    let head = chunk::read_head(buf);
     // A continued chunk's last record goes on in the next chunk: only its whole ones.
-    let payload = match chunk::read_head(buf) {
+    let payload = match head {
         chunk::Head::Chunk {
             continued: true, ..
         } => &payload[..whole_records_len(payload)],
         _ => payload,
     };
     let batches = decode_payload(payload)?;
-    let bytes = (chunk::read_head(buf).sectors(ss.max(1)) * ss.max(1)) as usize;
+    let bytes = (head.sectors(ss.max(1)) * ss.max(1)) as usize;
     Ok(Some((batches, bytes)))
 }
 
