@@ -139,6 +139,20 @@ pub trait BlockDevice: Send + Sync {
         let done = self.write_with(lba, &data, flags)?;
         Ok((done, data))
     }
+    /// Reads `buf.len()` bytes at byte `offset` of the device, which need not be whole
+    /// sectors, with [`BlockDevice::read`]'s checks on the sectors they lie in. Devices that
+    /// keep their data in host files copy just those bytes (a 4 KiB block that spans two
+    /// sectors costs one 4 KiB copy, not 8 KiB); the default reads the sectors and copies.
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {
+        let info = self.info();
+        let ss = u64::from(info.sector_size);
+        let (lba, sectors) = byte_span(offset, buf.len(), ss, info.capacity_sectors)?;
+        let mut whole = vec![0u8; (sectors * ss) as usize];
+        let done = self.read(lba, &mut whole)?;
+        let skip = (offset - lba * ss) as usize;
+        buf.copy_from_slice(&whole[skip..skip + buf.len()]);
+        Ok(done)
+    }
     /// Makes every completed write durable.
     fn flush(&self) -> Result<IoDone>;
     /// Tells the device that sectors are no longer needed.
@@ -261,6 +275,9 @@ impl<T: BlockDevice + ?Sized> BlockDevice for std::sync::Arc<T> {
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
         (**self).read(lba, buf)
     }
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {
+        (**self).read_bytes(offset, buf)
+    }
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         (**self).write_with(lba, data, flags)
     }
@@ -342,6 +359,28 @@ pub fn submit_serially<D: BlockDevice + ?Sized>(
             Request::Flush => dev.flush().map(|done| Completion { done, data: None }),
         })
         .collect()
+}
+
+/// The sectors `(first LBA, count)` that hold `len` bytes at byte `offset` of a device of
+/// `capacity` sectors of `ss` bytes ([`BlockDevice::read_bytes`]'s checks).
+pub fn byte_span(offset: u64, len: usize, ss: u64, capacity: u64) -> Result<(u64, u64)> {
+    let ss = ss.max(1);
+    let lba = offset / ss;
+    let Some(end) = offset.checked_add(len as u64).filter(|_| len > 0) else {
+        return Err(crate::DeviceError::BadLength {
+            len,
+            sector_size: ss as u32,
+        });
+    };
+    let sectors = end.div_ceil(ss) - lba;
+    if lba + sectors > capacity {
+        return Err(crate::DeviceError::OutOfRange {
+            lba,
+            sectors,
+            capacity,
+        });
+    }
+    Ok((lba, sectors))
 }
 
 /// The whole sectors of a `len`-byte transfer at `lba` on a device of `capacity` sectors of

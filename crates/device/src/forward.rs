@@ -24,7 +24,7 @@
 
 /// Implements the named `BlockDevice` or `ZonedDevice` methods of a wrapper by calling the
 /// same method of `self.$inner`: `forward!(inner: info, read, flush)` inside the `impl`.
-/// Methods: `info`, `read`, `write_with`, `flush`, `discard`, `submit`, `now`, `idle`,
+/// Methods: `info`, `read`, `read_bytes`, `write_with`, `flush`, `discard`, `submit`, `now`, `idle`,
 /// `report_zones`, `zone`, `zone_action`, `zone_space`, `can_rewind`, `rewind_write_pointer`,
 /// `flush_zones`, `durable_only_when_flushed`, `hint_zone`, `read_beyond_write_pointer`, `host_page_cache`.
 #[macro_export]
@@ -40,6 +40,11 @@ macro_rules! forward {
     (@one $inner:ident read) => {
         fn read(&self, lba: u64, buf: &mut [u8]) -> $crate::Result<$crate::IoDone> {
             self.$inner.read(lba, buf)
+        }
+    };
+    (@one $inner:ident read_bytes) => {
+        fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> $crate::Result<$crate::IoDone> {
+            self.$inner.read_bytes(offset, buf)
         }
     };
     (@one $inner:ident write_with) => {

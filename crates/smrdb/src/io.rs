@@ -159,14 +159,10 @@ impl Dev {
         }
     }
 
-    /// Reads `len` bytes at byte offset `off` of `zone` (whole sectors are read).
+    /// Reads `len` bytes at byte offset `off` of `zone`.
     pub fn read_at(&self, zone: u32, off: u64, len: usize, kind: IoKind) -> Result<Vec<u8>> {
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let (mut buf, skip) = self.read_span(zone, off, len, kind)?;
-        buf.drain(..skip);
-        buf.truncate(len);
+        let mut buf = vec![0u8; len];
+        self.read_into(zone, off, &mut buf, kind)?;
         Ok(buf)
     }
 
@@ -174,7 +170,7 @@ impl Dev {
     /// corruption error when they run past the zone end (a damaged extent).
     fn sectors_of(&self, zone: u32, off: u64, len: usize) -> Result<(u64, u64)> {
         let first = off / self.ss;
-        let end = (off + len as u64).div_ceil(self.ss);
+        let end = off.saturating_add(len as u64).div_ceil(self.ss);
         if end > self.zone_sectors {
             return Err(Error::corruption(
                 zone,
@@ -185,10 +181,26 @@ impl Dev {
         Ok((first, end))
     }
 
-    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone` into the
-    /// start of `buf`, reusing its allocation (a read-ahead window refilled again and again is
-    /// neither reallocated nor zeroed: `buf` only grows); returns the byte offset in the zone
-    /// of `buf[0]` (the first sector's start) and how many bytes of `buf` were read.
+    /// Reads `buf.len()` bytes at byte offset `off` of `zone` into `buf`: exactly those bytes
+    /// where the device keeps its data in host files, the sectors holding them elsewhere
+    /// ([`tegula_device::BlockDevice::read_bytes`]); the sectors count as read.
+    fn read_into(&self, zone: u32, off: u64, buf: &mut [u8], kind: IoKind) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let (first, end) = self.sectors_of(zone, off, buf.len())?;
+        let done = self
+            .dev
+            .read_bytes(self.zone_lba(zone) * self.ss + off, buf)
+            .map_err(Error::Device)?;
+        self.account(kind, (end - first) * self.ss, done, false);
+        Ok(())
+    }
+
+    /// Reads `len` bytes at byte offset `off` of `zone` into the start of `buf`, reusing its
+    /// allocation (a read-ahead window refilled again and again is neither reallocated nor
+    /// zeroed: `buf` only grows); returns the byte offset in the zone of `buf[0]` (`off`)
+    /// and how many bytes of `buf` were read (`len`).
     pub fn read_window(
         &self,
         zone: u32,
@@ -197,42 +209,16 @@ impl Dev {
         kind: IoKind,
         buf: &mut Vec<u8>,
     ) -> Result<(u64, usize)> {
-        let (first, end) = self.sectors_of(zone, off, len)?;
-        let n = ((end - first) * self.ss) as usize;
-        if buf.len() < n {
-            buf.resize(n, 0);
+        if buf.len() < len {
+            buf.resize(len, 0);
         }
-        let done = self
-            .dev
-            .read(self.zone_lba(zone) + first, &mut buf[..n])
-            .map_err(Error::Device)?;
-        self.account(kind, n as u64, done, false);
-        Ok((first * self.ss, n))
+        self.read_into(zone, off, &mut buf[..len], kind)?;
+        Ok((off, len))
     }
 
-    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone`; returns
-    /// them and where the requested bytes start in them (callers that copy the bytes out
-    /// anyway save [`Dev::read_at`]'s move to the front).
-    pub fn read_span(
-        &self,
-        zone: u32,
-        off: u64,
-        len: usize,
-        kind: IoKind,
-    ) -> Result<(Vec<u8>, usize)> {
-        let (first, end) = self.sectors_of(zone, off, len)?;
-        let mut buf = vec![0u8; ((end - first) * self.ss) as usize];
-        let done = self
-            .dev
-            .read(self.zone_lba(zone) + first, &mut buf)
-            .map_err(Error::Device)?;
-        self.account(kind, buf.len() as u64, done, false);
-        Ok((buf, (off - first * self.ss) as usize))
-    }
-
-    /// Reads the whole sectors holding `len` bytes at byte offset `off` of `zone` into a
-    /// buffer this thread reuses, and hands `f` exactly those bytes (a block read that keeps
-    /// a copy of part of them allocates and zeroes no sector buffer of its own).
+    /// Reads `len` bytes at byte offset `off` of `zone` into a buffer this thread reuses, and
+    /// hands them to `f` (a block read that keeps a copy of part of them allocates and zeroes
+    /// no buffer of its own).
     pub fn with_span<T>(
         &self,
         zone: u32,
@@ -244,22 +230,14 @@ impl Dev {
         thread_local! {
             static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
         }
-        let (first, end) = self.sectors_of(zone, off, len)?;
-        let n = ((end - first) * self.ss) as usize;
         // Taken out of the thread-local while in use, so that a nested call gets its own.
         let mut buf = SCRATCH.with(|c| c.take());
-        if buf.len() < n {
-            buf.resize(n, 0);
+        if buf.len() < len {
+            buf.resize(len, 0);
         }
         let r = self
-            .dev
-            .read(self.zone_lba(zone) + first, &mut buf[..n])
-            .map_err(Error::Device)
-            .and_then(|done| {
-                self.account(kind, n as u64, done, false);
-                let skip = (off - first * self.ss) as usize;
-                f(&buf[skip..skip + len])
-            });
+            .read_into(zone, off, &mut buf[..len], kind)
+            .and_then(|()| f(&buf[..len]));
         if buf.capacity() <= 4 << 20 {
             SCRATCH.with(|c| c.set(buf));
         }

@@ -12,6 +12,7 @@ use common::*;
 use std::sync::Arc;
 use tegula_codec::checksum::masked_crc32c as crc;
 use tegula_device::{BlockDevice, Disk, Zone, ZoneFilter, ZonedDevice};
+use tegula_smrdb::log::chunk::frame_continued;
 use tegula_smrdb::log::chunk::{read_head, Head};
 use tegula_smrdb::log::{encode_batch, frame_v1};
 use tegula_smrdb::manifest::Manifest;
@@ -258,6 +259,73 @@ fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
     let last = *chunks(dev.as_ref(), &first).last().unwrap();
     flip(&disk, last, 100, 0x01);
     expect_corruption(&disk, &first, last);
+}
+
+/// An earlier log band whose last chunk is a continued one ("SLC2") ending inside a record,
+/// with a later log band after it: the engine completes a record in its band before it moves
+/// on, so this is damage, never a record a crash cut short (that can only be the newest log's
+/// end). The open reports corruption at the band's end and writes nothing.
+#[test]
+fn an_earlier_log_band_ending_inside_a_record_is_corruption() {
+    let disk = tiny_disk(32);
+    let dev = seen(disk.clone());
+    let o = Options {
+        memtable_bytes: Some(8 << 20),
+        ..tiny_opts()
+    };
+    let db = Db::create(dev.clone(), format(Mode::Soc), o).unwrap();
+    for i in 0..1500u32 {
+        put(
+            &db,
+            format!("k{i:04}").as_bytes(),
+            &[b'v'; 1000],
+            WriteOptions::default(),
+        );
+    }
+    put(&db, b"synced", b"s", SYNCED);
+    crash(&disk, db);
+    let dev = seen(disk.clone());
+    let (first, _, _, _) = find_in_log(dev.as_ref(), b"k0000");
+    let (second, _, _, _) = find_in_log(dev.as_ref(), b"synced");
+    assert_ne!(first.index, second.index, "the log spans two bands");
+    // The first band's last chunk, rewritten as a continued chunk of the same sectors whose
+    // payload stops ten bytes short of its last record's end.
+    let last = *chunks(dev.as_ref(), &first).last().unwrap();
+    let Head::Chunk {
+        len,
+        header,
+        continued: false,
+        ..
+    } = read_head(&sector(dev.as_ref(), last))
+    else {
+        panic!("the band's last chunk is not an ordinary one");
+    };
+    let sectors = (header + len as usize).div_ceil(SS);
+    let old: Vec<u8> = (0..sectors as u64)
+        .flat_map(|i| sector(dev.as_ref(), last + i))
+        .collect();
+    let payload = &old[header..header + len as usize];
+    let cut = frame_continued(&payload[..payload.len() - 10], SS as u64);
+    assert_eq!(cut.len(), sectors * SS, "the cut chunk keeps the sectors");
+    let at = raw(&disk, last);
+    disk.with_media(|m| {
+        m.write(at, &cut, true)?;
+        m.shingling_mut().clear(at + sectors as u64, 1 << 16);
+        Ok::<_, tegula_device::DeviceError>(())
+    })
+    .unwrap();
+    let before = footprint(&disk);
+    let err = match Db::open(seen(disk.clone()), tiny_opts()) {
+        Ok(_) => panic!("a log band ending inside a record was accepted"),
+        Err(e) => e,
+    };
+    let Error::Corruption { zone, what, .. } = &err else {
+        panic!("expected corruption, got {err}");
+    };
+    assert_eq!(*zone, first.index, "{err}");
+    assert!(what.contains("ends inside a record"), "{err}");
+    assert!(what.contains("later log bands follow"), "{err}");
+    assert_eq!(footprint(&disk), before, "a failed open changed the device");
 }
 
 /// A chunk a power cut tore (its last sectors never reached the media, so the write pointer

@@ -420,6 +420,24 @@ impl BlockDevice for HostBanded {
         })
     }
 
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {
+        let ss = u64::from(self.info.sector_size);
+        let (lba, n) = crate::api::byte_span(offset, buf.len(), ss, self.info.capacity_sectors)?;
+        self.inner.lock().zones.check_read(lba, n)?;
+        let start = self.now_ns();
+        match &self.map {
+            Some(m) => m.read(offset, buf)?,
+            None => self
+                .file
+                .read_exact_at(buf, offset)
+                .map_err(|e| DeviceError::io(format!("reading byte {offset}"), e))?,
+        }
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         let n = self.transfer(lba, data.len())?;
         let mut g = self.inner.lock();

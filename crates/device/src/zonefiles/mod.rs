@@ -548,6 +548,36 @@ impl BlockDevice for ZoneFiles {
         })
     }
 
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {
+        let ss = self.ss();
+        crate::api::byte_span(offset, buf.len(), ss, self.info.capacity_sectors)?;
+        let start = self.now_ns();
+        let zone_bytes = self.zone_sectors() * ss;
+        let (mut at, end) = (offset, offset + buf.len() as u64);
+        while at < end {
+            let zone = (at / zone_bytes) as u32;
+            let zone_start = u64::from(zone) * zone_bytes;
+            let take = end.min(zone_start + zone_bytes) - at;
+            let from = (at - offset) as usize;
+            let part = &mut buf[from..from + take as usize];
+            if zone < self.desc.conventional_zones {
+                self.conv
+                    .read_exact_at(part, at)
+                    .map_err(|e| io_err(format!("reading byte {at}"), e))?;
+            } else {
+                self.seq_zone(zone)?
+                    .read()
+                    .read_bytes(at - zone_start, part)
+                    .map_err(|e| localize(e, zone, zone_start / ss))?;
+            }
+            at += take;
+        }
+        Ok(IoDone {
+            start,
+            end: self.now_ns(),
+        })
+    }
+
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         let ss = self.ss();
         let n = self.info.transfer_sectors(lba, data.len())?;

@@ -216,3 +216,91 @@ fn creation_and_opening_refuse_what_is_not_theirs() {
         Err(DeviceError::Image { .. })
     ));
 }
+
+/// Sectors whose every byte tells where it is (the low bytes of its device offset, mixed).
+fn patterned(first_lba: u64, sectors: usize) -> Vec<u8> {
+    (0..sectors * SS)
+        .map(|i| {
+            let at = first_lba * SS as u64 + i as u64;
+            (at ^ (at >> 8) ^ (at >> 16)) as u8
+        })
+        .collect()
+}
+
+/// The device with only `read` of its own: reads bytes the default way (whole sectors).
+struct SectorsOnly {
+    dev: std::sync::Arc<ZoneFiles>,
+}
+
+impl BlockDevice for SectorsOnly {
+    crate::forward!(dev: info, read, write_with, flush, discard, submit, now, idle);
+}
+
+/// Reads of byte ranges (in the conventional zone, inside a sequential zone, across two
+/// zones, ending at a write pointer) copy exactly the bytes a read of the sectors around
+/// them finds, directly and through an `Arc`; a range past a write pointer is refused with
+/// the zone's number, as a sector read is; an empty range is refused.
+#[test]
+fn byte_reads_return_what_the_sectors_around_them_hold() {
+    let t = tempfile::tempdir().expect("tmp");
+    let d = ZoneFiles::open(&t.path().join("dev"), opts()).expect("create");
+    let zone_sectors = (ZONE / SS as u64) as usize;
+    d.write(lba(0, 0), &patterned(lba(0, 0), 16))
+        .expect("conventional");
+    d.write(lba(2, 0), &patterned(lba(2, 0), zone_sectors))
+        .expect("fill zone 2");
+    d.write(lba(3, 0), &patterned(lba(3, 0), 5))
+        .expect("zone 3");
+    let ss = SS as u64;
+    let plain = SectorsOnly {
+        dev: std::sync::Arc::new(d),
+    };
+    let zone3 = lba(3, 0) * ss;
+    let cases = [
+        (100, 5000),
+        (3 * ss - 1, 2),
+        (lba(2, 7) * ss + 13, 4096),
+        (zone3 - 3000, 6000),
+        (zone3 + 5 * ss - 77, 77),
+        (zone3, 5 * SS),
+    ];
+    for (offset, len) in cases {
+        let mut want = vec![0u8; len];
+        plain
+            .read_bytes(offset, &mut want)
+            .expect("default byte read");
+        let first = offset / ss;
+        let skip = (offset - first * ss) as usize;
+        let sectors = patterned(first, (skip + len).div_ceil(SS));
+        assert_eq!(
+            want,
+            sectors[skip..skip + len],
+            "default read of {offset}+{len}"
+        );
+        let mut got = vec![0u8; len];
+        (*plain.dev)
+            .read_bytes(offset, &mut got)
+            .expect("byte read");
+        assert_eq!(got, want, "{offset}+{len}");
+        let mut via = vec![0u8; len];
+        plain
+            .dev
+            .read_bytes(offset, &mut via)
+            .expect("through an Arc");
+        assert_eq!(via, want, "{offset}+{len} through an Arc");
+    }
+    for dev in [&plain as &dyn BlockDevice, &*plain.dev] {
+        match dev.read_bytes(zone3 + 5 * ss - 10, &mut [0u8; 11]) {
+            Err(DeviceError::ReadPastWritePointer { zone, .. }) => assert_eq!(zone, 3),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            dev.read_bytes(100, &mut []),
+            Err(DeviceError::BadLength { .. })
+        ));
+        assert!(matches!(
+            dev.read_bytes(8 * ZONE - 10, &mut [0u8; 11]),
+            Err(DeviceError::OutOfRange { .. })
+        ));
+    }
+}

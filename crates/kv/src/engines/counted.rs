@@ -59,6 +59,12 @@ impl<D: BlockDevice> BlockDevice for Counted<D> {
         Ok(d)
     }
 
+    fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {
+        let d = self.inner.read_bytes(offset, buf)?;
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        Ok(d)
+    }
+
     fn write_with(&self, lba: u64, data: &[u8], flags: WriteFlags) -> Result<IoDone> {
         let d = self.inner.write_with(lba, data, flags)?;
         self.written.fetch_add(data.len() as u64, Ordering::Relaxed);

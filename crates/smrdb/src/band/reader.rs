@@ -109,20 +109,26 @@ impl Band {
         if let Some(b) = cache.and_then(|c| c.get(self.meta.id, i as u32)) {
             return Ok(b);
         }
+        let b = self.load_block(dev, i, verify)?;
+        if let Some(c) = cache {
+            let len = self.index.extent(i).map_or(0, |(_, l)| l);
+            c.insert(self.meta.id, i as u32, b.clone(), u64::from(len));
+        }
+        Ok(b)
+    }
+
+    /// Reads block `i` from the device and checks it; returns its entry area (the cache is
+    /// neither asked nor filled).
+    pub fn load_block(&self, dev: &Dev, i: usize, verify: bool) -> Result<Block> {
         let (offset, len) = self
             .index
             .extent(i)
             .ok_or_else(|| Error::corruption(self.meta.zone, 0, format!("no block {i}")))?;
-        let b: Block =
-            dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
-                block_entries(raw, verify)
-                    .map(Arc::from)
-                    .map_err(|w| Error::malformed(self.meta.zone, offset, w.within("data block")))
-            })?;
-        if let Some(c) = cache {
-            c.insert(self.meta.id, i as u32, b.clone(), len as u64);
-        }
-        Ok(b)
+        dev.with_span(self.meta.zone, offset, len as usize, IoKind::Read, |raw| {
+            block_entries(raw, verify)
+                .map(Arc::from)
+                .map_err(|w| Error::malformed(self.meta.zone, offset, w.within("data block")))
+        })
     }
 
     fn decode(&self, buf: &[u8], offset: u64, verify: bool) -> Result<Vec<Entry>> {

@@ -140,10 +140,28 @@ impl BandCursor {
             return Ok(());
         };
         if self.blocks_read < CACHED_BLOCKS {
-            let b = self
-                .band
-                .block(&self.dev, Some(&self.cache), i, self.verify)?;
-            self.buf = Buf::Cached(b);
+            let (id, n) = (self.band.meta.id, i as u32);
+            self.buf = match self.cache.get(id, n) {
+                Some(b) => Buf::Cached(b),
+                None if self.cache.admit(id, n) => {
+                    let b = self.band.load_block(&self.dev, i, self.verify)?;
+                    self.cache.insert(id, n, b.clone(), len);
+                    Buf::Cached(b)
+                }
+                None => {
+                    // A block the cache does not admit ([`BlockCache::admit`]) is read into
+                    // the window and searched there, as a get does: no allocation, no
+                    // eviction.
+                    (self.window_off, self.window_len) = self.dev.read_window(
+                        self.band.meta.zone,
+                        offset,
+                        len as usize,
+                        IoKind::Read,
+                        &mut self.window,
+                    )?;
+                    self.window_block(offset, len)?
+                }
+            };
         } else {
             let end = offset + len;
             let have = offset >= self.window_off && end <= self.window_off + self.window_len as u64;
@@ -160,17 +178,23 @@ impl BandCursor {
                     &mut self.window,
                 )?;
             }
-            let a = (offset - self.window_off) as usize;
-            let raw = self.window[..self.window_len]
-                .get(a..a + len as usize)
-                .ok_or_else(|| self.corrupt("short block read"))?;
-            let n = block_entries(raw, self.verify)
-                .map_err(|w| self.corrupt(format!("data block: {w}")))?
-                .len();
-            self.buf = Buf::Window((a, a + n));
+            self.buf = self.window_block(offset, len)?;
         }
         self.blocks_read += 1;
         Ok(())
+    }
+
+    /// Checks the block of `len` bytes at zone offset `offset`, which the window holds, and
+    /// returns its entry area there.
+    fn window_block(&self, offset: u64, len: u64) -> Result<Buf> {
+        let a = (offset - self.window_off) as usize;
+        let raw = self.window[..self.window_len]
+            .get(a..a + len as usize)
+            .ok_or_else(|| self.corrupt("short block read"))?;
+        let n = block_entries(raw, self.verify)
+            .map_err(|w| self.corrupt(format!("data block: {w}")))?
+            .len();
+        Ok(Buf::Window((a, a + n)))
     }
 
     /// Parses the entry at `pos` of the current block, moving on to the next block at its end

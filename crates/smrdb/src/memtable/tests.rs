@@ -373,3 +373,47 @@ fn a_logged_memtable_reads_in_order_before_and_after_it_becomes_a_tree() {
     assert!(!is_log());
     check("a tree");
 }
+
+/// A sorted log's search narrowed by its prefix samples finds the same first version as the
+/// tree, for probes before, between, on and after its keys: keys that share their first 24
+/// bytes (equal samples across many strides), keys that differ there, several versions each,
+/// from a key's start and from just after one of its versions.
+#[test]
+fn the_sampled_search_of_a_sorted_log_starts_where_the_tree_does() {
+    let plain = Memtable::new();
+    let logged = Memtable::for_band(1 << 20, true);
+    let key = |i: u64| match i % 3 {
+        0 => format!("a-shared-prefix-of-24-bytes-{:05}", i * 7 % 1999),
+        1 => format!("k{:05}", i * 11 % 1999),
+        _ => format!("m{:03}", i % 211),
+    };
+    for seq in 1..6000u64 {
+        let k = key(seq);
+        let v = (seq % 5 != 0).then(|| seq.to_be_bytes());
+        for m in [&plain, &logged] {
+            m.insert(k.as_bytes(), seq, v.as_ref().map(|v| &v[..]));
+        }
+    }
+    let first = |m: &Memtable, from: BatchFrom<'_>| {
+        let mut b = FlatBatch::default();
+        m.batch_into(from, 3, 1 << 10, &mut b);
+        (0..b.len())
+            .map(|i| b.get(i).map(|e| e.to_entry()))
+            .collect::<Vec<_>>()
+    };
+    let mut probes: Vec<String> = (0..6000).map(key).collect();
+    probes.extend(["", "a", "a-shared-prefix-of-24-bytes-", "k", "m999", "zz"].map(String::from));
+    probes.extend((0..400).map(|i| format!("a-shared-prefix-of-24-bytes-{i:05}x")));
+    for p in &probes {
+        let from = BatchFrom::Start(p.as_bytes());
+        assert_eq!(first(&plain, from), first(&logged, from), "{p}");
+        for seq in [1, 2999, 5999] {
+            let from = BatchFrom::After(p.as_bytes(), seq);
+            assert_eq!(first(&plain, from), first(&logged, from), "after {p}@{seq}");
+        }
+    }
+    assert!(matches!(
+        logged.map.read().order,
+        Order::Log { sorted: true, ref tops, .. } if !tops.is_empty()
+    ));
+}
