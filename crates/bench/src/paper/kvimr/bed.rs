@@ -38,7 +38,8 @@ fn engine<E: std::error::Error + Send + Sync + 'static>(
 
 /// SMRDB's options for the experiment: inline compaction (deterministic; its device time is
 /// the run's), LevelDB-style levels of `level1_bands` bands growing `level_multiplier`-fold,
-/// LevelDB's L0 limits (the figures were measured with them), the log buffered in the process.
+/// LevelDB's L0 limits (the figures were measured with them), the log buffered in the process,
+/// every missed block cached.
 /// Then the run's `--smrdb-option`s.
 pub(super) fn db_options(s: &KvimrSizes) -> Result<DbOptions> {
     let opts = DbOptions {
@@ -47,6 +48,8 @@ pub(super) fn db_options(s: &KvimrSizes) -> Result<DbOptions> {
         loc_level_multiplier: s.level_multiplier,
         // The paper's log buffer (see `paper::smrdb`'s engine options).
         log_write_through: Some(false),
+        // Every missed block cached, as the figures were measured.
+        block_cache_second_miss: false,
         ..DbOptions::default().with_leveldb_l0_limits()
     };
     if s.smrdb_options.is_empty() {
