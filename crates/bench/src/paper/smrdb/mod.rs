@@ -416,7 +416,10 @@ fn paper_engine_options(smrdb_options: &[(String, serde_json::Value)]) -> Engine
         // The figures were measured with the memtable's tree on the write path.
         ("memtable_point_index".to_string(), serde_json::json!(false)),
         // And with every block a read missed entering the cache.
-        ("block_cache_second_miss".to_string(), serde_json::json!(false)),
+        (
+            "block_cache_second_miss".to_string(),
+            serde_json::json!(false),
+        ),
     ];
     pinned.extend(smrdb_options.iter().cloned());
     EngineOptions {
