@@ -231,10 +231,9 @@ fn damaged_magic_of_the_last_chunk_is_corruption() {
     assert!(e.contains("magic"), "{e}");
 }
 
-/// The last chunk of an earlier log band damaged, a later log band intact: replay used to take
-/// the damage for the first band's torn tail and go on with the second band.
-#[test]
-fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
+/// A database whose log spans two bands at a power cut (1,500 puts of 1,000 bytes in one
+/// 8 MiB memtable on 1 MiB zones, the last put synced): the disk and the first log band.
+fn log_in_two_bands() -> (Arc<Disk>, Zone) {
     let disk = tiny_disk(32);
     let dev = seen(disk.clone());
     let o = Options {
@@ -256,6 +255,15 @@ fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
     let (first, _, _, _) = find_in_log(dev.as_ref(), b"k0000");
     let (second, _, _, _) = find_in_log(dev.as_ref(), b"synced");
     assert_ne!(first.index, second.index, "the log spans two bands");
+    (disk, first)
+}
+
+/// The last chunk of an earlier log band damaged, a later log band intact: replay used to take
+/// the damage for the first band's torn tail and go on with the second band.
+#[test]
+fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
+    let (disk, first) = log_in_two_bands();
+    let dev = seen(disk.clone());
     let last = *chunks(dev.as_ref(), &first).last().unwrap();
     flip(&disk, last, 100, 0x01);
     expect_corruption(&disk, &first, last);
@@ -267,27 +275,8 @@ fn damaged_last_chunk_of_an_earlier_log_band_is_corruption() {
 /// end). The open reports corruption at the band's end and writes nothing.
 #[test]
 fn an_earlier_log_band_ending_inside_a_record_is_corruption() {
-    let disk = tiny_disk(32);
+    let (disk, first) = log_in_two_bands();
     let dev = seen(disk.clone());
-    let o = Options {
-        memtable_bytes: Some(8 << 20),
-        ..tiny_opts()
-    };
-    let db = Db::create(dev.clone(), format(Mode::Soc), o).unwrap();
-    for i in 0..1500u32 {
-        put(
-            &db,
-            format!("k{i:04}").as_bytes(),
-            &[b'v'; 1000],
-            WriteOptions::default(),
-        );
-    }
-    put(&db, b"synced", b"s", SYNCED);
-    crash(&disk, db);
-    let dev = seen(disk.clone());
-    let (first, _, _, _) = find_in_log(dev.as_ref(), b"k0000");
-    let (second, _, _, _) = find_in_log(dev.as_ref(), b"synced");
-    assert_ne!(first.index, second.index, "the log spans two bands");
     // The first band's last chunk, rewritten as a continued chunk of the same sectors whose
     // payload stops ten bytes short of its last record's end.
     let last = *chunks(dev.as_ref(), &first).last().unwrap();

@@ -403,21 +403,8 @@ impl BlockDevice for HostBanded {
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
-        let n = self.transfer(lba, buf.len())?;
-        self.inner.lock().zones.check_read(lba, n)?;
-        let start = self.now_ns();
-        let off = lba * self.info.sector_size as u64;
-        match &self.map {
-            Some(m) => m.read(off, buf)?,
-            None => self
-                .file
-                .read_exact_at(buf, off)
-                .map_err(|e| DeviceError::io(format!("reading LBA {lba}"), e))?,
-        }
-        Ok(IoDone {
-            start,
-            end: self.now_ns(),
-        })
+        self.transfer(lba, buf.len())?;
+        self.read_bytes(lba * u64::from(self.info.sector_size), buf)
     }
 
     fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {

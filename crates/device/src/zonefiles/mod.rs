@@ -519,33 +519,8 @@ impl BlockDevice for ZoneFiles {
     }
 
     fn read(&self, lba: u64, buf: &mut [u8]) -> Result<IoDone> {
-        let ss = self.ss();
-        let n = self.info.transfer_sectors(lba, buf.len())?;
-        let start = self.now_ns();
-        let zs = self.zone_sectors();
-        let (mut at, end) = (lba, lba + n);
-        while at < end {
-            let zone = (at / zs) as u32;
-            let zone_start = u64::from(zone) * zs;
-            let take = end.min(zone_start + zs) - at;
-            let from = ((at - lba) * ss) as usize;
-            let part = &mut buf[from..from + (take * ss) as usize];
-            if zone < self.desc.conventional_zones {
-                self.conv
-                    .read_exact_at(part, at * ss)
-                    .map_err(|e| io_err(format!("reading LBA {at}"), e))?;
-            } else {
-                self.seq_zone(zone)?
-                    .read()
-                    .read(at - zone_start, part)
-                    .map_err(|e| localize(e, zone, zone_start))?;
-            }
-            at += take;
-        }
-        Ok(IoDone {
-            start,
-            end: self.now_ns(),
-        })
+        self.info.transfer_sectors(lba, buf.len())?;
+        self.read_bytes(lba * self.ss(), buf)
     }
 
     fn read_bytes(&self, offset: u64, buf: &mut [u8]) -> Result<IoDone> {

@@ -98,22 +98,18 @@ impl Band {
         })
     }
 
-    /// Reads block `i` and checks it (through the cache when given); returns its entry area.
-    pub fn block(
+    /// Reads block `i`, checks it and puts it in `cache` (after a miss the cache admits);
+    /// returns its entry area.
+    pub fn cache_block(
         &self,
         dev: &Dev,
-        cache: Option<&BlockCache>,
+        cache: &BlockCache,
         i: usize,
         verify: bool,
     ) -> Result<Block> {
-        if let Some(b) = cache.and_then(|c| c.get(self.meta.id, i as u32)) {
-            return Ok(b);
-        }
         let b = self.load_block(dev, i, verify)?;
-        if let Some(c) = cache {
-            let len = self.index.extent(i).map_or(0, |(_, l)| l);
-            c.insert(self.meta.id, i as u32, b.clone(), u64::from(len));
-        }
+        let len = self.index.extent(i).map_or(0, |(_, l)| l);
+        cache.insert(self.meta.id, i as u32, b.clone(), u64::from(len));
         Ok(b)
     }
 
@@ -168,7 +164,7 @@ impl Band {
             let found = match cache.get(self.meta.id, i as u32) {
                 Some(b) => search(&b, offset)?,
                 None if cache.admit(self.meta.id, i as u32) => {
-                    let b = self.block(dev, Some(cache), i, verify)?;
+                    let b = self.cache_block(dev, cache, i, verify)?;
                     search(&b, offset)?
                 }
                 None => {

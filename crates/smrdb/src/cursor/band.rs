@@ -144,21 +144,16 @@ impl BandCursor {
             self.buf = match self.cache.get(id, n) {
                 Some(b) => Buf::Cached(b),
                 None if self.cache.admit(id, n) => {
-                    let b = self.band.load_block(&self.dev, i, self.verify)?;
-                    self.cache.insert(id, n, b.clone(), len);
-                    Buf::Cached(b)
+                    Buf::Cached(
+                        self.band
+                            .cache_block(&self.dev, &self.cache, i, self.verify)?,
+                    )
                 }
                 None => {
                     // A block the cache does not admit ([`BlockCache::admit`]) is read into
                     // the window and searched there, as a get does: no allocation, no
                     // eviction.
-                    (self.window_off, self.window_len) = self.dev.read_window(
-                        self.band.meta.zone,
-                        offset,
-                        len as usize,
-                        IoKind::Read,
-                        &mut self.window,
-                    )?;
+                    self.fill_window(offset, len)?;
                     self.window_block(offset, len)?
                 }
             };
@@ -170,17 +165,23 @@ impl BandCursor {
                 let want = self.next_window.min(self.read_ahead).max(len);
                 self.next_window = (self.next_window * 2).min(self.read_ahead);
                 let n = want.min(data_end.saturating_sub(offset)).max(len);
-                (self.window_off, self.window_len) = self.dev.read_window(
-                    self.band.meta.zone,
-                    offset,
-                    n as usize,
-                    IoKind::Read,
-                    &mut self.window,
-                )?;
+                self.fill_window(offset, n)?;
             }
             self.buf = self.window_block(offset, len)?;
         }
         self.blocks_read += 1;
+        Ok(())
+    }
+
+    /// Reads `n` bytes of the band's zone from `offset` into the window.
+    fn fill_window(&mut self, offset: u64, n: u64) -> Result<()> {
+        (self.window_off, self.window_len) = self.dev.read_window(
+            self.band.meta.zone,
+            offset,
+            n as usize,
+            IoKind::Read,
+            &mut self.window,
+        )?;
         Ok(())
     }
 
